@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/rundbrief/rundbrief/handlers"
+	"github.com/rundbrief/rundbrief/handlers/api"
+	"github.com/rundbrief/rundbrief/handlers/portal"
+	"github.com/rundbrief/rundbrief/store"
+)
+
+// serve runs the HTTP server and the background workers until ctx ends, then shuts
+// down in order: stop accepting and drain requests, stop the workers, close the
+// database, stop the private cluster.
+func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
+	if err := cfg.ensureSecret(log); err != nil {
+		return err
+	}
+	db, err := openDatabase(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer db.close()
+
+	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWork()
+	var workers sync.WaitGroup
+	startWorker := func(name string, run func(context.Context) error) {
+		workers.Go(func() {
+			if err := run(workCtx); err != nil {
+				log.Error("worker stopped", "worker", name, "err", err)
+			}
+		})
+	}
+	apiLog := store.NewAPILogWriter(db.DB, log)
+	startWorker("api log", apiLog.Run)
+	startWorker("retention", func(ctx context.Context) error { return db.RunRetention(ctx, time.Hour, log) })
+	startWorker("key changes", func(ctx context.Context) error { return db.ListenKeyChanges(ctx, db.url, log) })
+
+	app := handlers.New(
+		api.New(db.DB, apiLog, log, api.Config{BaseURL: cfg.BaseURL, RateLimit: cfg.RateLimit}),
+		portal.New(log, cfg.BaseURL),
+	)
+	srv := &http.Server{
+		Handler:           app,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      90 * time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	log.Info("rundbrief listening", "addr", ln.Addr().String(), "base_url", cfg.BaseURL, "managed_postgres", cfg.DatabaseURL == "")
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	select {
+	case err := <-served:
+		stopWork()
+		workers.Wait()
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: draining requests")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		log.Error("shutdown", "err", err)
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Error("serve", "err", err)
+	}
+	log.Info("shutting down: stopping workers")
+	stopWork()
+	workers.Wait()
+	log.Info("stopped")
+	return nil
+}

@@ -1,0 +1,138 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/rundbrief/rundbrief/store"
+)
+
+// Error is an API error: the HTTP status, the fixed code and the German message,
+// plus the extra fields some codes carry.
+type Error struct {
+	Status        int               `json:"-"`
+	Code          string            `json:"code"`
+	Message       string            `json:"message"`
+	Fields        map[string]string `json:"fields,omitempty"`
+	RequestID     string            `json:"request_id"`
+	Reason        string            `json:"reason,omitempty"`
+	RequiredScope string            `json:"required_scope,omitempty"`
+	RetryAfter    int               `json:"retry_after,omitempty"`
+	UpgradeURL    string            `json:"upgrade_url,omitempty"`
+	Feature       string            `json:"feature,omitempty"`
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("api: %d %s: %s", e.Status, e.Code, e.Message) }
+
+func errBadRequest(msg string) *Error {
+	return &Error{Status: http.StatusBadRequest, Code: "bad_request", Message: msg}
+}
+
+var (
+	errUnauthorized = &Error{Status: http.StatusUnauthorized, Code: "unauthorized",
+		Message: "Kein gültiger API-Schlüssel. Bitte den Schlüssel im Header Authorization: Bearer <Schlüssel> senden."}
+	errNotFound = &Error{Status: http.StatusNotFound, Code: "not_found",
+		Message: "Nicht gefunden."}
+	errTooLarge = &Error{Status: http.StatusRequestEntityTooLarge, Code: "payload_too_large",
+		Message: "Die Anfrage ist zu groß."}
+	errServer = &Error{Status: http.StatusInternalServerError, Code: "server_error",
+		Message: "Ein unerwarteter Fehler ist aufgetreten. Bitte später erneut versuchen und die Request-ID angeben."}
+)
+
+func errForbidden(reason, msg string) *Error {
+	return &Error{Status: http.StatusForbidden, Code: "forbidden", Reason: reason, Message: msg}
+}
+
+func errValidation(fields map[string]string) *Error {
+	return &Error{Status: http.StatusUnprocessableEntity, Code: "validation_error",
+		Message: "Die Eingaben sind ungültig.", Fields: fields}
+}
+
+func errConflict(reason, msg string) *Error {
+	return &Error{Status: http.StatusConflict, Code: "conflict", Reason: reason, Message: msg}
+}
+
+// toAPIError is the one place where domain errors become API errors.
+func toAPIError(err error) *Error {
+	var (
+		apiErr   *Error
+		valErr   *store.ValidationError
+		conflict *store.ConflictError
+		limit    *store.LimitError
+		plan     *store.PlanError
+	)
+	switch {
+	case errors.As(err, &apiErr):
+		return apiErr
+	case errors.Is(err, store.ErrNotFound):
+		return errNotFound
+	case errors.As(err, &valErr):
+		return errValidation(valErr.Fields)
+	case errors.As(err, &conflict):
+		return errConflict(conflict.Reason, conflict.Message)
+	case errors.As(err, &limit):
+		return &Error{Status: http.StatusPaymentRequired, Code: "limit_reached", UpgradeURL: limit.UpgradeURL,
+			Message: fmt.Sprintf("Das Limit Ihres Tarifs ist erreicht (%s: %d).", limitLabel(limit.Limit), limit.Max)}
+	case errors.As(err, &plan):
+		msg := fmt.Sprintf("Ihr Tarif enthält die Funktion %q nicht.", plan.Feature)
+		if plan.Feature == "api" {
+			msg = "Ihr Tarif enthält keinen API-Zugang."
+		}
+		return &Error{Status: http.StatusPaymentRequired, Code: "plan_required", Feature: plan.Feature,
+			UpgradeURL: plan.UpgradeURL, Message: msg}
+	}
+	return errServer
+}
+
+func limitLabel(limit string) string {
+	switch limit {
+	case "contacts":
+		return "Kontakte"
+	case "lists":
+		return "Listen"
+	case "sends_per_day":
+		return "Sendungen pro Tag"
+	case "storage_bytes":
+		return "Speicher in Bytes"
+	case "webhooks":
+		return "Webhooks"
+	case "api_keys":
+		return "aktive API-Schlüssel"
+	}
+	return limit
+}
+
+// writeError answers with the error envelope. Unexpected errors are logged with the
+// request id and answered with a generic message: no internals reach the client.
+func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	e := *toAPIError(err)
+	if e.Status >= 500 {
+		a.log.Error("request failed", "request_id", requestID(r.Context()), "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	if e.Upgrade() && e.UpgradeURL == "" {
+		e.UpgradeURL = a.cfg.BaseURL + "/settings/plan"
+	}
+	e.RequestID = requestID(r.Context())
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
+	_ = writeEnvelope(w, e.Status, struct {
+		Error Error `json:"error"`
+	}{e})
+}
+
+// Upgrade reports whether the error carries an upgrade_url (the 402 codes).
+func (e *Error) Upgrade() bool { return e.Status == http.StatusPaymentRequired }
+
+// handlerFunc is an API handler: it writes a success response or returns an error.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+func (a *API) handle(h handlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			a.writeError(w, r, err)
+		}
+	}
+}

@@ -1,0 +1,93 @@
+// Package api serves Rundbrief's JSON API under /v1: the envelope, authentication,
+// scopes, plan features, rate limits, idempotency and the API log that every
+// endpoint gets, and one file per resource.
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/rundbrief/rundbrief/store"
+)
+
+// envelope is the success body: {"data": …, "meta": {"request_id": …}}.
+type envelope struct {
+	Data any  `json:"data"`
+	Meta meta `json:"meta"`
+}
+
+type meta struct {
+	RequestID  string      `json:"request_id"`
+	Pagination *pagination `json:"pagination,omitempty"`
+}
+
+type pagination struct {
+	Page    int `json:"page"`
+	PerPage int `json:"per_page"`
+	Total   int `json:"total"`
+	Pages   int `json:"pages"`
+}
+
+func newPagination(p store.Page, total int) *pagination {
+	return &pagination{Page: p.Page, PerPage: p.PerPage, Total: total, Pages: (total + p.PerPage - 1) / p.PerPage}
+}
+
+// writeData answers status with data in the success envelope.
+func writeData(w http.ResponseWriter, r *http.Request, status int, data any) error {
+	return writeEnvelope(w, status, envelope{Data: data, Meta: meta{RequestID: requestID(r.Context())}})
+}
+
+// writeList answers 200 with one page of items and its pagination.
+func writeList[T any](w http.ResponseWriter, r *http.Request, items []T, p store.Page, total int) error {
+	if items == nil {
+		items = []T{}
+	}
+	return writeEnvelope(w, http.StatusOK, envelope{Data: items, Meta: meta{RequestID: requestID(r.Context()), Pagination: newPagination(p, total)}})
+}
+
+func writeEnvelope(w http.ResponseWriter, status int, body any) error {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+	return nil
+}
+
+// Time is a timestamp as the API shows it: ISO 8601 in Europe/Berlin with offset.
+type Time time.Time
+
+// MarshalJSON writes e.g. "2026-11-22T05:02:04+01:00".
+func (t Time) MarshalJSON() ([]byte, error) {
+	return []byte(`"` + time.Time(t).In(store.Berlin).Format(time.RFC3339) + `"`), nil
+}
+
+// timePtr converts an optional timestamp; nil stays null.
+func timePtr(t *time.Time) *Time {
+	if t == nil {
+		return nil
+	}
+	v := Time(*t)
+	return &v
+}
+
+// inputLayouts are the date-time forms the API accepts besides RFC 3339; without an
+// offset they are read as Europe/Berlin wall-clock time.
+var inputLayouts = []string{"2006-01-02 15:04", "2006-01-02T15:04", "2006-01-02 15:04:05", "2006-01-02T15:04:05"}
+
+// ParseTime reads a date-time input: RFC 3339, or YYYY-MM-DD HH:MM / YYYY-MM-DDTHH:MM
+// (with optional seconds) in Europe/Berlin.
+func ParseTime(s string) (time.Time, bool) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, true
+	}
+	for _, l := range inputLayouts {
+		if t, err := time.ParseInLocation(l, s, store.Berlin); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}

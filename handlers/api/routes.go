@@ -1,0 +1,87 @@
+package api
+
+import (
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/rundbrief/rundbrief/store"
+)
+
+// Config is what the API needs from the service configuration.
+type Config struct {
+	BaseURL   string           // public root URL; the API is BaseURL + "/v1"
+	RateLimit int              // default requests per minute per key
+	Now       func() time.Time // the clock; tests move it
+}
+
+// API holds the dependencies of the /v1 handlers.
+type API struct {
+	db     *store.DB
+	apiLog *store.APILogWriter
+	log    *slog.Logger
+	cfg    Config
+}
+
+// New returns the API; mount Handler() at /v1.
+func New(db *store.DB, apiLog *store.APILogWriter, log *slog.Logger, cfg Config) *API {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.RateLimit <= 0 {
+		cfg.RateLimit = 120
+	}
+	return &API{db: db, apiLog: apiLog, log: log, cfg: cfg}
+}
+
+// Handler is the /v1 router. Every route of the API is listed here, top to bottom.
+func (a *API) Handler() http.Handler {
+	r := chi.NewRouter()
+	r.Use(withRequestID, a.recoverPanics, cors, limitBody)
+	r.NotFound(a.handle(func(http.ResponseWriter, *http.Request) error { return errNotFound }))
+	r.MethodNotAllowed(a.methodNotAllowed(r))
+
+	// Public: no key.
+	r.Get("/", a.handle(a.index))
+	r.Get("/openapi.json", a.openAPI)
+
+	// Everything else needs a key; the chain runs in this order.
+	r.Group(func(r chi.Router) {
+		r.Use(a.authenticate, a.logRequest, a.restrict, a.rateLimit, a.requireAPIPlan, a.idempotency)
+
+		r.Get("/me", a.need("", "", a.me))
+		r.Get("/plan/limits", a.need("", "", a.planLimits))
+
+		r.Get("/logs/api", a.need("read", "", a.listAPILog))
+		r.Get("/logs/api/{id}", a.need("read", "", a.getAPILogEntry))
+	})
+	return r
+}
+
+// methodNotAllowed answers 405 with the Allow header listing the path's methods.
+func (a *API) methodNotAllowed(routes chi.Routes) http.HandlerFunc {
+	methods := []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
+	return a.handle(func(w http.ResponseWriter, r *http.Request) error {
+		path := r.URL.Path
+		if rctx := chi.RouteContext(r.Context()); rctx != nil && rctx.RoutePath != "" {
+			path = rctx.RoutePath // relative to /v1 when mounted
+		}
+		var allowed []string
+		for _, m := range methods {
+			if routes.Match(chi.NewRouteContext(), m, path) {
+				allowed = append(allowed, m)
+			}
+		}
+		if slices.Contains(allowed, http.MethodGet) {
+			allowed = append(allowed, http.MethodHead)
+		}
+		allowed = append(allowed, http.MethodOptions)
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		return &Error{Status: http.StatusMethodNotAllowed, Code: "method_not_allowed",
+			Message: "Die Methode " + r.Method + " ist für diesen Pfad nicht erlaubt."}
+	})
+}

@@ -1,0 +1,40 @@
+// Package handlers assembles Rundbrief's one HTTP application: the JSON API under
+// /v1, the portal, the public pages and the embedded static files.
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/rundbrief/rundbrief/handlers/api"
+	"github.com/rundbrief/rundbrief/handlers/portal"
+	"github.com/rundbrief/rundbrief/static"
+)
+
+// New returns the application's router.
+func New(a *api.API, p *portal.Portal) http.Handler {
+	r := chi.NewRouter()
+	r.Use(securityHeaders)
+	r.Mount("/v1", a.Handler())
+	r.Handle("/static/*", http.StripPrefix("/static/", cacheStatic(http.FileServerFS(static.FS))))
+	p.Routes(r)
+	return r
+}
+
+// securityHeaders sets headers every response should carry.
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "strict-origin-when-cross-origin")
+		next.ServeHTTP(w, r)
+	})
+}
+
+func cacheStatic(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		next.ServeHTTP(w, r)
+	})
+}

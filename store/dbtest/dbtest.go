@@ -1,0 +1,142 @@
+// Package dbtest gives tests real PostgreSQL databases. With TEST_DATABASE_URL set it
+// creates databases on that server; otherwise it starts a throwaway cluster from the
+// installed server binaries. Each test package migrates one template database once,
+// and every NewDB is a cheap copy of it, dropped when the test ends.
+package dbtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/rundbrief/rundbrief/store"
+	"github.com/rundbrief/rundbrief/store/pgcluster"
+)
+
+// env is the one server of this test binary, set by Main before any test runs.
+var env struct {
+	adminURL string
+	template string
+	mu       sync.Mutex // CREATE DATABASE … TEMPLATE fails if two run at once
+}
+
+// Main prepares the server and the migrated template, runs the tests and cleans up.
+// Call it from TestMain: func TestMain(m *testing.M) { dbtest.Main(m) }.
+func Main(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctx := context.Background()
+	adminURL := os.Getenv("TEST_DATABASE_URL")
+	if adminURL == "" {
+		dir, err := os.MkdirTemp("", "rbtest")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "dbtest:", err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		c, err := pgcluster.Start(ctx, dir, pgcluster.Options{Throwaway: true})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "dbtest:", err)
+			return 1
+		}
+		defer func() { _ = c.Stop() }()
+		adminURL = c.URL("postgres")
+	}
+	env.adminURL = adminURL
+	env.template = "rbtpl_" + token()
+	if err := createTemplate(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "dbtest:", err)
+		return 1
+	}
+	defer dropDatabase(env.template)
+	return m.Run()
+}
+
+func createTemplate(ctx context.Context) error {
+	if err := exec(ctx, "CREATE DATABASE "+env.template); err != nil {
+		return err
+	}
+	db, err := store.Open(ctx, withDatabase(env.adminURL, env.template))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return db.Migrate(ctx)
+}
+
+// URL creates a fresh migrated database for this test and returns its URL; the
+// database is dropped when the test ends. Use it to open several pools on one
+// database, as several `rundbrief serve` processes would.
+func URL(t testing.TB) string {
+	t.Helper()
+	if env.adminURL == "" {
+		t.Fatal("dbtest: call dbtest.Main from TestMain")
+	}
+	name := "rbt_" + token()
+	env.mu.Lock()
+	err := exec(context.Background(), fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s", name, env.template))
+	env.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dropDatabase(name) })
+	return withDatabase(env.adminURL, name)
+}
+
+// NewDB creates a fresh migrated database and opens a pool on it, both closed and
+// dropped when the test ends.
+func NewDB(t testing.TB) *store.DB {
+	t.Helper()
+	return Open(t, URL(t))
+}
+
+// Open opens one more pool on a database made by URL, closed when the test ends.
+func Open(t testing.TB, dbURL string) *store.DB {
+	t.Helper()
+	db, err := store.Open(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+func exec(ctx context.Context, stmt string) error {
+	db, err := sqlx.Open("postgres", env.adminURL)
+	if err != nil {
+		return fmt.Errorf("dbtest: %w", err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, stmt); err != nil {
+		return fmt.Errorf("dbtest: %s: %w", stmt, err)
+	}
+	return nil
+}
+
+func dropDatabase(name string) {
+	_ = exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+}
+
+func withDatabase(raw, name string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		panic(fmt.Sprintf("dbtest: bad database URL: %v", err))
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+func token() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

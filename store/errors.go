@@ -1,0 +1,73 @@
+package store
+
+import (
+	"errors"
+	"sort"
+	"strings"
+)
+
+// ErrNotFound means the object does not exist or belongs to another account.
+var ErrNotFound = errors.New("store: not found")
+
+// ValidationError lists invalid input fields with a German message for each.
+type ValidationError struct {
+	Fields map[string]string
+}
+
+func (e *ValidationError) Error() string {
+	names := make([]string, 0, len(e.Fields))
+	for k := range e.Fields {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return "store: invalid fields: " + strings.Join(names, ", ")
+}
+
+// Invalid builds a ValidationError for one field.
+func Invalid(field, message string) *ValidationError {
+	return &ValidationError{Fields: map[string]string{field: message}}
+}
+
+// Errs collects field errors while validating an input; Err returns nil when none were added.
+type Errs map[string]string
+
+// Add records a message for field unless one is already there (the first problem wins).
+func (e Errs) Add(field, message string) {
+	if _, ok := e[field]; !ok {
+		e[field] = message
+	}
+}
+
+// Err returns the collected errors as a *ValidationError, or nil.
+func (e Errs) Err() error {
+	if len(e) == 0 {
+		return nil
+	}
+	return &ValidationError{Fields: e}
+}
+
+// ConflictError is a conflict with the current state of an object.
+type ConflictError struct {
+	Reason  string // machine-readable, e.g. "already_sent"
+	Message string // German
+}
+
+func (e *ConflictError) Error() string { return "store: conflict: " + e.Reason }
+
+// LimitError means a plan limit (contacts, lists, sends per day, storage, webhooks,
+// API keys) would be exceeded.
+type LimitError struct {
+	Limit      string
+	Max        int64
+	UpgradeURL string
+}
+
+func (e *LimitError) Error() string { return "store: plan limit reached: " + e.Limit }
+
+// PlanError means the account's plan lacks a feature.
+type PlanError struct {
+	Feature    string
+	UpgradeURL string
+}
+
+func (e *PlanError) Error() string { return "store: plan lacks feature: " + e.Feature }

@@ -1,0 +1,28 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+
+	"github.com/rundbrief/rundbrief/migrations"
+)
+
+// Migrate applies every pending migration. Several processes starting at once are
+// safe: goose serialises them with a PostgreSQL advisory lock.
+func (db *DB) Migrate(ctx context.Context) error {
+	locker, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		return fmt.Errorf("store: migrate: %w", err)
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db.DB.DB, migrations.FS, goose.WithSessionLocker(locker))
+	if err != nil {
+		return fmt.Errorf("store: migrate: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("store: migrate: %w", err)
+	}
+	return nil
+}

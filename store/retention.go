@@ -1,0 +1,45 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Purge deletes what has outlived its retention: API log rows after 90 days,
+// idempotency records after 24 hours, and finished rate-limit windows.
+func (db *DB) Purge(ctx context.Context, now time.Time) error {
+	stmts := []struct {
+		name string
+		sql  string
+		arg  time.Time
+	}{
+		{"api log", `DELETE FROM api_log WHERE created_at < $1`, now.Add(-APILogRetention)},
+		{"idempotency keys", `DELETE FROM idempotency_keys WHERE expires_at < $1`, now},
+		{"rate counters", `DELETE FROM rate_counters WHERE window_start < $1`, now.Add(-2 * RateWindow)},
+	}
+	for _, s := range stmts {
+		if _, err := db.ExecContext(ctx, s.sql, s.arg); err != nil {
+			return fmt.Errorf("store: purge %s: %w", s.name, err)
+		}
+	}
+	return nil
+}
+
+// RunRetention purges every interval until ctx ends. Several processes may run it:
+// the deletes are idempotent.
+func (db *DB) RunRetention(ctx context.Context, interval time.Duration, log *slog.Logger) error {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		if err := db.Purge(ctx, time.Now()); err != nil && ctx.Err() == nil {
+			log.Error("retention", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
