@@ -126,7 +126,7 @@ func (db *DB) SetPlan(ctx context.Context, accountID int64, plan string) error {
 	} else if err != nil {
 		return err
 	}
-	return db.WithTx(ctx, func(tx *sqlx.Tx) error {
+	err := db.WithTx(ctx, func(tx *sqlx.Tx) error {
 		res, err := tx.ExecContext(ctx, updateAccountPlan, accountID, plan)
 		if err != nil {
 			return fmt.Errorf("store: set plan: %w", err)
@@ -136,6 +136,10 @@ func (db *DB) SetPlan(ctx context.Context, accountID int64, plan string) error {
 		}
 		return notifyKeysChanged(ctx, tx)
 	})
+	if err == nil {
+		db.keys.flush()
+	}
+	return err
 }
 
 const selectAccount = `SELECT id, name, plan, blocked_at, created_at FROM accounts WHERE id = $1`
