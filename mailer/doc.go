@@ -1,0 +1,2 @@
+// Package mailer renders and sends Rundbrief's emails.
+package mailer
