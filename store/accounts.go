@@ -153,18 +153,6 @@ func (db *DB) Account(ctx context.Context, id int64) (Account, error) {
 	return a, nil
 }
 
-const selectOwner = `SELECT id, account_id, email, name, role, created_at FROM users
-WHERE account_id = $1 AND role = 'owner' ORDER BY id LIMIT 1`
-
-// Owner returns the account's owner user.
-func (db *DB) Owner(ctx context.Context, accountID int64) (User, error) {
-	var u User
-	if err := db.GetContext(ctx, &u, selectOwner, accountID); err != nil {
-		return User{}, notFound("owner", err)
-	}
-	return u, nil
-}
-
 // ValidEmail reports whether s is a plain address (local@domain, no display name).
 func ValidEmail(s string) bool {
 	if len(s) > 254 || strings.ContainsAny(s, " <>\"") {

@@ -309,10 +309,12 @@ func (db *DB) KeyAccount(ctx context.Context, id int64) (int64, error) {
 	return accountID, nil
 }
 
-// Principal is who an API request acts as: the key, its account and the account's plan.
+// Principal is who an API request acts as: the key, its account, the account's
+// owner and plan.
 type Principal struct {
 	Key     APIKey
 	Account Account
+	Owner   User
 	Plan    Plan
 }
 
@@ -321,8 +323,12 @@ const selectPrincipal = `SELECT k.key_hash,
   a.id AS "account.id", a.name AS "account.name", a.plan AS "account.plan", a.blocked_at AS "account.blocked_at", a.created_at AS "account.created_at",
   p.name AS "plan.name", p.features AS "plan.features", p.max_contacts AS "plan.max_contacts", p.max_lists AS "plan.max_lists",
   p.max_sends_per_day AS "plan.max_sends_per_day", p.max_storage_bytes AS "plan.max_storage_bytes", p.max_webhooks AS "plan.max_webhooks",
-  p.max_api_keys AS "plan.max_api_keys", p.upgrade_url AS "plan.upgrade_url"
+  p.max_api_keys AS "plan.max_api_keys", p.upgrade_url AS "plan.upgrade_url",
+  u.id AS "owner.id", u.account_id AS "owner.account_id", u.email AS "owner.email", u.name AS "owner.name",
+  u.role AS "owner.role", u.created_at AS "owner.created_at"
 FROM api_keys k JOIN accounts a ON a.id = k.account_id JOIN plans p ON p.name = a.plan
+JOIN LATERAL (SELECT id, account_id, email, name, role, created_at FROM users
+              WHERE account_id = a.id AND role = 'owner' ORDER BY id LIMIT 1) u ON true
 WHERE k.key_hash = $1 AND k.revoked_at IS NULL`
 
 // Authenticate returns the principal of an active key, or ErrNotFound for a missing,
@@ -342,6 +348,7 @@ func (db *DB) Authenticate(ctx context.Context, key string) (Principal, error) {
 		APIKey
 		Account Account `db:"account"`
 		Plan    Plan    `db:"plan"`
+		Owner   User    `db:"owner"`
 	}
 	if err := db.GetContext(ctx, &row, selectPrincipal, hash); err != nil {
 		return Principal{}, notFound("authenticate", err)
@@ -351,7 +358,7 @@ func (db *DB) Authenticate(ctx context.Context, key string) (Principal, error) {
 	if subtle.ConstantTimeCompare(row.KeyHash, hash) != 1 {
 		return Principal{}, ErrNotFound
 	}
-	p := Principal{Key: row.APIKey, Account: row.Account, Plan: row.Plan}
+	p := Principal{Key: row.APIKey, Account: row.Account, Owner: row.Owner, Plan: row.Plan}
 	db.keys.put(hash, p, gen)
 	return p, nil
 }

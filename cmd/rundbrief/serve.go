@@ -45,7 +45,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	startWorker("key changes", func(ctx context.Context) error { return db.ListenKeyChanges(ctx, db.url, log) })
 
 	app := handlers.New(
-		api.New(db.DB, apiLog, log, api.Config{BaseURL: cfg.BaseURL, RateLimit: cfg.RateLimit}),
+		api.New(api.Deps{DB: db.DB, APILog: apiLog, Log: log}, api.Config{BaseURL: cfg.BaseURL, RateLimit: cfg.RateLimit}),
 		portal.New(log, cfg.BaseURL),
 	)
 	srv := &http.Server{

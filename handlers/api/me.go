@@ -46,10 +46,7 @@ type meResponse struct {
 
 func (a *API) me(w http.ResponseWriter, r *http.Request) error {
 	p := principal(r.Context())
-	owner, err := a.db.Owner(r.Context(), p.Account.ID)
-	if err != nil {
-		return err
-	}
+	owner := p.Owner
 	limit := a.cfg.RateLimit
 	if p.Key.RateLimit != nil && *p.Key.RateLimit < limit {
 		limit = *p.Key.RateLimit

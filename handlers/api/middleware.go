@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/go-chi/chi/v5"
+
 	"github.com/rundbrief/rundbrief/store"
 )
 
@@ -85,7 +87,16 @@ const (
 	corsExposeHeaders = "X-Request-Id, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, Idempotent-Replayed"
 )
 
-// isPublic reports whether a /v1 path needs no key (and always answers CORS with *).
+// apiPath is the request path below /v1: chi's Mount keeps the full URL path and
+// records the remainder as the route path.
+func apiPath(r *http.Request) string {
+	if rctx := chi.RouteContext(r.Context()); rctx != nil && rctx.RoutePath != "" {
+		return rctx.RoutePath
+	}
+	return r.URL.Path
+}
+
+// isPublic reports whether a path below /v1 needs no key (and always answers CORS with *).
 func isPublic(method, path string) bool {
 	switch {
 	case path == "/" || path == "" || path == "/openapi.json":
@@ -102,7 +113,7 @@ func cors(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		origin := r.Header.Get("Origin")
-		public := isPublic(r.Method, r.URL.Path)
+		public := isPublic(r.Method, apiPath(r))
 		h.Add("Vary", "Origin")
 		switch {
 		case public:
@@ -196,7 +207,7 @@ func truncate(s string, n int) string {
 
 // maskedPath is the request path with query, the key in ?api_key= cut to its prefix.
 func maskedPath(r *http.Request) string {
-	p := "/v1" + r.URL.Path
+	p := "/v1" + apiPath(r)
 	if r.URL.RawQuery == "" {
 		return p
 	}

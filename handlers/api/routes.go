@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/rundbrief/rundbrief/store"
 )
@@ -19,6 +20,13 @@ type Config struct {
 	Now       func() time.Time // the clock; tests move it
 }
 
+// Deps are the services the API calls. Each feature adds its service here.
+type Deps struct {
+	DB     *store.DB
+	APILog *store.APILogWriter
+	Log    *slog.Logger
+}
+
 // API holds the dependencies of the /v1 handlers.
 type API struct {
 	db     *store.DB
@@ -28,20 +36,20 @@ type API struct {
 }
 
 // New returns the API; mount Handler() at /v1.
-func New(db *store.DB, apiLog *store.APILogWriter, log *slog.Logger, cfg Config) *API {
+func New(d Deps, cfg Config) *API {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	if cfg.RateLimit <= 0 {
 		cfg.RateLimit = 120
 	}
-	return &API{db: db, apiLog: apiLog, log: log, cfg: cfg}
+	return &API{db: d.DB, apiLog: d.APILog, log: d.Log, cfg: cfg}
 }
 
 // Handler is the /v1 router. Every route of the API is listed here, top to bottom.
 func (a *API) Handler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(withRequestID, a.recoverPanics, cors, limitBody)
+	r.Use(withRequestID, a.recoverPanics, cors, limitBody, middleware.GetHead)
 	r.NotFound(a.handle(func(http.ResponseWriter, *http.Request) error { return errNotFound }))
 	r.MethodNotAllowed(a.methodNotAllowed(r))
 
@@ -49,9 +57,9 @@ func (a *API) Handler() http.Handler {
 	r.Get("/", a.handle(a.index))
 	r.Get("/openapi.json", a.openAPI)
 
-	// Everything else needs a key; the chain runs in this order.
+	// Everything else needs a key.
 	r.Group(func(r chi.Router) {
-		r.Use(a.authenticate, a.logRequest, a.restrict, a.rateLimit, a.requireAPIPlan, a.idempotency)
+		r.Use(a.keyed()...)
 
 		r.Get("/me", a.need("", "", a.me))
 		r.Get("/plan/limits", a.need("", "", a.planLimits))
@@ -62,14 +70,18 @@ func (a *API) Handler() http.Handler {
 	return r
 }
 
+// keyed is the middleware chain of every endpoint that needs a key, in order: a
+// request is authenticated, then logged, checked against the key's restrictions,
+// counted against its rate limit and the plan, and finally made idempotent.
+func (a *API) keyed() []func(http.Handler) http.Handler {
+	return []func(http.Handler) http.Handler{a.authenticate, a.logRequest, a.restrict, a.rateLimit, a.requireAPIPlan, a.idempotency}
+}
+
 // methodNotAllowed answers 405 with the Allow header listing the path's methods.
 func (a *API) methodNotAllowed(routes chi.Routes) http.HandlerFunc {
 	methods := []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
 	return a.handle(func(w http.ResponseWriter, r *http.Request) error {
-		path := r.URL.Path
-		if rctx := chi.RouteContext(r.Context()); rctx != nil && rctx.RoutePath != "" {
-			path = rctx.RoutePath // relative to /v1 when mounted
-		}
+		path := apiPath(r)
 		var allowed []string
 		for _, m := range methods {
 			if routes.Match(chi.NewRouteContext(), m, path) {

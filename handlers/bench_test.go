@@ -1,0 +1,137 @@
+package handlers_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rundbrief/rundbrief/handlers"
+	"github.com/rundbrief/rundbrief/handlers/api"
+	"github.com/rundbrief/rundbrief/handlers/portal"
+	"github.com/rundbrief/rundbrief/store"
+	"github.com/rundbrief/rundbrief/store/dbtest"
+)
+
+func TestMain(m *testing.M) { dbtest.Main(m) }
+
+// server is a running application over loopback with its workers, as `serve` wires it.
+type server struct {
+	*httptest.Server
+	db     *store.DB
+	dbURL  string
+	apiLog *store.APILogWriter
+}
+
+func startServer(tb testing.TB, rateLimit int) *server {
+	tb.Helper()
+	url := dbtest.URL(tb)
+	db := dbtest.Open(tb, url)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	apiLog := store.NewAPILogWriter(db, log)
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = apiLog.Run(ctx) })
+	wg.Go(func() { _ = db.ListenKeyChanges(ctx, url, log) })
+	app := handlers.New(api.New(api.Deps{DB: db, APILog: apiLog, Log: log}, api.Config{BaseURL: "http://rundbrief.test", RateLimit: rateLimit}), portal.New(log, "http://rundbrief.test"))
+	srv := httptest.NewServer(app)
+	tb.Cleanup(func() {
+		srv.Close()
+		cancel()
+		wg.Wait()
+	})
+	return &server{Server: srv, db: db, dbURL: url, apiLog: apiLog}
+}
+
+// BenchmarkAuthenticatedMe drives GET /v1/me over loopback with 16 connections and
+// the whole middleware stack (authentication, shared rate limit, API log), then
+// measures how long a key revoked through another pool keeps working.
+func BenchmarkAuthenticatedMe(b *testing.B) {
+	const conns = 16
+	ctx := context.Background()
+	s := startServer(b, 1_000_000_000)
+	acct, err := s.db.CreateAccount(ctx, store.NewAccount{Name: "Bench", Email: "bench@example.com", Password: "benchmark-password"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	key, full, err := s.db.CreateKey(ctx, acct.Account.ID, store.KeySettings{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}}
+	get := func() (int, error) {
+		req, _ := http.NewRequest(http.MethodGet, s.URL+"/v1/me", nil)
+		req.Header.Set("Authorization", "Bearer "+full)
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	if st, err := get(); err != nil || st != http.StatusOK {
+		b.Fatalf("warm-up: %d %v", st, err)
+	}
+
+	latencies := make([][]time.Duration, conns)
+	var next atomic.Int64
+	var failed atomic.Int64
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for c := range conns {
+		wg.Go(func() {
+			for next.Add(1) <= int64(b.N) {
+				t0 := time.Now()
+				st, err := get()
+				latencies[c] = append(latencies[c], time.Since(t0))
+				if err != nil || st != http.StatusOK {
+					failed.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if n := failed.Load(); n > 0 {
+		b.Fatalf("%d requests failed", n)
+	}
+	all := slices.Concat(latencies...)
+	slices.Sort(all)
+	pct := func(p float64) float64 { return float64(all[int(float64(len(all)-1)*p)].Microseconds()) / 1000 }
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
+	b.ReportMetric(pct(0.50), "p50_ms")
+	b.ReportMetric(pct(0.99), "p99_ms")
+
+	// Revoke through a second pool, as another `rundbrief serve` process would.
+	other := dbtest.Open(b, s.dbURL)
+	revokedAt := time.Now()
+	if err := other.RevokeKey(ctx, acct.Account.ID, key.ID); err != nil {
+		b.Fatal(err)
+	}
+	for {
+		st, err := get()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if st == http.StatusUnauthorized {
+			break
+		}
+		if time.Since(revokedAt) > 5*time.Second {
+			b.Fatal("revoked key still accepted after 5 s")
+		}
+	}
+	refused := time.Since(revokedAt)
+	if refused > time.Second {
+		b.Errorf("revoked key refused only after %v, want within 1 s", refused)
+	}
+	b.ReportMetric(float64(refused.Microseconds())/1000, "revoke_ms")
+}
