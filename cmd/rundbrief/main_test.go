@@ -1,0 +1,207 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rundbrief/rundbrief/store/dbtest"
+)
+
+func TestMain(m *testing.M) { dbtest.Main(m) }
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func env(vars map[string]string) func(string) string {
+	return func(k string) string { return vars[k] }
+}
+
+// cli runs one command line against the database at dbURL and returns its output.
+func cli(t *testing.T, dbURL string, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	err := run(context.Background(), args, env(map[string]string{"DATABASE_URL": dbURL}), &out, quiet())
+	return out.String(), err
+}
+
+func TestAccountAndKeyCommands(t *testing.T) {
+	url := dbtest.URL(t)
+	out, err := cli(t, url, "account", "create", "--name", "Acme", "--email", "owner@acme.test", "--plan", "pro", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var acct struct {
+		ID       int64  `json:"id"`
+		Name     string `json:"name"`
+		Plan     string `json:"plan"`
+		Password string `json:"password"`
+	}
+	if err := json.Unmarshal([]byte(out), &acct); err != nil || acct.ID == 0 || acct.Name != "Acme" || acct.Plan != "pro" || len(acct.Password) != 20 {
+		t.Fatalf("account create --json: %q %v", out, err)
+	}
+	if out, _ := cli(t, url, "account", "create", "--name", "B", "--email", "b@b.test", "--password", "a given password"); strings.Contains(out, "a given password") || !strings.Contains(out, "plan business") {
+		t.Errorf("account create: %q", out)
+	}
+
+	out, err = cli(t, url, "key", "create", "--account", fmt.Sprint(acct.ID), "--name", "shop", "--scopes", "read,send",
+		"--ips", "10.0.0.0/8,203.0.113.7", "--origins", "https://*.example.com", "--rate-limit", "60", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var key struct {
+		ID             int64    `json:"id"`
+		Key            string   `json:"key"`
+		Scopes         []string `json:"scopes"`
+		AllowedIPs     []string `json:"allowed_ips"`
+		AllowedOrigins []string `json:"allowed_origins"`
+		RateLimit      *int     `json:"rate_limit"`
+	}
+	if err := json.Unmarshal([]byte(out), &key); err != nil || !strings.HasPrefix(key.Key, "rb_live_") || len(key.Key) != 48 ||
+		strings.Join(key.Scopes, ",") != "read,send" || len(key.AllowedIPs) != 2 || key.AllowedOrigins[0] != "https://*.example.com" || *key.RateLimit != 60 {
+		t.Fatalf("key create --json: %q %v", out, err)
+	}
+
+	out, err = cli(t, url, "key", "renew", fmt.Sprint(key.ID), "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var renewed struct {
+		ID     int64    `json:"id"`
+		Key    string   `json:"key"`
+		Scopes []string `json:"scopes"`
+	}
+	if err := json.Unmarshal([]byte(out), &renewed); err != nil || renewed.Key == key.Key || renewed.ID == key.ID || strings.Join(renewed.Scopes, ",") != "read,send" {
+		t.Fatalf("key renew: %q %v", out, err)
+	}
+	if _, err := cli(t, url, "key", "revoke", fmt.Sprint(key.ID)); err == nil {
+		t.Error("revoking the renewed-away key again should fail")
+	}
+	if out, err := cli(t, url, "key", "revoke", fmt.Sprint(renewed.ID)); err != nil || !strings.Contains(out, "revoked") {
+		t.Errorf("key revoke: %q %v", out, err)
+	}
+	if out, err := cli(t, url, "account", "set-plan", fmt.Sprint(acct.ID), "starter"); err != nil || !strings.Contains(out, "starter") {
+		t.Errorf("set-plan: %q %v", out, err)
+	}
+
+	// Operator mistakes are clear errors, not panics or silent successes.
+	var uerr usageError
+	for _, args := range [][]string{
+		{}, {"frobnicate"}, {"key"}, {"key", "create"}, {"key", "renew"}, {"key", "renew", "x"}, {"account", "set-plan", "1"},
+		{"account", "create", "--bogus"},
+	} {
+		if _, err := cli(t, url, args...); !errors.As(err, &uerr) {
+			t.Errorf("%v: %v, want a usage error", args, err)
+		}
+	}
+	for _, args := range [][]string{
+		{"account", "create", "--name", "X", "--email", "not-an-email"},
+		{"account", "set-plan", fmt.Sprint(acct.ID), "gold"},
+		{"key", "create", "--account", fmt.Sprint(acct.ID), "--scopes", "admin"},
+		{"key", "create", "--account", "999999"},
+	} {
+		if _, err := cli(t, url, args...); err == nil || errors.As(err, &uerr) {
+			t.Errorf("%v: %v, want a domain error", args, err)
+		}
+	}
+}
+
+func TestConfig(t *testing.T) {
+	c, err := loadConfig(env(map[string]string{}))
+	if err != nil || c.Addr != "127.0.0.1:8080" || c.BaseURL != "http://127.0.0.1:8080" || c.DataDir != "./data" || c.RateLimit != 120 || c.WebhookAllowPrivate {
+		t.Errorf("defaults: %+v %v", c, err)
+	}
+	c, err = loadConfig(env(map[string]string{"RUNDBRIEF_BASE_URL": "https://news.example.com/", "RUNDBRIEF_RATE_LIMIT": "60", "RUNDBRIEF_WEBHOOK_ALLOW_PRIVATE": "true"}))
+	if err != nil || c.BaseURL != "https://news.example.com" || c.RateLimit != 60 || !c.WebhookAllowPrivate {
+		t.Errorf("explicit: %+v %v", c, err)
+	}
+	_, err = loadConfig(env(map[string]string{"RUNDBRIEF_ADDR": "nope", "RUNDBRIEF_RATE_LIMIT": "-1", "RUNDBRIEF_SMTP_URL": "http://x",
+		"RUNDBRIEF_SECRET": "short", "RUNDBRIEF_WEBHOOK_ALLOW_PRIVATE": "maybe"}))
+	for _, name := range []string{"RUNDBRIEF_ADDR", "RUNDBRIEF_RATE_LIMIT", "RUNDBRIEF_SMTP_URL", "RUNDBRIEF_SECRET", "RUNDBRIEF_WEBHOOK_ALLOW_PRIVATE"} {
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("bad %s not reported: %v", name, err)
+		}
+	}
+}
+
+// TestServeWithoutDatabaseURL runs the README's start command path: no DATABASE_URL,
+// so serve creates a private cluster in the data dir, serves, and on shutdown
+// stops the cluster again.
+func TestServeWithoutDatabaseURL(t *testing.T) {
+	// Like a user's ./data: reachable by the unprivileged user PostgreSQL runs as
+	// when the tests run as root (t.TempDir's parent is private).
+	dataDir, err := os.MkdirTemp("", "rbserve")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dataDir) })
+	if err := os.Chmod(dataDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve"}, env(map[string]string{"RUNDBRIEF_DATA_DIR": dataDir, "RUNDBRIEF_ADDR": addr}), io.Discard, quiet())
+	}()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/v1/")
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || !bytes.Contains(body, []byte(`"version":"1.1.0"`)) {
+				t.Fatalf("GET /v1/: %d %s", resp.StatusCode, body)
+			}
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("serve exited: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("serve did not answer within 90 s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// The CLI joins the running private cluster instead of starting another.
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"account", "create", "--name", "A", "--email", "a@a.test", "--json"},
+		env(map[string]string{"RUNDBRIEF_DATA_DIR": dataDir}), &out, quiet()); err != nil {
+		t.Fatalf("CLI beside serve: %v", err)
+	}
+	if secret, err := os.ReadFile(filepath.Join(dataDir, "secret")); err != nil || len(bytes.TrimSpace(secret)) < 32 {
+		t.Errorf("dev secret: %q %v", secret, err)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("serve did not shut down")
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "postgres", "data", "postmaster.pid")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the private cluster still runs after shutdown: %v", err)
+	}
+	if _, err := http.Get("http://" + addr + "/v1/"); err == nil {
+		t.Error("still listening after shutdown")
+	}
+}
