@@ -3,6 +3,7 @@ package store_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"sync"
 	"testing"
@@ -44,6 +45,40 @@ func TestRateCounterIsSharedBetweenProcesses(t *testing.T) {
 	res, err := a.Hit(ctx, acct, "key:1", 10, now.Add(time.Minute))
 	if err != nil || !res.Allowed || res.Remaining != 9 {
 		t.Errorf("next window: %+v %v", res, err)
+	}
+}
+
+func TestRateLimiterSharesOneBudgetAcrossProcesses(t *testing.T) {
+	ctx := context.Background()
+	url := dbtest.URL(t)
+	acct := newAccount(t, dbtest.Open(t, url), "business")
+	now := time.Date(2026, 11, 22, 10, 0, 30, 0, time.UTC)
+	for _, limit := range []int{3, 10, 500} {
+		procs := []*store.RateLimiter{store.NewRateLimiter(dbtest.Open(t, url)), store.NewRateLimiter(dbtest.Open(t, url))}
+		bucket := fmt.Sprintf("key:%d", limit)
+		allowed := 0
+		for i := range limit*2 + 50 {
+			res, err := procs[i%2].Allow(ctx, acct, bucket, limit, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Allowed {
+				allowed++
+			} else if res.RetryAfter(now) != 30 || res.Remaining != 0 {
+				t.Errorf("limit %d: refusal %+v", limit, res)
+			}
+			// Small budgets are counted exactly, request by request.
+			if limit <= 16 && i < limit && res.Remaining != limit-i-1 {
+				t.Errorf("limit %d, request %d: remaining %d", limit, i+1, res.Remaining)
+			}
+		}
+		if allowed != limit {
+			t.Errorf("limit %d: two processes admitted %d", limit, allowed)
+		}
+		// The next window starts afresh.
+		if res, _ := procs[0].Allow(ctx, acct, bucket, limit, now.Add(time.Minute)); !res.Allowed {
+			t.Errorf("limit %d: next window refused", limit)
+		}
 	}
 }
 

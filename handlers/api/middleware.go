@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -255,7 +256,7 @@ func (a *API) rateLimit(next http.Handler) http.Handler {
 			limit = *p.Key.RateLimit
 		}
 		now := a.cfg.Now()
-		res, err := a.db.Hit(r.Context(), p.Account.ID, "key:"+strconv.FormatInt(p.Key.ID, 10), limit, now)
+		res, err := a.limiter.Allow(r.Context(), p.Account.ID, "key:"+strconv.FormatInt(p.Key.ID, 10), limit, now)
 		if err != nil {
 			a.writeError(w, r, err)
 			return
@@ -265,13 +266,18 @@ func (a *API) rateLimit(next http.Handler) http.Handler {
 		h.Set("X-RateLimit-Remaining", strconv.Itoa(res.Remaining))
 		h.Set("X-RateLimit-Reset", strconv.FormatInt(res.ResetAt.Unix(), 10))
 		if !res.Allowed {
-			retry := res.RetryAfter(now)
-			a.writeError(w, r, &Error{Status: http.StatusTooManyRequests, Code: "rate_limited", RetryAfter: retry,
-				Message: "Zu viele Anfragen. Bitte nach " + strconv.Itoa(retry) + " Sekunden erneut versuchen."})
+			a.writeError(w, r, errRateLimited(res, now))
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// errRateLimited is the 429 of a refused request; writeError adds Retry-After.
+func errRateLimited(res store.RateResult, now time.Time) *Error {
+	retry := res.RetryAfter(now)
+	return &Error{Status: http.StatusTooManyRequests, Code: "rate_limited", RetryAfter: retry,
+		Message: "Zu viele Anfragen. Bitte nach " + strconv.Itoa(retry) + " Sekunden erneut versuchen."}
 }
 
 // requireAPIPlan refuses every call of an account whose plan has no API access.
