@@ -71,3 +71,20 @@ type PlanError struct {
 }
 
 func (e *PlanError) Error() string { return "store: plan lacks feature: " + e.Feature }
+
+// UnavailableError means a service Rundbrief depends on (such as the AI provider)
+// could not deliver. Nothing was changed or charged; a retry later may succeed.
+type UnavailableError struct {
+	Service string // e.g. "ai"
+	Message string // German; empty: a generic message
+	Err     error  // the cause, for the log only
+}
+
+func (e *UnavailableError) Error() string {
+	if e.Err != nil {
+		return "store: " + e.Service + " unavailable: " + e.Err.Error()
+	}
+	return "store: " + e.Service + " unavailable"
+}
+
+func (e *UnavailableError) Unwrap() error { return e.Err }

@@ -27,6 +27,7 @@ Usage:
   rundbrief migrate
   rundbrief account create --name N --email E [--password P] [--plan free|starter|pro|business] [--json]
   rundbrief account set-plan ID PLAN
+  rundbrief account credit ID AMOUNT [--json]    (tops up the AI credit by AMOUNT euros, e.g. 25 or 12.50)
   rundbrief key create --account ID [--name N] [--scopes read,write,send,ai] [--ips CIDR,…] [--origins O,…] [--rate-limit N] [--json]
   rundbrief key renew ID [--json]
   rundbrief key revoke ID
@@ -81,6 +82,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		"migrate":          func(context.Context, *store.DB, []string, io.Writer) error { return nil },
 		"account create":   accountCreate,
 		"account set-plan": accountSetPlan,
+		"account credit":   accountCredit,
 		"key create":       keyCreate,
 		"key renew":        keyRenew,
 		"key revoke":       keyRevoke,
@@ -137,6 +139,43 @@ func accountSetPlan(ctx context.Context, db *store.DB, args []string, out io.Wri
 		return describe(err)
 	}
 	_, _ = fmt.Fprintf(out, "Account %d is now on plan %s\n", id, args[1])
+	return nil
+}
+
+// accountCredit tops up an account's AI credit and prints the new balance.
+func accountCredit(ctx context.Context, db *store.DB, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("account credit", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print JSON")
+	var pos, flags []string
+	for _, a := range args {
+		if strings.HasPrefix(a, "--") {
+			flags = append(flags, a)
+		} else {
+			pos = append(pos, a)
+		}
+	}
+	if err := parseFlags(fs, flags); err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return usageError("account credit: expected ID AMOUNT (AMOUNT in euros, e.g. 25 or 12.50)")
+	}
+	id, err := strconv.ParseInt(pos[0], 10, 64)
+	if err != nil {
+		return usageError("account credit: ID must be an integer")
+	}
+	amount, err := store.ParseMoney(pos[1])
+	if err != nil {
+		return usageError("account credit: AMOUNT must be a positive amount in euros with at most four decimals, e.g. 25 or 12.50")
+	}
+	balance, err := db.AITopUp(ctx, id, amount)
+	if err != nil {
+		return describe(err)
+	}
+	if *asJSON {
+		return json.NewEncoder(out).Encode(map[string]any{"account_id": id, "amount_eur": amount.Float(), "balance_eur": balance.Float()})
+	}
+	_, _ = fmt.Fprintf(out, "Account %d: AI credit topped up by %s EUR; balance %s EUR\n", id, amount, balance)
 	return nil
 }
 

@@ -205,3 +205,78 @@ func TestServeWithoutDatabaseURL(t *testing.T) {
 		t.Error("still listening after shutdown")
 	}
 }
+
+func TestAccountCredit(t *testing.T) {
+	url := dbtest.URL(t)
+	out, err := cli(t, url, "account", "create", "--name", "Acme", "--email", "credit@acme.test", "--plan", "pro", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var acct struct {
+		ID int64 `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(out), &acct); err != nil {
+		t.Fatal(err)
+	}
+	id := fmt.Sprint(acct.ID)
+
+	out, err = cli(t, url, "account", "credit", id, "25")
+	if err != nil || out != fmt.Sprintf("Account %d: AI credit topped up by 25.00 EUR; balance 25.00 EUR\n", acct.ID) {
+		t.Fatalf("credit 25: %q %v", out, err)
+	}
+	out, err = cli(t, url, "account", "credit", "--json", id, "12,5")
+	var res struct {
+		AccountID  int64   `json:"account_id"`
+		AmountEUR  float64 `json:"amount_eur"`
+		BalanceEUR float64 `json:"balance_eur"`
+	}
+	if err != nil || json.Unmarshal([]byte(out), &res) != nil || res.AccountID != acct.ID || res.AmountEUR != 12.5 || res.BalanceEUR != 37.5 {
+		t.Fatalf("credit --json 12,5: %q %v", out, err)
+	}
+	// The ledger holds both top-ups; the balance is what the API reports.
+	db := dbtest.Open(t, url)
+	if b, err := db.AIBalance(context.Background(), acct.ID); err != nil || b.String() != "37.50" {
+		t.Errorf("balance %s %v", b, err)
+	}
+
+	var uerr usageError
+	for _, args := range [][]string{
+		{"account", "credit"}, {"account", "credit", id}, {"account", "credit", "x", "5"}, {"account", "credit", id, "-5"},
+		{"account", "credit", id, "5 EUR"}, {"account", "credit", id, "1.23456"}, {"account", "credit", id, "5", "--bogus"},
+	} {
+		if _, err := cli(t, url, args...); !errors.As(err, &uerr) {
+			t.Errorf("%v: %v, want a usage error", args, err)
+		}
+	}
+	for _, args := range [][]string{{"account", "credit", id, "0"}, {"account", "credit", id, "1000000"}, {"account", "credit", "999999", "5"}} {
+		if _, err := cli(t, url, args...); err == nil || errors.As(err, &uerr) {
+			t.Errorf("%v: %v, want a domain error", args, err)
+		}
+	}
+	if b, _ := db.AIBalance(context.Background(), acct.ID); b.String() != "37.50" {
+		t.Errorf("refused top-ups changed the balance: %s", b)
+	}
+}
+
+func TestNewAIService(t *testing.T) {
+	for _, c := range []struct {
+		cfg     Config
+		enabled bool
+		err     string
+	}{
+		{Config{AIAnthropicURL: "https://api.anthropic.com"}, false, ""},
+		{Config{AIAnthropicURL: "https://api.anthropic.com", AIAnthropicKey: "sk"}, true, ""},
+		{Config{AIAnthropicURL: "https://api.anthropic.com", AIFallbackURL: "http://localhost:11434", AIFallbackModel: "llama3.1:8b"}, true, ""},
+		{Config{AIAnthropicURL: "https://api.anthropic.com", AIFallbackURL: "http://localhost:11434"}, false, "RUNDBRIEF_AI_FALLBACK_MODEL"},
+		{Config{AIAnthropicURL: "api.anthropic.com", AIAnthropicKey: "sk"}, false, "RUNDBRIEF_AI_ANTHROPIC_URL"},
+		{Config{AIAnthropicURL: "https://api.anthropic.com", AIFallbackURL: "ftp://x", AIFallbackModel: "m"}, false, "RUNDBRIEF_AI_FALLBACK_URL"},
+	} {
+		svc, err := newAIService(nil, c.cfg, quiet())
+		switch {
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%+v: %v, want an error naming %s", c.cfg, err, c.err)
+		case c.err == "" && (err != nil || svc.Enabled() != c.enabled):
+			t.Errorf("%+v: enabled=%v %v, want enabled=%v", c.cfg, svc.Enabled(), err, c.enabled)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/rundbrief/rundbrief/handlers/api"
 	"github.com/rundbrief/rundbrief/handlers/portal"
 	"github.com/rundbrief/rundbrief/store"
+	"github.com/rundbrief/rundbrief/store/ai"
 )
 
 // serve runs the HTTP server and the background workers until ctx ends, then shuts
@@ -28,6 +30,11 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	defer db.close()
+	// Checked before any worker starts, so that a configuration error ends cleanly.
+	aiService, err := newAIService(db.DB, cfg, log)
+	if err != nil {
+		return err
+	}
 
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWork()
@@ -45,7 +52,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	startWorker("key changes", func(ctx context.Context) error { return db.ListenKeyChanges(ctx, db.url, log) })
 
 	app := handlers.New(
-		api.New(api.Deps{DB: db.DB, APILog: apiLog, Log: log}, api.Config{BaseURL: cfg.BaseURL, RateLimit: cfg.RateLimit}),
+		api.New(api.Deps{DB: db.DB, APILog: apiLog, Log: log, AI: aiService}, api.Config{BaseURL: cfg.BaseURL, RateLimit: cfg.RateLimit}),
 		portal.New(log, cfg.BaseURL),
 	)
 	srv := &http.Server{
@@ -84,4 +91,27 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	workers.Wait()
 	log.Info("stopped")
 	return nil
+}
+
+// newAIService wires the AI providers the configuration names: Anthropic's Messages
+// API when a key is set, the OpenAI-compatible fallback when a URL is set. With
+// neither, generation answers 503 and nothing is charged.
+func newAIService(db *store.DB, cfg Config, log *slog.Logger) (*ai.Service, error) {
+	c := ai.Config{Log: log}
+	for name, raw := range map[string]string{"RUNDBRIEF_AI_ANTHROPIC_URL": cfg.AIAnthropicURL, "RUNDBRIEF_AI_FALLBACK_URL": cfg.AIFallbackURL} {
+		if u, err := url.Parse(raw); raw != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+			return nil, fmt.Errorf("%s %q: expected an http(s) URL", name, raw)
+		}
+	}
+	if cfg.AIAnthropicKey != "" {
+		c.Primary = ai.NewAnthropic(cfg.AIAnthropicURL, cfg.AIAnthropicKey)
+	}
+	if cfg.AIFallbackURL != "" {
+		if cfg.AIFallbackModel == "" {
+			return nil, errors.New("RUNDBRIEF_AI_FALLBACK_URL is set: RUNDBRIEF_AI_FALLBACK_MODEL must name the model (e.g. llama3.1:8b)")
+		}
+		c.Fallback = ai.NewOpenAI(cfg.AIFallbackURL, cfg.AIFallbackKey, cfg.AIFallbackModel)
+	}
+	log.Info("ai providers", "anthropic", c.Primary != nil, "fallback", c.Fallback != nil, "fallback_model", cfg.AIFallbackModel)
+	return ai.NewService(db, c), nil
 }

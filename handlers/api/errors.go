@@ -39,6 +39,8 @@ var (
 		Message: "Die Anfrage ist zu groß."}
 	errServer = &Error{Status: http.StatusInternalServerError, Code: "server_error",
 		Message: "Ein unerwarteter Fehler ist aufgetreten. Bitte später erneut versuchen und die Request-ID angeben."}
+	errUnavailable = &Error{Status: http.StatusServiceUnavailable, Code: "service_unavailable",
+		Message: "Ein benötigter Dienst ist gerade nicht erreichbar. Bitte später erneut versuchen."}
 )
 
 func errForbidden(reason, msg string) *Error {
@@ -62,6 +64,7 @@ func toAPIError(err error) *Error {
 		conflict *store.ConflictError
 		limit    *store.LimitError
 		plan     *store.PlanError
+		unavail  *store.UnavailableError
 	)
 	switch {
 	case errors.As(err, &apiErr):
@@ -72,6 +75,9 @@ func toAPIError(err error) *Error {
 		return errValidation(valErr.Fields)
 	case errors.As(err, &conflict):
 		return errConflict(conflict.Reason, conflict.Message)
+	case errors.As(err, &limit) && limit.Limit == "ai_credit_eur":
+		return &Error{Status: http.StatusPaymentRequired, Code: "limit_reached", UpgradeURL: limit.UpgradeURL,
+			Message: "Ihr KI-Guthaben ist aufgebraucht. Bitte Guthaben aufladen lassen."}
 	case errors.As(err, &limit):
 		return &Error{Status: http.StatusPaymentRequired, Code: "limit_reached", UpgradeURL: limit.UpgradeURL,
 			Message: fmt.Sprintf("Das Limit Ihres Tarifs ist erreicht (%s: %d).", limitLabel(limit.Limit), limit.Max)}
@@ -82,6 +88,12 @@ func toAPIError(err error) *Error {
 		}
 		return &Error{Status: http.StatusPaymentRequired, Code: "plan_required", Feature: plan.Feature,
 			UpgradeURL: plan.UpgradeURL, Message: msg}
+	case errors.As(err, &unavail):
+		e := *errUnavailable
+		if unavail.Message != "" {
+			e.Message = unavail.Message
+		}
+		return &e
 	}
 	return errServer
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/rundbrief/rundbrief/store"
+	"github.com/rundbrief/rundbrief/store/ai"
 )
 
 // Config is what the API needs from the service configuration.
@@ -25,6 +26,7 @@ type Deps struct {
 	DB     *store.DB
 	APILog *store.APILogWriter
 	Log    *slog.Logger
+	AI     *ai.Service // AI text generation and credit
 }
 
 // API holds the dependencies of the /v1 handlers.
@@ -34,6 +36,7 @@ type API struct {
 	apiLog  *store.APILogWriter
 	log     *slog.Logger
 	cfg     Config
+	ai      *ai.Service
 }
 
 // New returns the API; mount Handler() at /v1.
@@ -44,7 +47,7 @@ func New(d Deps, cfg Config) *API {
 	if cfg.RateLimit <= 0 {
 		cfg.RateLimit = 120
 	}
-	return &API{db: d.DB, limiter: store.NewRateLimiter(d.DB), apiLog: d.APILog, log: d.Log, cfg: cfg}
+	return &API{db: d.DB, limiter: store.NewRateLimiter(d.DB), apiLog: d.APILog, log: d.Log, cfg: cfg, ai: d.AI}
 }
 
 // Handler is the /v1 router. Every route of the API is listed here, top to bottom.
@@ -68,6 +71,10 @@ func (a *API) Handler() http.Handler {
 		r.Get("/logs/api", a.need("read", "", a.listAPILog))
 		r.Get("/logs/api/{id}", a.need("read", "", a.getAPILogEntry))
 
+		// AI: text generation against the account's AI credit, its ledger and balance.
+		r.Post("/ai/generate", a.need("ai", "ai", a.aiLimited(a.generateAI)))
+		r.Get("/ai/usage", a.need("read", "ai", a.listAIUsage))
+		r.Get("/ai/credit", a.need("read", "ai", a.getAICredit))
 	})
 	return r
 }
