@@ -14,8 +14,10 @@ import (
 	"github.com/rundbrief/rundbrief/handlers"
 	"github.com/rundbrief/rundbrief/handlers/api"
 	"github.com/rundbrief/rundbrief/handlers/portal"
+	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/ai"
+	"github.com/rundbrief/rundbrief/store/secret"
 )
 
 // serve runs the HTTP server and the background workers until ctx ends, then shuts
@@ -35,6 +37,10 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	box, mail, err := newMailTransports(db.DB, cfg, log)
+	if err != nil {
+		return err
+	}
 
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWork()
@@ -50,9 +56,10 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	startWorker("api log", apiLog.Run)
 	startWorker("retention", func(ctx context.Context) error { return db.RunRetention(ctx, time.Hour, log) })
 	startWorker("key changes", func(ctx context.Context) error { return db.ListenKeyChanges(ctx, db.url, log) })
+	startWorker("smtp pool", mail.Run)
 
 	app := handlers.New(
-		api.New(api.Deps{DB: db.DB, APILog: apiLog, Log: log, AI: aiService}, api.Config{BaseURL: cfg.BaseURL, RateLimit: cfg.RateLimit}),
+		api.New(api.Deps{DB: db.DB, APILog: apiLog, Log: log, AI: aiService, Box: box, Mail: mail}, api.Config{BaseURL: cfg.BaseURL, RateLimit: cfg.RateLimit}),
 		portal.New(log, cfg.BaseURL),
 	)
 	srv := &http.Server{
@@ -114,4 +121,26 @@ func newAIService(db *store.DB, cfg Config, log *slog.Logger) (*ai.Service, erro
 	}
 	log.Info("ai providers", "anthropic", c.Primary != nil, "fallback", c.Fallback != nil, "fallback_model", cfg.AIFallbackModel)
 	return ai.NewService(db, c), nil
+}
+
+// newMailTransports wires the mailer: the secret box that seals SMTP passwords
+// (RUNDBRIEF_SECRET), the operator relay from RUNDBRIEF_SMTP_URL, and without one
+// the development outbox.
+func newMailTransports(db *store.DB, cfg Config, log *slog.Logger) (*secret.Box, *mailer.Transports, error) {
+	box, err := secret.NewBox(cfg.Secret)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts := mailer.TransportOptions{DefaultFrom: mailer.DefaultFrom(cfg.BaseURL), HELO: mailer.HELOName(cfg.BaseURL)}
+	if cfg.SMTPURL != "" {
+		relay, err := mailer.ParseRelayURL(cfg.SMTPURL, opts.DefaultFrom)
+		if err != nil {
+			return nil, nil, err
+		}
+		opts.Relay = &relay
+		log.Info("mail goes through the operator relay", "relay", relay.Server, "from", relay.From.Email)
+	} else {
+		log.Warn("RUNDBRIEF_SMTP_URL is not set: mail of accounts without an own SMTP server is captured in the development outbox, not sent")
+	}
+	return box, mailer.NewTransports(db, box, opts), nil
 }

@@ -10,8 +10,10 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
+	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/ai"
+	"github.com/rundbrief/rundbrief/store/secret"
 )
 
 // Config is what the API needs from the service configuration.
@@ -26,7 +28,9 @@ type Deps struct {
 	DB     *store.DB
 	APILog *store.APILogWriter
 	Log    *slog.Logger
-	AI     *ai.Service // AI text generation and credit
+	AI     *ai.Service        // AI text generation and credit
+	Box    *secret.Box        // seals SMTP passwords (RUNDBRIEF_SECRET)
+	Mail   *mailer.Transports // SMTP connection tests; DevOutboxEnabled decides /dev/outbox
 }
 
 // API holds the dependencies of the /v1 handlers.
@@ -37,6 +41,8 @@ type API struct {
 	log     *slog.Logger
 	cfg     Config
 	ai      *ai.Service
+	box     *secret.Box
+	mail    *mailer.Transports
 }
 
 // New returns the API; mount Handler() at /v1.
@@ -47,7 +53,7 @@ func New(d Deps, cfg Config) *API {
 	if cfg.RateLimit <= 0 {
 		cfg.RateLimit = 120
 	}
-	return &API{db: d.DB, limiter: store.NewRateLimiter(d.DB), apiLog: d.APILog, log: d.Log, cfg: cfg, ai: d.AI}
+	return &API{db: d.DB, limiter: store.NewRateLimiter(d.DB), apiLog: d.APILog, log: d.Log, cfg: cfg, ai: d.AI, box: d.Box, mail: d.Mail}
 }
 
 // Handler is the /v1 router. Every route of the API is listed here, top to bottom.
@@ -75,6 +81,19 @@ func (a *API) Handler() http.Handler {
 		r.Post("/ai/generate", a.need("ai", "ai", a.aiLimited(a.generateAI)))
 		r.Get("/ai/usage", a.need("read", "ai", a.listAIUsage))
 		r.Get("/ai/credit", a.need("read", "ai", a.getAICredit))
+
+		// SMTP servers of the account, the connection test, and the development
+		// outbox (only without RUNDBRIEF_SMTP_URL; otherwise its paths are 404) (issue 4).
+		r.Get("/smtp-servers", a.need("read", "", a.listSMTPServers))
+		r.Post("/smtp-servers", a.need("write", "", a.createSMTPServer))
+		r.Get("/smtp-servers/{id}", a.need("read", "", a.getSMTPServer))
+		r.Patch("/smtp-servers/{id}", a.need("write", "", a.updateSMTPServer))
+		r.Delete("/smtp-servers/{id}", a.need("write", "", a.deleteSMTPServer))
+		r.Post("/smtp-servers/{id}/test", a.need("write", "", a.testSMTPServer))
+		if a.devOutboxEnabled() {
+			r.Get("/dev/outbox", a.need("read", "", a.listDevOutbox))
+			r.Get("/dev/outbox/{id}", a.need("read", "", a.getDevOutboxMail))
+		}
 	})
 	return r
 }
