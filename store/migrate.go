@@ -17,7 +17,10 @@ func (db *DB) Migrate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("store: migrate: %w", err)
 	}
-	p, err := goose.NewProvider(goose.DialectPostgres, db.DB.DB, migrations.FS, goose.WithSessionLocker(locker))
+	// Features are developed side by side, so a database may have a later migration
+	// before an earlier-numbered one lands; apply the missing one rather than refuse.
+	p, err := goose.NewProvider(goose.DialectPostgres, db.DB.DB, migrations.FS, goose.WithSessionLocker(locker),
+		goose.WithAllowOutofOrder(true))
 	if err != nil {
 		return fmt.Errorf("store: migrate: %w", err)
 	}
