@@ -17,6 +17,7 @@ import (
 	"github.com/rundbrief/rundbrief/handlers/portal"
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/dbtest"
+	"github.com/rundbrief/rundbrief/store/secret"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -39,7 +40,15 @@ func startServer(tb testing.TB, rateLimit int) *server {
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = apiLog.Run(ctx) })
 	wg.Go(func() { _ = db.ListenKeyChanges(ctx, url, log) })
-	app := handlers.New(api.New(api.Deps{DB: db, APILog: apiLog, Log: log}, api.Config{BaseURL: "http://rundbrief.test", RateLimit: rateLimit}), portal.New(log, "http://rundbrief.test"))
+	box, err := secret.NewBox("benchmark secret, at least 32 characters long")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p, err := portal.New(portal.Deps{DB: db, Box: box, Log: log, BaseURL: "http://rundbrief.test"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	app := handlers.New(api.New(api.Deps{DB: db, APILog: apiLog, Log: log}, api.Config{BaseURL: "http://rundbrief.test", RateLimit: rateLimit}), p)
 	srv := httptest.NewServer(app)
 	tb.Cleanup(func() {
 		srv.Close()

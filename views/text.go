@@ -27,6 +27,220 @@ type Text struct {
 	HomeAPIIndexLink string
 	HomeAPIIndexHint string
 	HomeSelfHosted   string
+	HomeSignIn       string
+
+	// The portal, one group per page area; a later feature adds its own group.
+	Format    FormatText
+	Common    CommonText
+	Nav       NavText
+	Shell     ShellText
+	Auth      AuthText
+	Dashboard DashboardText
+	Keys      KeysText
+	Logs      LogsText
+	Errors    ErrorsText
+}
+
+// FormatText holds how numbers and times are written.
+type FormatText struct {
+	DateTime     string // time layout, e.g. "02.01.2006, 15:04"
+	Thousands    string // thousands separator
+	Decimal      string // decimal separator
+	Never        string // for a time that has not happened ("nie")
+	Bytes        []string
+	Unlimited    string
+	PercentUsed  string // %d: percent of a limit that is used
+	EuroAmount   string // %s: amount with decimal separator
+	MilliSeconds string // %s: duration in ms
+}
+
+// CommonText holds words many pages share.
+type CommonText struct {
+	Save         string
+	Cancel       string
+	Back         string
+	Edit         string
+	Actions      string
+	Optional     string
+	FormInvalid  string // summary above a form with field errors
+	Filter       string
+	ResetFilter  string
+	All          string
+	PrevPage     string
+	NextPage     string
+	Pagination   string // aria-label of the pagination nav
+	PageOf       string // %d, %d: page, pages
+	RangeOfTotal string // %d, %d, %d: first, last, total
+	Loading      string
+	Copy         string
+	Copied       string
+	CopyFailed   string
+}
+
+// NavText holds the sidebar's labels.
+type NavText struct {
+	Label          string // aria-label of the navigation
+	Dashboard      string
+	SectionDev     string
+	APIKeys        string
+	APILog         string
+	SectionAccount string
+	Password       string
+}
+
+// ShellText holds the app shell's own strings.
+type ShellText struct {
+	Account    string // aria-label of the account area in the header
+	SignedInAs string // read before the address by screen readers
+	SignOut    string
+	Menu       string
+}
+
+// AuthText holds sign-in, sign-out and password change.
+type AuthText struct {
+	SignInTitle      string
+	SignInLead       string
+	Email            string
+	Password         string
+	SignIn           string
+	EmailRequired    string
+	PasswordRequired string
+	InvalidLogin     string
+	Throttled        string
+	Blocked          string
+	SignedOut        string
+	SessionExpired   string
+
+	PasswordTitle      string
+	PasswordLead       string
+	CurrentPassword    string
+	NewPassword        string
+	NewPasswordHint    string // %d: minimum length
+	ConfirmPassword    string
+	PasswordMismatch   string
+	PasswordChange     string
+	PasswordChanged    string
+	PasswordThrottled  string
+	BackToStart        string
+	NoAccountYet       string
+	NoAccountYetDetail string
+}
+
+// DashboardText holds the dashboard.
+type DashboardText struct {
+	Title        string
+	Greeting     string // %s: account name
+	UsageHead    string
+	UsageLead    string // %s: plan name
+	Contacts     string
+	Lists        string
+	SendsToday   string
+	Storage      string
+	Webhooks     string
+	APIKeys      string
+	AICredit     string
+	AICreditHint string
+	Upgrade      string
+	NearLimit    string
+	AtLimit      string
+	Features     string
+	NoFeatures   string
+	// FeatureLabels names the plan features (plans.features).
+	FeatureLabels map[string]string
+}
+
+// KeysText holds the API keys pages.
+type KeysText struct {
+	Title           string
+	Lead            string
+	New             string
+	NewTitle        string
+	EditTitle       string // %s: key name
+	Create          string
+	EmptyTitle      string
+	EmptyBody       string
+	Caption         string
+	Name            string
+	NameHint        string
+	Unnamed         string
+	Prefix          string
+	Scopes          string
+	ScopesHint      string
+	ScopeLabels     map[string]string
+	Restrictions    string
+	RowIPs          string // short labels of the restrictions in the list
+	RowOrigins      string
+	RowLimit        string
+	AllowedIPs      string
+	AllowedIPsHint  string
+	AllowedOrigins  string
+	OriginsHint     string
+	RateLimit       string
+	RateLimitHint   string
+	RateLimitNumber string
+	PerMinute       string // %d: requests per minute
+	AnyIP           string
+	AnyOrigin       string
+	DefaultLimit    string
+	Created         string
+	LastUsed        string
+	Status          string
+	Active          string
+	Revoked         string // %s: when
+	Renew           string
+	Revoke          string
+	RevokeQuestion  string // %s: key name
+	RevokeDetail    string
+	RevokeConfirm   string
+	RenewQuestion   string // %s: key name
+	RenewDetail     string
+	RenewConfirm    string
+	RevokedFlash    string // %s: key name
+	UpdatedFlash    string // %s: key name
+	LimitReached    string // %d: max keys
+	RevealTitle     string
+	RevealBody      string
+	RevealLabel     string // %s: key name
+	RevealUsage     string
+}
+
+// LogsText holds the API log page.
+type LogsText struct {
+	Title         string
+	Lead          string
+	Caption       string
+	Key           string
+	AnyKey        string
+	DeletedKey    string // %d: key id
+	Status        string
+	StatusHint    string
+	StatusInvalid string
+	Path          string
+	PathHint      string
+	Time          string
+	Request       string
+	IP            string
+	Origin        string
+	Duration      string
+	EmptyTitle    string
+	EmptyBody     string
+	NoMatchTitle  string
+	NoMatchBody   string
+}
+
+// ErrorsText holds the error pages.
+type ErrorsText struct {
+	NotFoundTitle   string
+	NotFound        string
+	ForbiddenTitle  string
+	Forbidden       string
+	CrossSiteTitle  string
+	CrossSite       string
+	InternalTitle   string
+	Internal        string
+	BadRequestTitle string
+	BadRequest      string
+	BackToDashboard string
 }
 
 // Feature is one entry of the start page's feature list.
@@ -63,6 +277,205 @@ func German() Text {
 		HomeAPIIndexLink: "API-Übersicht",
 		HomeAPIIndexHint: "Einstiegspunkt der API mit Version und Verweisen.",
 		HomeSelfHosted:   "Rundbrief läuft als ein einziges Programm mit PostgreSQL. Ihre Daten bleiben auf Ihrem Server.",
+		HomeSignIn:       "Anmelden",
+
+		Format: FormatText{
+			DateTime:     "02.01.2006, 15:04",
+			Thousands:    ".",
+			Decimal:      ",",
+			Never:        "nie",
+			Bytes:        []string{"B", "KB", "MB", "GB", "TB"},
+			Unlimited:    "unbegrenzt",
+			PercentUsed:  "%d %% genutzt",
+			EuroAmount:   "%s €",
+			MilliSeconds: "%s ms",
+		},
+		Common: CommonText{
+			Save:         "Speichern",
+			Cancel:       "Abbrechen",
+			Back:         "Zurück",
+			Edit:         "Bearbeiten",
+			Actions:      "Aktionen",
+			Optional:     "optional",
+			FormInvalid:  "Bitte korrigieren Sie die markierten Felder.",
+			Filter:       "Filtern",
+			ResetFilter:  "Filter zurücksetzen",
+			All:          "Alle",
+			PrevPage:     "Vorherige Seite",
+			NextPage:     "Nächste Seite",
+			Pagination:   "Seitenauswahl",
+			PageOf:       "Seite %d von %d",
+			RangeOfTotal: "%d–%d von %d Einträgen",
+			Loading:      "Wird geladen …",
+			Copy:         "Kopieren",
+			Copied:       "In die Zwischenablage kopiert.",
+			CopyFailed:   "Kopieren nicht möglich – bitte markieren und mit Strg+C kopieren.",
+		},
+		Nav: NavText{
+			Label:          "Hauptnavigation",
+			Dashboard:      "Übersicht",
+			SectionDev:     "Entwickler",
+			APIKeys:        "API-Schlüssel",
+			APILog:         "API-Protokoll",
+			SectionAccount: "Konto",
+			Password:       "Passwort ändern",
+		},
+		Shell: ShellText{
+			Account:    "Benutzerkonto",
+			SignedInAs: "Angemeldet als",
+			SignOut:    "Abmelden",
+			Menu:       "Menü",
+		},
+		Auth: AuthText{
+			SignInTitle:      "Anmelden",
+			SignInLead:       "Melden Sie sich mit Ihrer E-Mail-Adresse und Ihrem Passwort an.",
+			Email:            "E-Mail-Adresse",
+			Password:         "Passwort",
+			SignIn:           "Anmelden",
+			EmailRequired:    "Bitte die E-Mail-Adresse angeben.",
+			PasswordRequired: "Bitte das Passwort angeben.",
+			InvalidLogin:     "E-Mail-Adresse oder Passwort ist falsch.",
+			Throttled:        "Zu viele fehlgeschlagene Anmeldeversuche. Bitte warten Sie 15 Minuten und versuchen Sie es dann erneut.",
+			Blocked:          "Dieses Konto ist gesperrt. Bitte wenden Sie sich an den Betreiber.",
+			SignedOut:        "Sie wurden abgemeldet.",
+			SessionExpired:   "Bitte melden Sie sich an, um fortzufahren.",
+
+			PasswordTitle:      "Passwort ändern",
+			PasswordLead:       "Nach der Änderung werden Sie auf allen anderen Geräten abgemeldet.",
+			CurrentPassword:    "Aktuelles Passwort",
+			NewPassword:        "Neues Passwort",
+			NewPasswordHint:    "Mindestens %d Zeichen.",
+			ConfirmPassword:    "Neues Passwort wiederholen",
+			PasswordMismatch:   "Die beiden Eingaben stimmen nicht überein.",
+			PasswordChange:     "Passwort ändern",
+			PasswordChanged:    "Ihr Passwort wurde geändert. Andere Sitzungen wurden beendet.",
+			PasswordThrottled:  "Zu viele falsche Passworteingaben. Bitte warten Sie 15 Minuten.",
+			BackToStart:        "Zur Startseite",
+			NoAccountYet:       "Noch kein Zugang?",
+			NoAccountYetDetail: "Der Betreiber legt Konten mit „rundbrief account create“ an.",
+		},
+		Dashboard: DashboardText{
+			Title:        "Übersicht",
+			Greeting:     "Willkommen bei %s",
+			UsageHead:    "Tarif und Verbrauch",
+			UsageLead:    "Tarif „%s“: was Ihr Konto von seinen Limits nutzt.",
+			Contacts:     "Kontakte",
+			Lists:        "Listen",
+			SendsToday:   "Versand heute",
+			Storage:      "Speicher",
+			Webhooks:     "Webhooks",
+			APIKeys:      "Aktive API-Schlüssel",
+			AICredit:     "KI-Guthaben",
+			AICreditHint: "Wird bei jeder KI-Anfrage verbraucht.",
+			Upgrade:      "Tarif wechseln",
+			NearLimit:    "Fast ausgeschöpft",
+			AtLimit:      "Limit erreicht",
+			Features:     "Enthaltene Funktionen",
+			NoFeatures:   "Dieser Tarif enthält keine Zusatzfunktionen (auch keinen API-Zugang).",
+			FeatureLabels: map[string]string{
+				"api":          "API-Zugang",
+				"ab_tests":     "A/B-Tests",
+				"ai":           "KI-Funktionen",
+				"inbox":        "Posteingang",
+				"sequences":    "Story-Sequenzen",
+				"integrations": "Integrationen",
+				"appointments": "Terminbuchung",
+			},
+		},
+		Keys: KeysText{
+			Title:      "API-Schlüssel",
+			Lead:       "Mit API-Schlüsseln greifen Ihre Systeme auf die Rundbrief-API zu. Geben Sie jedem Schlüssel nur die Rechte, die er braucht.",
+			New:        "Neuer API-Schlüssel",
+			NewTitle:   "Neuen API-Schlüssel erstellen",
+			EditTitle:  "Einschränkungen von „%s“ bearbeiten",
+			Create:     "Schlüssel erstellen",
+			EmptyTitle: "Noch keine API-Schlüssel",
+			EmptyBody:  "Erstellen Sie einen Schlüssel, um Kontakte, Newsletter und mehr über die API zu verwalten.",
+			Caption:    "API-Schlüssel dieses Kontos, aktive zuerst",
+			Name:       "Name",
+			NameHint:   "Wofür der Schlüssel gedacht ist, z. B. „Shop-Anbindung“.",
+			Unnamed:    "Ohne Namen",
+			Prefix:     "Präfix",
+			Scopes:     "Bereiche",
+			ScopesHint: "Ohne Auswahl erhält der Schlüssel Vollzugriff.",
+			ScopeLabels: map[string]string{
+				"*":     "Vollzugriff (alle Bereiche)",
+				"read":  "Lesen (alle GET-Anfragen)",
+				"write": "Schreiben (anlegen, ändern, löschen)",
+				"send":  "Versenden (E-Mails und Newsletter)",
+				"ai":    "KI (Textgenerierung)",
+			},
+			Restrictions:    "Einschränkungen",
+			RowIPs:          "IPs",
+			RowOrigins:      "Origins",
+			RowLimit:        "Limit",
+			AllowedIPs:      "Erlaubte IP-Adressen",
+			AllowedIPsHint:  "Eine Adresse oder ein CIDR-Bereich pro Zeile, z. B. 203.0.113.7 oder 10.0.0.0/8. Leer: jede Adresse.",
+			AllowedOrigins:  "Erlaubte Origins (Browser)",
+			OriginsHint:     "Ein Origin pro Zeile, z. B. https://shop.example.com oder https://*.example.com. Leer: jeder Origin.",
+			RateLimit:       "Eigenes Anfragelimit",
+			RateLimitHint:   "Anfragen pro Minute, höchstens das Standardlimit des Dienstes. Leer: Standardlimit.",
+			RateLimitNumber: "Bitte eine ganze Zahl angeben.",
+			PerMinute:       "%d/min",
+			AnyIP:           "jede IP",
+			AnyOrigin:       "jeder Origin",
+			DefaultLimit:    "Standardlimit",
+			Created:         "Erstellt",
+			LastUsed:        "Zuletzt benutzt",
+			Status:          "Status",
+			Active:          "Aktiv",
+			Revoked:         "Widerrufen am %s",
+			Renew:           "Erneuern",
+			Revoke:          "Widerrufen",
+			RevokeQuestion:  "Schlüssel „%s“ widerrufen?",
+			RevokeDetail:    "Der Schlüssel funktioniert sofort nicht mehr. Das lässt sich nicht rückgängig machen.",
+			RevokeConfirm:   "Endgültig widerrufen",
+			RenewQuestion:   "Schlüssel „%s“ erneuern?",
+			RenewDetail:     "Sie erhalten einen neuen Schlüssel mit denselben Einstellungen. Der bisherige funktioniert sofort nicht mehr.",
+			RenewConfirm:    "Jetzt erneuern",
+			RevokedFlash:    "Der Schlüssel „%s“ wurde widerrufen.",
+			UpdatedFlash:    "Die Einschränkungen von „%s“ wurden gespeichert.",
+			LimitReached:    "Ihr Tarif erlaubt höchstens %d aktive API-Schlüssel. Widerrufen Sie einen oder wechseln Sie den Tarif.",
+			RevealTitle:     "Ihr neuer API-Schlüssel",
+			RevealBody:      "Kopieren Sie den Schlüssel jetzt und bewahren Sie ihn sicher auf. Er wird nur dieses eine Mal angezeigt.",
+			RevealLabel:     "API-Schlüssel „%s“",
+			RevealUsage:     "Senden Sie ihn im Header: Authorization: Bearer <Schlüssel>",
+		},
+		Logs: LogsText{
+			Title:         "API-Protokoll",
+			Lead:          "Jede Anfrage an die API mit Zeit, Schlüssel, IP-Adresse und Ergebnis. Einträge werden 90 Tage aufbewahrt.",
+			Caption:       "API-Anfragen, neueste zuerst",
+			Key:           "Schlüssel",
+			AnyKey:        "Alle Schlüssel",
+			DeletedKey:    "Schlüssel #%d",
+			Status:        "Status",
+			StatusHint:    "z. B. 401",
+			StatusInvalid: "Bitte einen HTTP-Statuscode zwischen 100 und 599 angeben.",
+			Path:          "Pfad beginnt mit",
+			PathHint:      "z. B. /v1/contacts",
+			Time:          "Zeit",
+			Request:       "Anfrage",
+			IP:            "IP-Adresse",
+			Origin:        "Origin",
+			Duration:      "Dauer",
+			EmptyTitle:    "Noch keine API-Anfragen",
+			EmptyBody:     "Sobald ein API-Schlüssel benutzt wird, erscheinen die Anfragen hier.",
+			NoMatchTitle:  "Keine passenden Einträge",
+			NoMatchBody:   "Für diesen Filter gibt es keine Anfragen. Ändern oder entfernen Sie den Filter.",
+		},
+		Errors: ErrorsText{
+			NotFoundTitle:   "Nicht gefunden",
+			NotFound:        "Diese Seite oder dieses Objekt gibt es nicht (mehr).",
+			ForbiddenTitle:  "Keine Berechtigung",
+			Forbidden:       "Diese Seite ist Inhabern und Administratoren des Kontos vorbehalten.",
+			CrossSiteTitle:  "Anfrage abgelehnt",
+			CrossSite:       "Diese Anfrage kam nicht von Rundbrief selbst und wurde zu Ihrem Schutz abgelehnt. Bitte laden Sie die Seite neu und versuchen Sie es erneut.",
+			InternalTitle:   "Ein Fehler ist aufgetreten",
+			Internal:        "Die Anfrage konnte nicht bearbeitet werden. Bitte versuchen Sie es später erneut.",
+			BadRequestTitle: "Fehlerhafte Anfrage",
+			BadRequest:      "Das Formular konnte nicht gelesen werden (zu groß oder beschädigt). Bitte laden Sie die Seite neu.",
+			BackToDashboard: "Zur Übersicht",
+		},
 	}
 }
 

@@ -57,10 +57,16 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	startWorker("retention", func(ctx context.Context) error { return db.RunRetention(ctx, time.Hour, log) })
 	startWorker("key changes", func(ctx context.Context) error { return db.ListenKeyChanges(ctx, db.url, log) })
 	startWorker("smtp pool", mail.Run)
+	// Portal sessions live in PostgreSQL; this worker deletes expired ones.
+	startWorker("session cleanup", store.NewSessionStore(db.DB, log).Run)
+	portalApp, err := portal.New(portal.Deps{DB: db.DB, Box: box, Log: log, BaseURL: cfg.BaseURL})
+	if err != nil {
+		return err
+	}
 
 	app := handlers.New(
 		api.New(api.Deps{DB: db.DB, APILog: apiLog, Log: log, AI: aiService, Box: box, Mail: mail}, api.Config{BaseURL: cfg.BaseURL, RateLimit: cfg.RateLimit}),
-		portal.New(log, cfg.BaseURL),
+		portalApp,
 	)
 	srv := &http.Server{
 		Handler:           app,

@@ -1,42 +1,130 @@
 // Package portal serves the server-rendered pages of Rundbrief: the admin portal
 // for marketers and admins, rendered with templ and enhanced with htmx.
+//
+// Every page works without JavaScript; htmx requests (HX-Request) get fragments
+// from the same handlers. Sessions live in PostgreSQL (store.SessionStore), so any
+// number of processes serve the same signed-in users. State-changing requests are
+// checked by Go's cross-origin protection (Sec-Fetch-Site / Origin) on top of
+// SameSite=Lax cookies, so forms need no CSRF tokens.
 package portal
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"strings"
+	"time"
 
-	"github.com/a-h/templ"
+	"github.com/alexedwards/scs/v2"
 	"github.com/go-chi/chi/v5"
 
+	"github.com/rundbrief/rundbrief/store"
+	"github.com/rundbrief/rundbrief/store/secret"
 	"github.com/rundbrief/rundbrief/views"
 )
 
-// Portal holds the dependencies of the portal pages.
-type Portal struct {
-	log     *slog.Logger
-	baseURL string
+// Session lifetimes: a session ends 12 hours after its last request, and at the
+// latest 7 days after sign-in.
+const (
+	sessionIdleTimeout = 12 * time.Hour
+	sessionLifetime    = 7 * 24 * time.Hour
+)
+
+// Deps are what the portal needs. Each feature adds its service here.
+type Deps struct {
+	DB      *store.DB
+	Box     *secret.Box // seals a new API key while the session carries it to the next page
+	Log     *slog.Logger
+	BaseURL string           // public root URL (RUNDBRIEF_BASE_URL); https makes cookies Secure
+	Now     func() time.Time // the clock; nil: time.Now
 }
 
-// New returns the portal; Routes registers its pages.
-func New(log *slog.Logger, baseURL string) *Portal {
-	return &Portal{log: log, baseURL: baseURL}
+// Portal holds the dependencies of the portal pages.
+type Portal struct {
+	db       *store.DB
+	box      *secret.Box
+	log      *slog.Logger
+	baseURL  string
+	now      func() time.Time
+	sessions *scs.SessionManager
+	csrf     *http.CrossOriginProtection
+}
+
+// New returns the portal; Routes registers its pages. The sessions' cleanup runs
+// separately (store.SessionStore.Run), started by `serve`.
+func New(d Deps) (*Portal, error) {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Box == nil {
+		return nil, errors.New("portal: Deps.Box is required")
+	}
+	p := &Portal{db: d.DB, box: d.Box, log: d.Log, baseURL: strings.TrimRight(d.BaseURL, "/"), now: d.Now}
+	secure := strings.HasPrefix(p.baseURL, "https://")
+
+	p.sessions = scs.New()
+	p.sessions.Store = store.NewSessionStore(d.DB, d.Log)
+	p.sessions.HashTokenInStore = true // a copy of the sessions table signs nobody in
+	p.sessions.IdleTimeout = sessionIdleTimeout
+	p.sessions.Lifetime = sessionLifetime
+	p.sessions.Cookie.Name = "rundbrief_session"
+	if secure {
+		// The __Host- prefix makes browsers insist on Secure, Path=/ and no Domain.
+		p.sessions.Cookie.Name = "__Host-rundbrief_session"
+	}
+	p.sessions.Cookie.HttpOnly = true
+	p.sessions.Cookie.SameSite = http.SameSiteLaxMode
+	p.sessions.Cookie.Secure = secure
+	p.sessions.Cookie.Path = "/"
+	p.sessions.ErrorFunc = func(w http.ResponseWriter, r *http.Request, err error) { p.fail(w, r, err) }
+
+	p.csrf = http.NewCrossOriginProtection()
+	if u, err := url.Parse(p.baseURL); err == nil && u.Host != "" {
+		// Our own public origin, for old browsers without Sec-Fetch-Site behind a
+		// proxy that rewrites Host.
+		if err := p.csrf.AddTrustedOrigin(u.Scheme + "://" + u.Host); err != nil {
+			return nil, fmt.Errorf("portal: base URL %q: %w", p.baseURL, err)
+		}
+	}
+	p.csrf.SetDenyHandler(http.HandlerFunc(p.crossOriginDenied))
+	return p, nil
 }
 
 // Routes registers every portal page, top to bottom.
 func (p *Portal) Routes(r chi.Router) {
-	r.Get("/", p.home)
-}
+	r.NotFound(p.handle(func(http.ResponseWriter, *http.Request) error { return store.ErrNotFound }))
+	r.Group(func(r chi.Router) {
+		r.Use(pageHeaders, p.csrf.Handler, p.sessions.LoadAndSave)
 
-func (p *Portal) home(w http.ResponseWriter, r *http.Request) {
-	p.render(w, r, http.StatusOK, views.Home(p.baseURL+"/v1"))
-}
+		// Signed out.
+		r.Get("/", p.handle(p.home))
+		r.Get("/login", p.handle(p.signInPage))
+		r.Post("/login", p.handle(p.signIn))
 
-// render writes a component; a failed render is logged, since the status is already sent.
-func (p *Portal) render(w http.ResponseWriter, r *http.Request, status int, c templ.Component) {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(status)
-	if err := c.Render(r.Context(), w); err != nil {
-		p.log.Error("render page", "path", r.URL.Path, "err", err)
-	}
+		// Signed in.
+		r.Group(func(r chi.Router) {
+			r.Use(p.requireUser)
+			r.Post("/logout", p.handle(p.signOut))
+			r.Get("/dashboard", p.handle(p.dashboard))
+			r.Get("/account/password", p.handle(p.passwordPage))
+			r.Post("/account/password", p.handle(p.changePassword))
+			r.Get("/logs/api", p.handle(p.apiLog))
+
+			// Owners and admins.
+			r.Group(func(r chi.Router) {
+				r.Use(p.requireAdmin)
+				r.Get("/api-keys", p.handle(p.listKeys))
+				r.Get("/api-keys/new", p.handle(p.newKeyForm))
+				r.Post("/api-keys/new", p.handle(p.createKey))
+				r.Get("/api-keys/{id}/edit", p.handle(p.editKeyForm))
+				r.Post("/api-keys/{id}/edit", p.handle(p.updateKey))
+				r.Get("/api-keys/{id}/renew", p.handle(p.confirmKey(views.KeyRenew)))
+				r.Post("/api-keys/{id}/renew", p.handle(p.renewKey))
+				r.Get("/api-keys/{id}/revoke", p.handle(p.confirmKey(views.KeyRevoke)))
+				r.Post("/api-keys/{id}/revoke", p.handle(p.revokeKey))
+			})
+		})
+	})
 }

@@ -1,0 +1,235 @@
+package handlers_test
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/chromedp"
+
+	"github.com/rundbrief/rundbrief/store"
+)
+
+// chromiumPath is where Debian's chromium package (installed by .ci/run) puts the browser.
+const chromiumPath = "/usr/bin/chromium"
+
+// artifactsDir is where the end-to-end test saves its screenshots:
+// $RUNDBRIEF_ARTIFACTS, or rundbrief-artifacts in the temporary directory.
+func artifactsDir(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("RUNDBRIEF_ARTIFACTS")
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "rundbrief-artifacts")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// newBrowser starts headless Chromium with a fresh profile. A missing browser fails
+// the test: the portal's end-to-end behaviour must not go unchecked silently.
+func newBrowser(t *testing.T) context.Context {
+	t.Helper()
+	if _, err := os.Stat(chromiumPath); err != nil {
+		t.Fatalf("chromium is required for the end-to-end test (apt-get install chromium): %v", err)
+	}
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(chromiumPath),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+	)
+	ctx, cancelCtx := chromedp.NewContext(alloc, chromedp.WithLogf(t.Logf))
+	t.Cleanup(func() {
+		cancelCtx()
+		cancelAlloc()
+	})
+	// The first run starts the browser, which lives as long as ctx: no timeout on it.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1360, 900)); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	return ctx
+}
+
+// screenshot saves the whole page as a PNG artifact and logs its path.
+func screenshot(t *testing.T, dir, name string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		png, err := chromedp.FullScreenshot(100)(ctx, tg)
+		if err != nil {
+			return err
+		}
+		path := filepath.Join(dir, name+".png")
+		if err := os.WriteFile(path, png, 0o644); err != nil {
+			return err
+		}
+		t.Logf("screenshot %s: %s", name, path)
+		return nil
+	})
+}
+
+// tid selects the element with a data-testid.
+func tid(id string) chromedp.CSS { return chromedp.CSS(`[data-testid="` + id + `"]`) }
+
+// TestPortalEndToEnd drives the portal in a real browser: sign in, create an API key
+// and read it once, use it, revoke it through the htmx confirmation, and see it
+// refused by the API.
+func TestPortalEndToEnd(t *testing.T) {
+	s := startServer(t, 1_000_000)
+	browserCtx := newBrowser(t)
+	ctx, cancel := context.WithTimeout(browserCtx, 90*time.Second)
+	defer cancel()
+	dir := artifactsDir(t)
+	bg := context.Background()
+	acct, err := s.db.CreateAccount(bg, store.NewAccount{Name: "Bäckerei Müller", Email: "inhaber@baeckerei-mueller.de", Password: "sauerteig-seit-1923"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Some usage, so that the dashboard's bars show something.
+	if _, err := s.db.ExecContext(bg, `UPDATE account_usage SET contacts = 18250, lists = 7, storage_bytes = 1320000000 WHERE account_id = $1`, acct.Account.ID); err != nil {
+		t.Fatal(err)
+	}
+	do := func(step string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, actions...); err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+	}
+	read := func(step string, a chromedp.Action[string]) string {
+		t.Helper()
+		v, err := chromedp.Run(ctx, a)
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		return v
+	}
+	for _, perm := range []string{"clipboard-read", "clipboard-write"} {
+		if _, err := chromedp.CallBrowser(ctx, browser.SetPermission, browser.SetPermissionParams{
+			Permission: &browser.PermissionDescriptor{Name: perm}, Setting: browser.PermissionSettingGranted, Origin: s.URL,
+		}); err != nil {
+			t.Fatalf("grant %s: %v", perm, err)
+		}
+	}
+
+	do("sign in",
+		chromedp.Navigate(s.URL+"/login"),
+		chromedp.WaitVisible(tid("sign-in-form")),
+		screenshot(t, dir, "portal-sign-in"),
+		chromedp.SendKeys(chromedp.CSS(`#field-email`), "inhaber@baeckerei-mueller.de"),
+		chromedp.SendKeys(chromedp.CSS(`#field-password`), "sauerteig-seit-1923"),
+		chromedp.Click(tid("sign-in-submit")),
+		chromedp.WaitVisible(tid("usage-panel")),
+		screenshot(t, dir, "portal-dashboard"),
+	)
+	if got := read("account name", chromedp.Text(tid("account-name"))); got != "Bäckerei Müller" {
+		t.Errorf("header shows account %q", got)
+	}
+
+	do("create a key",
+		chromedp.Click(tid("nav-api-keys")),
+		chromedp.WaitVisible(tid("keys-empty")),
+		chromedp.Click(tid("new-key-link")),
+		chromedp.WaitVisible(tid("key-form")),
+		chromedp.SendKeys(chromedp.CSS(`#field-name`), "Onlineshop"),
+		chromedp.Click(chromedp.CSS(`input[name="scopes"][value="read"]`)),
+		chromedp.Click(chromedp.CSS(`input[name="scopes"][value="write"]`)),
+		chromedp.SendKeys(chromedp.CSS(`#field-allowed_origins`), "https://shop.baeckerei-mueller.de"),
+		chromedp.Click(tid("key-submit")),
+		chromedp.WaitVisible(tid("new-key")),
+	)
+	full := read("read the key", chromedp.Value(tid("new-key")))
+	if !strings.HasPrefix(full, store.KeyPrefix) || len(full) != len(store.KeyPrefix)+40 {
+		t.Fatalf("key read from the page: %q", full)
+	}
+	do("copy", chromedp.Click(tid("copy-key")),
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := chromedp.Poll[bool](`document.querySelector('[data-testid="copy-status"]').textContent !== ""`,
+				chromedp.WithPollingTimeout(5*time.Second))(ctx, tg)
+			return err
+		}),
+		screenshot(t, dir, "portal-api-keys"),
+	)
+	if got := read("copy status", chromedp.Text(tid("copy-status"))); got != "In die Zwischenablage kopiert." {
+		t.Errorf("copy button reports %q", got)
+	}
+	if clip, err := chromedp.Run(ctx, chromedp.Evaluate[string](`navigator.clipboard.readText()`, chromedp.EvalAwaitPromise)); err != nil || clip != full {
+		t.Errorf("clipboard holds %q (%v), want the key", clip, err)
+	}
+	if st := meStatusE2E(t, s.URL, full); st != http.StatusOK {
+		t.Fatalf("the new key: GET /v1/me %d", st)
+	}
+
+	// A reload does not show the key again.
+	do("reload", chromedp.Reload(), chromedp.WaitVisible(tid("keys-table")))
+	shownAgain, err := chromedp.Run(ctx, chromedp.Evaluate[bool](
+		`document.querySelector('[data-testid="new-key"]') !== null || document.body.innerHTML.includes(`+quoteJS(full)+`)`))
+	if err != nil || shownAgain {
+		t.Fatalf("the full key is shown again after a reload (%v)", err)
+	}
+
+	// Revoke through the inline (htmx) confirmation.
+	do("revoke",
+		chromedp.Click(tid("key-revoke")),
+		chromedp.WaitVisible(tid("confirm-revoke")),
+		screenshot(t, dir, "portal-api-keys-revoke"),
+		chromedp.Click(tid("confirm-revoke")),
+		chromedp.WaitVisible(chromedp.CSS(`tr.is-revoked`)),
+	)
+	if got := read("status", chromedp.Text(tid("key-status"))); !strings.HasPrefix(got, "Widerrufen am") {
+		t.Errorf("status after revoking %q", got)
+	}
+	if got := read("flash", chromedp.Text(tid("flash"))); !strings.Contains(got, "widerrufen") {
+		t.Errorf("flash %q", got)
+	}
+	if st := meStatusE2E(t, s.URL, full); st != http.StatusUnauthorized {
+		t.Fatalf("the revoked key: GET /v1/me %d, want 401", st)
+	}
+
+	// The API log lists the request made with the key (written within 200 ms).
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, n, err := s.db.APILog(bg, acct.Account.ID, store.APILogFilter{}, store.Page{Page: 1, PerPage: 1}); err == nil && n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the API log stayed empty")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	do("api log",
+		chromedp.Click(tid("nav-api-log")),
+		chromedp.WaitVisible(tid("log-table")),
+		screenshot(t, dir, "portal-api-log"),
+	)
+	if got := read("log path", chromedp.Text(tid("log-path"))); got != "/v1/me" {
+		t.Errorf("API log shows %q", got)
+	}
+
+	do("sign out", chromedp.Click(tid("sign-out")), chromedp.WaitVisible(tid("sign-in-form")))
+	if got := read("location", chromedp.Location()); !strings.HasSuffix(got, "/login") {
+		t.Errorf("after sign-out at %s", got)
+	}
+}
+
+func meStatusE2E(t *testing.T, base, key string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, base+"/v1/me", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func quoteJS(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"` }

@@ -1,0 +1,73 @@
+package views
+
+import "slices"
+
+// Page ids of the sidebar. A page passes its id to the shell (Shell.Active) to be
+// marked as the current one; tests find an entry as data-testid="nav-<id>".
+const (
+	NavDashboard = "dashboard"
+	NavAPIKeys   = "api-keys"
+	NavAPILog    = "api-log"
+	NavPassword  = "password"
+)
+
+// NavItem is one entry of the sidebar.
+type NavItem struct {
+	ID      string
+	Href    string
+	Label   string
+	Section string   // heading the entry is listed under; "" for the top group
+	Roles   []string // roles that see the entry; empty: every signed-in user
+	Icon    string   // name of an icon in navIcon; "" for none
+}
+
+// Navigation is the portal's sidebar, top to bottom: the one place that lists its
+// pages. List only pages whose routes exist; a new feature adds its entry here
+// (entries of one section stay together).
+func Navigation(t Text) []NavItem {
+	admins := []string{"owner", "admin"}
+	return []NavItem{
+		{ID: NavDashboard, Href: "/dashboard", Label: t.Nav.Dashboard, Icon: "home"},
+		{ID: NavAPIKeys, Href: "/api-keys", Label: t.Nav.APIKeys, Section: t.Nav.SectionDev, Roles: admins, Icon: "key"},
+		{ID: NavAPILog, Href: "/logs/api", Label: t.Nav.APILog, Section: t.Nav.SectionDev, Icon: "log"},
+		{ID: NavPassword, Href: "/account/password", Label: t.Nav.Password, Section: t.Nav.SectionAccount, Icon: "lock"},
+	}
+}
+
+// navSection is a heading of the sidebar with its entries.
+type navSection struct {
+	Title string
+	Items []NavItem
+}
+
+// navSections keeps the entries role may see, grouped by section in the order the
+// sections first appear.
+func navSections(items []NavItem, role string) []navSection {
+	var out []navSection
+	for _, it := range items {
+		if len(it.Roles) > 0 && !slices.Contains(it.Roles, role) {
+			continue
+		}
+		if n := len(out); n > 0 && out[n-1].Title == it.Section {
+			out[n-1].Items = append(out[n-1].Items, it)
+			continue
+		}
+		out = append(out, navSection{Title: it.Section, Items: []NavItem{it}})
+	}
+	return out
+}
+
+// iconPath is the SVG path of a sidebar icon (20×20, stroked); "" for an unknown name.
+func iconPath(name string) string {
+	switch name {
+	case "home":
+		return "M3 9.5 10 3.5l7 6V17a1 1 0 0 1-1 1h-3.5v-5h-5v5H4a1 1 0 0 1-1-1z"
+	case "key":
+		return "M12.5 3.5a4 4 0 1 1-3.3 6.3L3.5 15.5V17h2.5v-1.5h1.5V14H9l1.2-1.2A4 4 0 0 1 12.5 3.5zM13.5 6.5h.01"
+	case "log":
+		return "M4 4.5h12M4 8.5h12M4 12.5h8M4 16.5h5"
+	case "lock":
+		return "M5 9h10v8H5zM7 9V6.5a3 3 0 0 1 6 0V9M10 12.5v1.5"
+	}
+	return ""
+}
