@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -356,12 +357,17 @@ func (a *API) idempotency(next http.Handler) http.Handler {
 				"Eine Anfrage mit diesem Idempotency-Key läuft noch. Bitte in 2 Sekunden erneut versuchen."))
 			return
 		case store.IdemReplay:
+			body, err := a.openStoredBody(acct, stored.Body)
+			if err != nil {
+				a.writeError(w, r, err)
+				return
+			}
 			for k, v := range stored.Header {
 				w.Header()[k] = v
 			}
 			w.Header().Set("Idempotent-Replayed", "true")
 			w.WriteHeader(stored.Status)
-			_, _ = w.Write(stored.Body)
+			_, _ = w.Write(body)
 			return
 		}
 		rec := &recorder{ResponseWriter: w, buf: &bytes.Buffer{}}
@@ -378,7 +384,10 @@ func (a *API) idempotency(next http.Handler) http.Handler {
 		if status >= 500 {
 			err = a.db.ReleaseIdempotencyKey(ctx, acct, key)
 		} else {
-			err = a.db.CompleteIdempotencyKey(ctx, acct, key, store.StoredResponse{Status: status, Header: replayHeaders(w.Header()), Body: rec.buf.Bytes()})
+			var body []byte
+			if body, err = a.sealStoredBody(acct, rec.buf.Bytes()); err == nil {
+				err = a.db.CompleteIdempotencyKey(ctx, acct, key, store.StoredResponse{Status: status, Header: replayHeaders(w.Header()), Body: body})
+			}
 		}
 		completed = err == nil
 		if err != nil {
@@ -387,6 +396,43 @@ func (a *API) idempotency(next http.Handler) http.Handler {
 		w.WriteHeader(status)
 		_, _ = w.Write(rec.buf.Bytes())
 	})
+}
+
+// sealedPrefix marks a stored response body sealed with the secret box.
+const sealedPrefix = "sealed:"
+
+// sealStoredBody seals a response before it is kept for replay: responses may carry
+// secrets shown only once (a webhook's signing secret), and they must not lie in
+// the database in plain text for 24 hours. Without a box (some tests) the body is
+// kept as it is.
+func (a *API) sealStoredBody(accountID int64, body []byte) ([]byte, error) {
+	if a.box == nil {
+		return body, nil
+	}
+	sealed, err := a.box.Seal(idempotencyPurpose(accountID), body)
+	if err != nil {
+		return nil, fmt.Errorf("api: seal idempotent response: %w", err)
+	}
+	return []byte(sealedPrefix + sealed), nil
+}
+
+func (a *API) openStoredBody(accountID int64, stored []byte) ([]byte, error) {
+	sealed, ok := bytes.CutPrefix(stored, []byte(sealedPrefix))
+	if !ok {
+		return stored, nil
+	}
+	if a.box == nil {
+		return nil, errors.New("api: sealed idempotent response but no secret box")
+	}
+	body, err := a.box.Open(idempotencyPurpose(accountID), string(sealed))
+	if err != nil {
+		return nil, fmt.Errorf("api: open idempotent response: %w", err)
+	}
+	return body, nil
+}
+
+func idempotencyPurpose(accountID int64) string {
+	return "idempotency.response:" + strconv.FormatInt(accountID, 10)
 }
 
 // replayHeaders are the response headers worth replaying: the body's own and the

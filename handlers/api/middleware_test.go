@@ -20,6 +20,7 @@ import (
 
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/dbtest"
+	"github.com/rundbrief/rundbrief/store/secret"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -219,6 +220,32 @@ func TestIdempotentReplay(t *testing.T) {
 	f.post(t, app.handler, "/test/keys", `{"name":"replay"}`, nil)
 	if n := f.keyCount(t, "replay"); n != 2 {
 		t.Errorf("without Idempotency-Key: %d keys, want 2", n)
+	}
+}
+
+func TestStoredResponsesAreSealed(t *testing.T) {
+	f := newFixture(t)
+	app := newTestApp(t, f.db)
+	box, err := secret.NewBox("middleware tests secret, at least 32 characters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	app.api.box = box
+	idem := map[string]string{"Idempotency-Key": "sealed-1"}
+	first := f.post(t, app.handler, "/test/keys", `{"name":"sealed-secret-name"}`, idem)
+	if first.status != http.StatusCreated {
+		t.Fatalf("first: %d %s", first.status, first.body)
+	}
+	var stored []byte
+	if err := f.db.GetContext(context.Background(), &stored, `SELECT response_body FROM idempotency_keys WHERE key = 'sealed-1'`); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(stored, []byte("sealed-secret-name")) || !bytes.HasPrefix(stored, []byte(sealedPrefix)) {
+		t.Errorf("stored response is readable: %q", stored)
+	}
+	again := f.post(t, app.handler, "/test/keys", `{"name":"sealed-secret-name"}`, idem)
+	if again.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(again.body, first.body) {
+		t.Errorf("replay of a sealed response: %d %s", again.status, again.body)
 	}
 }
 
