@@ -15,7 +15,9 @@ import (
 	"github.com/rundbrief/rundbrief/handlers"
 	"github.com/rundbrief/rundbrief/handlers/api"
 	"github.com/rundbrief/rundbrief/handlers/portal"
+	"github.com/rundbrief/rundbrief/handlers/public"
 	"github.com/rundbrief/rundbrief/store"
+	"github.com/rundbrief/rundbrief/store/botguard"
 	"github.com/rundbrief/rundbrief/store/dbtest"
 	"github.com/rundbrief/rundbrief/store/secret"
 )
@@ -48,7 +50,12 @@ func startServer(tb testing.TB, rateLimit int) *server {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	app := handlers.New(api.New(api.Deps{DB: db, APILog: apiLog, Log: log}, api.Config{BaseURL: "http://rundbrief.test", RateLimit: rateLimit}), p)
+	guard := botguard.New("benchmark secret, at least 32 characters long", time.Now)
+	pub, err := public.New(public.Deps{DB: db, Guard: guard, Log: log, BaseURL: "http://rundbrief.test"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	app := handlers.New(api.New(api.Deps{DB: db, APILog: apiLog, Log: log, Guard: guard}, api.Config{BaseURL: "http://rundbrief.test", RateLimit: rateLimit}), p, pub)
 	srv := httptest.NewServer(app)
 	tb.Cleanup(func() {
 		srv.Close()

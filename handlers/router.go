@@ -9,16 +9,19 @@ import (
 
 	"github.com/rundbrief/rundbrief/handlers/api"
 	"github.com/rundbrief/rundbrief/handlers/portal"
+	"github.com/rundbrief/rundbrief/handlers/public"
 	"github.com/rundbrief/rundbrief/static"
 )
 
-// New returns the application's router.
-func New(a *api.API, p *portal.Portal) http.Handler {
+// New returns the application's router: the API under /v1, the static files, the
+// portal and the public pages (sign-up form, confirmation, …).
+func New(a *api.API, p *portal.Portal, pub *public.Public) http.Handler {
 	r := chi.NewRouter()
 	r.Use(securityHeaders)
 	r.Mount("/v1", a.Handler())
 	r.Handle("/static/*", http.StripPrefix("/static/", cacheStatic(http.FileServerFS(static.FS))))
 	p.Routes(r)
+	pub.Routes(r)
 	return r
 }
 

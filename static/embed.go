@@ -7,8 +7,9 @@ package static
 
 import "embed"
 
-// FS holds app.css and htmx.min.js at its root. Serve it under /static/, e.g.
+// FS holds app.css, htmx.min.js and signup.js (the sign-up forms' helper, also
+// loaded by forms embedded on other websites) at its root. Serve it under /static/, e.g.
 // mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static.FS))).
 //
-//go:embed app.css htmx.min.js
+//go:embed app.css htmx.min.js signup.js
 var FS embed.FS

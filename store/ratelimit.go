@@ -50,6 +50,30 @@ func (db *DB) Hit(ctx context.Context, accountID int64, bucket string, limit int
 	return RateResult{Limit: limit, ResetAt: start.Add(RateWindow), Remaining: max(limit-count, 0), Allowed: count <= limit}, nil
 }
 
+// DayBucketPrefix starts the bucket name of every day window (HitDay): Purge keeps
+// those counters until their Europe/Berlin day is over, while it deletes minute
+// windows two minutes after they ended.
+const DayBucketPrefix = "day:"
+
+// HitDay counts one request against bucket in the current Europe/Berlin day (the
+// counter is stored as DayBucketPrefix+bucket), for budgets such as sign-ups per
+// list and day. ResetAt is the next midnight in Berlin.
+func (db *DB) HitDay(ctx context.Context, accountID int64, bucket string, limit int, now time.Time) (RateResult, error) {
+	start := berlinMidnight(now)
+	count, err := db.take(ctx, accountID, DayBucketPrefix+bucket, start, 1)
+	if err != nil {
+		return RateResult{}, err
+	}
+	return RateResult{Limit: limit, ResetAt: start.AddDate(0, 0, 1), Remaining: max(limit-count, 0), Allowed: count <= limit}, nil
+}
+
+// berlinMidnight is the start of t's day in Europe/Berlin, where day windows
+// begin; a day window that began before it is over.
+func berlinMidnight(t time.Time) time.Time {
+	l := t.In(Berlin)
+	return time.Date(l.Year(), l.Month(), l.Day(), 0, 0, 0, 0, Berlin)
+}
+
 // maxLease bounds how many requests one process reserves from a bucket at a time.
 const maxLease = 100
 

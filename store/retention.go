@@ -8,7 +8,10 @@ import (
 )
 
 // Purge deletes what has outlived its retention: API log rows after 90 days,
-// idempotency records after 24 hours, and finished rate-limit windows.
+// idempotency records after 24 hours, finished rate-limit windows (day windows
+// once their Berlin day is over), used proof-of-work challenges once expired,
+// webhook deliveries (with their attempts) after 30 days, and outbox events once
+// they are dispatched (their deliveries carry the body).
 func (db *DB) Purge(ctx context.Context, now time.Time) error {
 	stmts := []struct {
 		name string
@@ -17,7 +20,11 @@ func (db *DB) Purge(ctx context.Context, now time.Time) error {
 	}{
 		{"api log", `DELETE FROM api_log WHERE created_at < $1`, now.Add(-APILogRetention)},
 		{"idempotency keys", `DELETE FROM idempotency_keys WHERE expires_at < $1`, now},
-		{"rate counters", `DELETE FROM rate_counters WHERE window_start < $1`, now.Add(-2 * RateWindow)},
+		{"rate counters", `DELETE FROM rate_counters WHERE window_start < $1 AND bucket NOT LIKE 'day:%'`, now.Add(-2 * RateWindow)},
+		{"day rate counters", `DELETE FROM rate_counters WHERE window_start < $1 AND bucket LIKE 'day:%'`, berlinMidnight(now)},
+		{"used challenges", `DELETE FROM used_challenges WHERE expires_at < $1`, now},
+		{"webhook deliveries", `DELETE FROM webhook_deliveries WHERE created_at < $1`, now.Add(-WebhookDeliveryRetention)},
+		{"dispatched events", `DELETE FROM events WHERE dispatched_at < $1`, now},
 	}
 	for _, s := range stmts {
 		if _, err := db.ExecContext(ctx, s.sql, s.arg); err != nil {

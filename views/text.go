@@ -39,6 +39,8 @@ type Text struct {
 	Keys      KeysText
 	Logs      LogsText
 	Errors    ErrorsText
+	// Public holds the public pages (hosted sign-up form, confirmation).
+	Public PublicText
 }
 
 // FormatText holds how numbers and times are written.
@@ -241,6 +243,41 @@ type ErrorsText struct {
 	BadRequestTitle string
 	BadRequest      string
 	BackToDashboard string
+}
+
+// PublicText holds the public pages a visitor sees without signing in: the
+// hosted sign-up form (also the embeddable snippet) and the double opt-in
+// confirmation.
+type PublicText struct {
+	SubscribeTitle string
+	SubscribeLead  string // %s: account name
+	// FieldLabels names the form's fields: email and the optional ones.
+	FieldLabels map[string]string
+	Optional    string // appended to an optional field's label
+	Honeypot    string // label of the field only bots fill
+	Submit      string
+	Privacy     string
+	ThanksTitle string
+	// FieldErrors are shown after a browser post came back with errors, by
+	// field; FieldErrorDefault for a field without its own message.
+	FieldErrors       map[string]string
+	FieldErrorDefault string
+	// Errors are form-wide messages after a failed post: stamp (fill time),
+	// proof (proof of work), limit (too many sign-ups), unavailable.
+	ErrStamp       string
+	ErrProof       string
+	ErrLimit       string
+	ErrUnavailable string
+	NeedsScript    string // noscript note of a form with proof of work
+
+	ConfirmedTitle        string
+	Confirmed             string
+	AlreadyConfirmedTitle string
+	AlreadyConfirmed      string
+	ExpiredTitle          string
+	Expired               string
+	InvalidTitle          string
+	Invalid               string
 }
 
 // Feature is one entry of the start page's feature list.
@@ -475,6 +512,41 @@ func German() Text {
 			BadRequestTitle: "Fehlerhafte Anfrage",
 			BadRequest:      "Das Formular konnte nicht gelesen werden (zu groß oder beschädigt). Bitte laden Sie die Seite neu.",
 			BackToDashboard: "Zur Übersicht",
+		},
+		Public: PublicText{
+			SubscribeTitle: "Newsletter abonnieren",
+			SubscribeLead:  "Melden Sie sich für die E-Mails von %s an.",
+			FieldLabels: map[string]string{
+				"email":      "E-Mail-Adresse",
+				"first_name": "Vorname",
+				"last_name":  "Nachname",
+				"phone":      "Telefon",
+				"zip":        "PLZ",
+				"city":       "Ort",
+			},
+			Optional:    "(optional)",
+			Honeypot:    "Bitte dieses Feld leer lassen",
+			Submit:      "Anmelden",
+			Privacy:     "Sie können sich jederzeit mit einem Klick wieder abmelden.",
+			ThanksTitle: "Vielen Dank!",
+			FieldErrors: map[string]string{
+				"email": "Bitte geben Sie eine gültige E-Mail-Adresse an.",
+			},
+			FieldErrorDefault: "Bitte prüfen Sie diese Angabe (zu lang oder ungültige Zeichen).",
+			ErrStamp:          "Ihre Anmeldung konnte nicht geprüft werden. Bitte senden Sie das Formular hier noch einmal ab.",
+			ErrProof:          "Die Sicherheitsprüfung ist fehlgeschlagen. Bitte senden Sie das Formular hier noch einmal ab.",
+			ErrLimit:          "Gerade gehen sehr viele Anmeldungen ein. Bitte versuchen Sie es später noch einmal.",
+			ErrUnavailable:    "Die Anmeldung ist im Moment nicht möglich. Bitte versuchen Sie es später noch einmal.",
+			NeedsScript:       "Für die Anmeldung muss JavaScript aktiviert sein (automatische Sicherheitsprüfung).",
+
+			ConfirmedTitle:        "Anmeldung bestätigt",
+			Confirmed:             "Vielen Dank! Ihre Anmeldung ist bestätigt. Sie erhalten ab jetzt unsere E-Mails an %s.",
+			AlreadyConfirmedTitle: "Bereits bestätigt",
+			AlreadyConfirmed:      "Ihre Anmeldung war schon bestätigt. Sie müssen nichts weiter tun.",
+			ExpiredTitle:          "Link abgelaufen",
+			Expired:               "Dieser Bestätigungslink ist abgelaufen (er gilt 7 Tage). Bitte melden Sie sich noch einmal an; Sie erhalten dann einen neuen Link.",
+			InvalidTitle:          "Link ungültig",
+			Invalid:               "Diesen Bestätigungslink kennen wir nicht. Bitte prüfen Sie, ob Sie ihn vollständig aus der E-Mail übernommen haben, oder melden Sie sich noch einmal an.",
 		},
 	}
 }

@@ -14,10 +14,13 @@ import (
 	"github.com/rundbrief/rundbrief/handlers"
 	"github.com/rundbrief/rundbrief/handlers/api"
 	"github.com/rundbrief/rundbrief/handlers/portal"
+	"github.com/rundbrief/rundbrief/handlers/public"
 	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/ai"
+	"github.com/rundbrief/rundbrief/store/botguard"
 	"github.com/rundbrief/rundbrief/store/secret"
+	"github.com/rundbrief/rundbrief/store/webhook"
 )
 
 // serve runs the HTTP server and the background workers until ctx ends, then shuts
@@ -57,6 +60,14 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	startWorker("retention", func(ctx context.Context) error { return db.RunRetention(ctx, time.Hour, log) })
 	startWorker("key changes", func(ctx context.Context) error { return db.ListenKeyChanges(ctx, db.url, log) })
 	startWorker("smtp pool", mail.Run)
+	// System mail (double opt-in, owner notifications) and webhook deliveries.
+	startWorker("system mail", mailer.NewSystemMailWorker(db.DB, mail, mailer.SystemMailOptions{BaseURL: cfg.BaseURL, Log: log}).Run)
+	if cfg.WebhookAllowPrivate {
+		log.Warn("RUNDBRIEF_WEBHOOK_ALLOW_PRIVATE is on: webhooks may target loopback and private addresses (development only)")
+	}
+	webhooks := webhook.New(db.DB, webhook.Config{Box: box, AllowPrivate: cfg.WebhookAllowPrivate, Log: log})
+	startWorker("webhooks", webhooks.Worker(webhook.WorkerOptions{}).Run)
+
 	// Portal sessions live in PostgreSQL; this worker deletes expired ones.
 	startWorker("session cleanup", store.NewSessionStore(db.DB, log).Run)
 	portalApp, err := portal.New(portal.Deps{DB: db.DB, Box: box, Log: log, BaseURL: cfg.BaseURL})
@@ -64,9 +75,17 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 
+	// Bot protection of the public sign-up forms, keyed from RUNDBRIEF_SECRET.
+	guard := botguard.New(cfg.Secret, time.Now)
+	publicPages, err := public.New(public.Deps{DB: db.DB, Guard: guard, Log: log, BaseURL: cfg.BaseURL})
+	if err != nil {
+		return err
+	}
+
 	app := handlers.New(
-		api.New(api.Deps{DB: db.DB, APILog: apiLog, Log: log, AI: aiService, Box: box, Mail: mail}, api.Config{BaseURL: cfg.BaseURL, RateLimit: cfg.RateLimit}),
+		api.New(api.Deps{DB: db.DB, APILog: apiLog, Log: log, AI: aiService, Box: box, Mail: mail, Webhooks: webhooks, Guard: guard}, api.Config{BaseURL: cfg.BaseURL, RateLimit: cfg.RateLimit}),
 		portalApp,
+		publicPages,
 	)
 	srv := &http.Server{
 		Handler:           app,

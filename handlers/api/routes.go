@@ -13,7 +13,9 @@ import (
 	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/ai"
+	"github.com/rundbrief/rundbrief/store/botguard"
 	"github.com/rundbrief/rundbrief/store/secret"
+	"github.com/rundbrief/rundbrief/store/webhook"
 )
 
 // Config is what the API needs from the service configuration.
@@ -31,6 +33,12 @@ type Deps struct {
 	AI     *ai.Service        // AI text generation and credit
 	Box    *secret.Box        // seals SMTP passwords (RUNDBRIEF_SECRET)
 	Mail   *mailer.Transports // SMTP connection tests; DevOutboxEnabled decides /dev/outbox
+	// Webhooks manages webhooks and sends tests and resends (nil: those
+	// endpoints answer 503).
+	Webhooks *webhook.Service
+	// Guard checks the bot protection of public sign-ups (stamps, proof of
+	// work); nil: the public sign-up endpoints answer 503.
+	Guard *botguard.Guard
 }
 
 // API holds the dependencies of the /v1 handlers.
@@ -43,6 +51,9 @@ type API struct {
 	ai      *ai.Service
 	box     *secret.Box
 	mail    *mailer.Transports
+
+	webhooks *webhook.Service
+	guard    *botguard.Guard
 }
 
 // New returns the API; mount Handler() at /v1.
@@ -53,7 +64,8 @@ func New(d Deps, cfg Config) *API {
 	if cfg.RateLimit <= 0 {
 		cfg.RateLimit = 120
 	}
-	return &API{db: d.DB, limiter: store.NewRateLimiter(d.DB), apiLog: d.APILog, log: d.Log, cfg: cfg, ai: d.AI, box: d.Box, mail: d.Mail}
+	return &API{db: d.DB, limiter: store.NewRateLimiter(d.DB), apiLog: d.APILog, log: d.Log, cfg: cfg, ai: d.AI, box: d.Box, mail: d.Mail,
+		webhooks: d.Webhooks, guard: d.Guard}
 }
 
 // Handler is the /v1 router. Every route of the API is listed here, top to bottom.
@@ -67,6 +79,11 @@ func (a *API) Handler() http.Handler {
 	r.Get("/", a.handle(a.index))
 	r.Get("/openapi.json", a.openAPI)
 
+	// Public sign-up through a form's token (issue 3): no key, CORS always *,
+	// bot checks and rate limits of their own (store.SignUp).
+	r.Post("/subscribe/{token}", a.handle(a.subscribe))
+	r.Get("/subscribe/{token}/challenge", a.handle(a.subscribeChallenge))
+
 	// Everything else needs a key.
 	r.Group(func(r chi.Router) {
 		r.Use(a.keyed()...)
@@ -77,10 +94,58 @@ func (a *API) Handler() http.Handler {
 		r.Get("/logs/api", a.need("read", "", a.listAPILog))
 		r.Get("/logs/api/{id}", a.need("read", "", a.getAPILogEntry))
 
+		// Contacts, tags, lists, blocked addresses and the activity log (issue 3).
+		r.Get("/contacts", a.need("read", "", a.listContacts))
+		r.Post("/contacts", a.need("write", "", a.upsertContact))
+		r.Post("/contacts/bulk", a.need("write", "", a.bulkContacts))
+		r.Get("/contacts/{id}", a.need("read", "", a.getContact))
+		r.Patch("/contacts/{id}", a.need("write", "", a.patchContact))
+		r.Delete("/contacts/{id}", a.need("write", "", a.deleteContact))
+		r.Post("/contacts/{id}/unsubscribe", a.need("write", "", a.unsubscribeContact))
+		r.Get("/contacts/{id}/activities", a.need("read", "", a.listContactActivities))
+		r.Post("/contacts/{id}/tags", a.need("write", "", a.addContactTags))
+		r.Delete("/contacts/{id}/tags/{tag}", a.need("write", "", a.removeContactTag))
+		r.Get("/tags", a.need("read", "", a.listTags))
+		r.Get("/lists", a.need("read", "", a.listLists))
+		r.Post("/lists", a.need("write", "", a.createList))
+		r.Get("/lists/{id}", a.need("read", "", a.getList))
+		r.Patch("/lists/{id}", a.need("write", "", a.patchList))
+		r.Delete("/lists/{id}", a.need("write", "", a.deleteList))
+		r.Get("/lists/{id}/members", a.need("read", "", a.listListMembers))
+		r.Post("/lists/{id}/members", a.need("write", "", a.addListMembers))
+		r.Delete("/lists/{id}/members/{contact_id}", a.need("write", "", a.removeListMember))
+		r.Get("/unsubscribes", a.need("read", "", a.listUnsubscribes))
+		r.Post("/unsubscribes", a.need("write", "", a.createUnsubscribes))
+		r.Delete("/unsubscribes/{email}", a.need("write", "", a.deleteUnsubscribe))
+		r.Get("/logs/activity", a.need("read", "", a.listActivityLog))
+
+		// Sign-up forms: their public token, target lists, bot protection and the
+		// embeddable HTML snippet (issue 3).
+		r.Get("/forms", a.need("read", "", a.listForms))
+		r.Post("/forms", a.need("write", "", a.createForm))
+		r.Get("/forms/{id}", a.need("read", "", a.getForm))
+		r.Patch("/forms/{id}", a.need("write", "", a.patchForm))
+		r.Delete("/forms/{id}", a.need("write", "", a.deleteForm))
+		r.Get("/forms/{id}/embed", a.need("read", "", a.getFormEmbed))
+
 		// AI: text generation against the account's AI credit, its ledger and balance.
 		r.Post("/ai/generate", a.need("ai", "ai", a.aiLimited(a.generateAI)))
 		r.Get("/ai/usage", a.need("read", "ai", a.listAIUsage))
 		r.Get("/ai/credit", a.need("read", "ai", a.getAICredit))
+
+		// Webhooks: subscriptions, their signing secrets, test sends and the
+		// delivery log with resends. /webhooks/events before /webhooks/{id}.
+		r.Get("/webhooks", a.need("read", "", a.listWebhooks))
+		r.Post("/webhooks", a.need("write", "", a.createWebhook))
+		r.Get("/webhooks/events", a.need("read", "", a.listWebhookEvents))
+		r.Get("/webhooks/{id}", a.need("read", "", a.getWebhook))
+		r.Patch("/webhooks/{id}", a.need("write", "", a.updateWebhook))
+		r.Delete("/webhooks/{id}", a.need("write", "", a.deleteWebhook))
+		r.Post("/webhooks/{id}/rotate-secret", a.need("write", "", a.rotateWebhookSecret))
+		r.Post("/webhooks/{id}/test", a.need("write", "", a.testWebhook))
+		r.Get("/webhooks/{id}/deliveries", a.need("read", "", a.listWebhookDeliveries))
+		r.Get("/webhook-deliveries/{id}", a.need("read", "", a.getWebhookDelivery))
+		r.Post("/webhook-deliveries/{id}/resend", a.need("write", "", a.resendWebhookDelivery))
 
 		// SMTP servers of the account, the connection test, and the development
 		// outbox (only without RUNDBRIEF_SMTP_URL; otherwise its paths are 404) (issue 4).

@@ -18,7 +18,9 @@ import (
 	"github.com/rundbrief/rundbrief/handlers"
 	"github.com/rundbrief/rundbrief/handlers/api"
 	"github.com/rundbrief/rundbrief/handlers/portal"
+	"github.com/rundbrief/rundbrief/handlers/public"
 	"github.com/rundbrief/rundbrief/store"
+	"github.com/rundbrief/rundbrief/store/botguard"
 	"github.com/rundbrief/rundbrief/store/dbtest"
 	"github.com/rundbrief/rundbrief/store/secret"
 )
@@ -58,7 +60,11 @@ func newServer(tb testing.TB, dbURL string, clk *clock, baseURL string) *server 
 		tb.Fatal(err)
 	}
 	a := api.New(api.Deps{DB: db, APILog: apiLog, Log: log}, api.Config{BaseURL: baseURL, RateLimit: 1_000_000})
-	srv := httptest.NewServer(handlers.New(a, p))
+	pub, err := public.New(public.Deps{DB: db, Guard: botguard.New("portal tests secret", time.Now), Log: log, BaseURL: baseURL})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := httptest.NewServer(handlers.New(a, p, pub))
 	tb.Cleanup(func() {
 		srv.Close()
 		cancel()

@@ -1,0 +1,118 @@
+package public_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rundbrief/rundbrief/store"
+)
+
+// signUp signs email up through the form over the JSON API and returns the status.
+func (s *site) signUp(t *testing.T, f store.Form, email string) string {
+	t.Helper()
+	anon := s.apiClient(t, "")
+	var ch struct {
+		Stamp string `json:"stamp"`
+	}
+	anon.Request(http.MethodGet, "/v1/subscribe/"+f.Token+"/challenge", nil).Data(t, &ch)
+	s.clock.Add(5 * time.Second)
+	r := anon.Request(http.MethodPost, "/v1/subscribe/"+f.Token, map[string]any{"email": email, "_rb_ts": ch.Stamp})
+	if r.Status != http.StatusCreated || r.Header.Get("Access-Control-Allow-Origin") != "*" {
+		t.Fatalf("sign-up %s: %d %s", email, r.Status, r.Body)
+	}
+	var out struct {
+		Status string `json:"status"`
+	}
+	r.Data(t, &out)
+	return out.Status
+}
+
+func TestConfirmPage(t *testing.T) {
+	s := newSite(t)
+	f := s.form(t, store.FormInput{})
+	if st := s.signUp(t, f, "jana@example.com"); st != "pending" {
+		t.Fatalf("status %s, want pending", st)
+	}
+	link := s.confirmPath(t, "jana@example.com")
+	if !strings.HasPrefix(link, "/confirm/") {
+		t.Fatalf("link %q", link)
+	}
+
+	p := s.get(t, link)
+	if p.status != 200 || attr(p.doc.Find(tid("confirm-page")), "data-outcome") != "confirmed" ||
+		!strings.Contains(p.doc.Find(tid("confirm-message")).Text(), "jana@example.com") {
+		t.Fatalf("confirm: %d %q", p.status, p.doc.Find(tid("confirm-message")).Text())
+	}
+	if p.header.Get("X-Frame-Options") != "DENY" || p.header.Get("Cache-Control") != "no-store" {
+		t.Errorf("headers %v", p.header)
+	}
+	c, err := s.db.ContactByEmail(context.Background(), s.acct, "jana@example.com")
+	if err != nil || c.Status != store.StatusSubscribed || c.DOIConfirmedAt == nil {
+		t.Errorf("contact after confirming: %+v, %v", c, err)
+	}
+
+	// A second click says it was done already.
+	if p := s.get(t, link); p.status != 200 || attr(p.doc.Find(tid("confirm-page")), "data-outcome") != "already" {
+		t.Errorf("second click: %d %s", p.status, attr(p.doc.Find(tid("confirm-page")), "data-outcome"))
+	}
+
+	// Unknown and malformed links: 404 with a helpful message.
+	for _, path := range []string{"/confirm/" + strings.Repeat("Q", 32), "/confirm/kurz"} {
+		p := s.get(t, path)
+		if p.status != http.StatusNotFound || attr(p.doc.Find(tid("confirm-page")), "data-outcome") != "invalid" ||
+			!strings.Contains(p.doc.Find(tid("confirm-message")).Text(), "vollständig") {
+			t.Errorf("%s: %d %q", path, p.status, p.doc.Find(tid("confirm-message")).Text())
+		}
+	}
+
+	// An expired link asks to sign up again.
+	s.signUp(t, f, "spaet@example.com")
+	late := s.confirmPath(t, "spaet@example.com")
+	if _, err := s.db.ExecContext(context.Background(), `UPDATE doi_tokens SET expires_at = now() - interval '1 minute' WHERE account_id = $1 AND used_at IS NULL`, s.acct); err != nil {
+		t.Fatal(err)
+	}
+	p = s.get(t, late)
+	if p.status != http.StatusGone || attr(p.doc.Find(tid("confirm-page")), "data-outcome") != "expired" ||
+		!strings.Contains(p.doc.Find(tid("confirm-message")).Text(), "noch einmal an") {
+		t.Errorf("expired: %d %q", p.status, p.doc.Find(tid("confirm-message")).Text())
+	}
+	if c, _ := s.db.ContactByEmail(context.Background(), s.acct, "spaet@example.com"); c.Status != store.StatusPending {
+		t.Errorf("expired link changed the contact: %s", c.Status)
+	}
+}
+
+// TestBlockedAddressConfirmsAgain is issue 3's rule: an address on the blocked
+// list that signs up again through a double opt-in form gets a confirmation
+// mail, and only confirming it lifts the block.
+func TestBlockedAddressConfirmsAgain(t *testing.T) {
+	ctx := context.Background()
+	s := newSite(t)
+	c, err := s.db.UpsertContact(ctx, s.acct, store.Actor{Type: store.ActorKey, ID: 1}, store.ContactInput{Email: "zurueck@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.UnsubscribeContact(ctx, s.acct, store.Actor{Type: store.ActorKey, ID: 1}, c.Contact.ID, store.Unsubscribe{Source: store.UnsubLink}); err != nil {
+		t.Fatal(err)
+	}
+	blocked := `SELECT count(*) FROM blocked_addresses WHERE account_id = $1 AND email = 'zurueck@example.com'`
+
+	f := s.form(t, store.FormInput{})
+	if st := s.signUp(t, f, "zurueck@example.com"); st != "pending" {
+		t.Errorf("status %s, want pending", st)
+	}
+	if s.count(t, blocked, s.acct) != 1 {
+		t.Fatal("the block was lifted before confirming")
+	}
+	if p := s.get(t, s.confirmPath(t, "zurueck@example.com")); attr(p.doc.Find(tid("confirm-page")), "data-outcome") != "confirmed" {
+		t.Fatalf("confirm: %d", p.status)
+	}
+	if s.count(t, blocked, s.acct) != 0 {
+		t.Error("still blocked after confirming")
+	}
+	if got, _ := s.db.ContactByEmail(ctx, s.acct, "zurueck@example.com"); got.Status != store.StatusSubscribed {
+		t.Errorf("status after confirming: %s", got.Status)
+	}
+}

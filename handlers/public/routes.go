@@ -1,0 +1,113 @@
+// Package public serves the pages a visitor reaches without signing in, outside
+// /v1: the hosted sign-up form and the double opt-in confirmation (later also
+// unsubscribing and tracking). They are server-rendered with templ, in German,
+// and work without JavaScript.
+//
+// A public page knows nothing but the token in its URL; it looks the token up
+// (across accounts, by the unique token) and filters everything after that on
+// the account the token belongs to.
+package public
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/a-h/templ"
+	"github.com/go-chi/chi/v5"
+
+	"github.com/rundbrief/rundbrief/store"
+	"github.com/rundbrief/rundbrief/store/botguard"
+	"github.com/rundbrief/rundbrief/views"
+)
+
+// Deps are what the public pages need. Each feature adds its service here.
+type Deps struct {
+	DB      *store.DB
+	Guard   *botguard.Guard // stamps of the hosted sign-up form (RUNDBRIEF_SECRET)
+	Log     *slog.Logger
+	BaseURL string           // public root URL (RUNDBRIEF_BASE_URL)
+	Now     func() time.Time // the clock; nil: time.Now
+}
+
+// Public holds the dependencies of the public pages.
+type Public struct {
+	db      *store.DB
+	guard   *botguard.Guard
+	log     *slog.Logger
+	baseURL string
+	now     func() time.Time
+}
+
+// New returns the public pages; Routes registers them.
+func New(d Deps) (*Public, error) {
+	if d.Guard == nil {
+		return nil, errors.New("public: Deps.Guard is required")
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Public{db: d.DB, guard: d.Guard, log: d.Log, baseURL: strings.TrimRight(d.BaseURL, "/"), now: d.Now}, nil
+}
+
+// Routes registers every public page, top to bottom. A page that may be shown
+// inside another site's frame says so itself (the hosted form); all others
+// refuse framing.
+func (p *Public) Routes(r chi.Router) {
+	r.Group(func(r chi.Router) {
+		r.Use(pageHeaders)
+
+		// Sign-up forms and double opt-in (issue 3).
+		r.Get("/subscribe/{token}", p.handle(p.subscribePage))
+		r.Get("/confirm/{token}", p.handle(p.confirmPage))
+	})
+}
+
+// pageHeaders sets what every public page carries: no caching of pages that
+// hold a one-time stamp or the outcome of a token, and no referrer leaking the
+// token to links on the page.
+func pageHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Cache-Control", "no-store")
+		h.Set("Referrer-Policy", "no-referrer")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// handle turns a page handler into an http.HandlerFunc: a returned error
+// becomes the error page (not found, or a generic error logged with its detail).
+func (p *Public) handle(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			p.fail(w, r, err)
+		}
+	}
+}
+
+// fail renders the error page for err.
+func (p *Public) fail(w http.ResponseWriter, r *http.Request, err error) {
+	t := views.TextFor(r.Context())
+	status, title, msg := http.StatusInternalServerError, t.Errors.InternalTitle, t.Errors.Internal
+	if errors.Is(err, store.ErrNotFound) {
+		status, title, msg = http.StatusNotFound, t.Errors.NotFoundTitle, t.Errors.NotFound
+	} else {
+		p.log.Error("public page failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	w.Header().Set("X-Frame-Options", "DENY")
+	p.render(w, r, status, views.ErrorPage(nil, title, msg))
+}
+
+// render writes a page; a failed render is logged, since the status is already sent.
+func (p *Public) render(w http.ResponseWriter, r *http.Request, status int, c templ.Component) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	if err := c.Render(r.Context(), w); err != nil {
+		p.log.Error("render public page", "path", r.URL.Path, "err", err)
+	}
+}

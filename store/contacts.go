@@ -1,0 +1,901 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// Contact statuses (api-v1.md "Contact status").
+const (
+	StatusSubscribed   = "subscribed"
+	StatusUnsubscribed = "unsubscribed"
+	StatusPending      = "pending"
+)
+
+// Contact sources: where a contact came from.
+const (
+	SourceApp         = "app"
+	SourceImport      = "import"
+	SourceAPI         = "api"
+	SourceForm        = "form"
+	SourceIntegration = "integration"
+)
+
+// Limits of a contact's fields.
+const (
+	maxTags           = 100
+	maxTagLen         = 100
+	maxCustomFields   = 100
+	maxCustomKeyLen   = 50
+	maxCustomValueLen = 5000
+	maxListsPerInput  = 100
+)
+
+// Contact is a row of contacts with the lists it belongs to.
+type Contact struct {
+	ID             int64          `db:"id"`
+	AccountID      int64          `db:"account_id"`
+	Email          string         `db:"email"`
+	FirstName      string         `db:"first_name"`
+	LastName       string         `db:"last_name"`
+	Address        string         `db:"address"`
+	Zip            string         `db:"zip"`
+	City           string         `db:"city"`
+	Phone          string         `db:"phone"`
+	Note           string         `db:"note"`
+	Tags           pq.StringArray `db:"tags"`
+	Status         string         `db:"status"`
+	Source         string         `db:"source"`
+	CustomFields   CustomFields   `db:"custom_fields"`
+	DOIConfirmedAt *time.Time     `db:"doi_confirmed_at"`
+	UnsubscribedAt *time.Time     `db:"unsubscribed_at"`
+	CreatedAt      time.Time      `db:"created_at"`
+	UpdatedAt      time.Time      `db:"updated_at"`
+	Lists          ListRefs       `db:"lists"`
+}
+
+// ListRef is a list as a contact shows it.
+type ListRef struct {
+	ID    int64  `json:"id"`
+	Name  string `json:"name"`
+	Color string `json:"color"`
+}
+
+// ListRefs is a contact's lists, read from a JSON aggregate.
+type ListRefs []ListRef
+
+// Scan reads a JSON array of lists.
+func (l *ListRefs) Scan(src any) error {
+	b, ok := src.([]byte)
+	if !ok {
+		if src == nil {
+			*l = nil
+			return nil
+		}
+		return fmt.Errorf("store: lists: unexpected %T", src)
+	}
+	if string(b) == "[]" {
+		*l = ListRefs{}
+		return nil
+	}
+	return json.Unmarshal(b, (*[]ListRef)(l))
+}
+
+// CustomFields maps a contact's own field names to values: string, json.Number or
+// bool. Each key is usable as a placeholder in mails.
+type CustomFields map[string]any
+
+// Scan reads jsonb, keeping numbers exact.
+func (c *CustomFields) Scan(src any) error {
+	b, ok := src.([]byte)
+	if !ok {
+		return fmt.Errorf("store: custom fields: unexpected %T", src)
+	}
+	if string(b) == "{}" {
+		*c = CustomFields{}
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	m := map[string]any{}
+	if err := dec.Decode(&m); err != nil {
+		return fmt.Errorf("store: custom fields: %w", err)
+	}
+	*c = m
+	return nil
+}
+
+// Value writes jsonb.
+func (c CustomFields) Value() (driver.Value, error) {
+	if c == nil {
+		return []byte("{}"), nil
+	}
+	return json.Marshal(map[string]any(c))
+}
+
+// Strings returns the values as text, the form placeholders use.
+func (c CustomFields) Strings() map[string]string {
+	out := make(map[string]string, len(c))
+	for k, v := range c {
+		switch v := v.(type) {
+		case string:
+			out[k] = v
+		case json.Number:
+			out[k] = v.String()
+		case bool:
+			out[k] = strconv.FormatBool(v)
+		}
+	}
+	return out
+}
+
+func (c CustomFields) clone() CustomFields {
+	out := make(CustomFields, len(c))
+	for k, v := range c {
+		out[k] = v
+	}
+	return out
+}
+
+// equalCustomValue compares two custom field values by meaning: 1.0 equals 1.
+func equalCustomValue(a, b any) bool {
+	na, aNum := a.(json.Number)
+	nb, bNum := b.(json.Number)
+	if aNum && bNum {
+		ra, ok1 := new(big.Rat).SetString(na.String())
+		rb, ok2 := new(big.Rat).SetString(nb.String())
+		return ok1 && ok2 && ra.Cmp(rb) == 0
+	}
+	return a == b
+}
+
+// ContactData is a contact as event payloads carry it: exactly the Contact
+// resource of the API.
+type ContactData struct {
+	ID             int64        `json:"id"`
+	Email          string       `json:"email"`
+	FirstName      string       `json:"first_name"`
+	LastName       string       `json:"last_name"`
+	Address        string       `json:"address"`
+	Zip            string       `json:"zip"`
+	City           string       `json:"city"`
+	Phone          string       `json:"phone"`
+	Note           string       `json:"note"`
+	Tags           []string     `json:"tags"`
+	Status         string       `json:"status"`
+	Source         string       `json:"source"`
+	CustomFields   CustomFields `json:"custom_fields"`
+	DOIConfirmedAt *EventTime   `json:"doi_confirmed_at"`
+	CreatedAt      EventTime    `json:"created_at"`
+	UpdatedAt      EventTime    `json:"updated_at"`
+	Lists          []ListRef    `json:"lists"`
+}
+
+// Data returns the contact as event payloads carry it.
+func (c Contact) Data() ContactData {
+	cf := c.CustomFields
+	if cf == nil {
+		cf = CustomFields{}
+	}
+	lists := []ListRef(c.Lists)
+	if lists == nil {
+		lists = []ListRef{}
+	}
+	return ContactData{
+		ID: c.ID, Email: c.Email, FirstName: c.FirstName, LastName: c.LastName, Address: c.Address,
+		Zip: c.Zip, City: c.City, Phone: c.Phone, Note: c.Note, Tags: nonNil(c.Tags), Status: c.Status,
+		Source: c.Source, CustomFields: cf, DOIConfirmedAt: eventTimePtr(c.DOIConfirmedAt),
+		CreatedAt: EventTime(c.CreatedAt), UpdatedAt: EventTime(c.UpdatedAt), Lists: lists,
+	}
+}
+
+// ContactInput is what a caller may write of a contact. Nil pointers are not
+// given and leave the field alone.
+type ContactInput struct {
+	Email     string
+	FirstName *string
+	LastName  *string
+	Address   *string
+	Zip       *string
+	City      *string
+	Phone     *string
+	Note      *string
+	// Tags are added to the contact's tags (never removed by an upsert).
+	Tags []string
+	// CustomFields are merged into the contact's; a nil value removes the key.
+	CustomFields map[string]any
+	// ListIDs are lists the contact joins (never left by an upsert).
+	ListIDs []int64
+	// Source is the origin (app, import, api, form, integration); default api.
+	Source *string
+	// Status asks for subscribed, unsubscribed or pending (pending sends a
+	// confirmation mail). A blocked address stays unsubscribed.
+	Status *string
+	// DoubleOptIn asks for a confirmation even if no target list requires one
+	// (a sign-up form with its own double opt-in flag).
+	DoubleOptIn bool
+	// SignUp marks the person's own sign-up on a public form. Only such a sign-up
+	// with double opt-in sends a confirmation to a blocked or unsubscribed
+	// address; its confirmation (ConfirmContact) lifts the block.
+	SignUp bool
+}
+
+// ContactPatch is a partial change of a contact (PATCH): given fields are set,
+// Tags and ListIDs replace the current ones, CustomFields are merged (nil value
+// removes a key).
+type ContactPatch struct {
+	Email        *string
+	FirstName    *string
+	LastName     *string
+	Address      *string
+	Zip          *string
+	City         *string
+	Phone        *string
+	Note         *string
+	Tags         *[]string
+	CustomFields map[string]any
+	ListIDs      *[]int64
+	Source       *string
+	Status       *string
+}
+
+// builtinPlaceholder reports whether name is a built-in placeholder, which a
+// custom field could never override.
+func builtinPlaceholder(name string) bool {
+	switch name {
+	case "vorname", "first_name", "nachname", "last_name", "name", "full_name", "email",
+		"adresse", "address", "plz", "zip", "ort", "city", "telefon", "phone", "notiz", "note",
+		"datum", "date", "abmelde_link", "unsubscribe_url":
+		return true
+	}
+	return false
+}
+
+func validCustomKey(k string) bool {
+	if k == "" || len(k) > maxCustomKeyLen {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// normText trims a given text field and checks its length.
+func normText(errs Errs, field string, v *string, max int) {
+	if v == nil {
+		return
+	}
+	*v = strings.TrimSpace(*v)
+	switch {
+	case strings.ContainsRune(*v, 0):
+		errs.Add(field, "Der Text enthält ein ungültiges Zeichen.")
+	case len([]rune(*v)) > max:
+		errs.Add(field, fmt.Sprintf("Höchstens %d Zeichen.", max))
+	}
+}
+
+// NormalizeEmail is how addresses are stored and compared: trimmed and lower-case.
+func NormalizeEmail(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
+
+const msgEmail = "Bitte eine gültige E-Mail-Adresse angeben."
+
+// normTags trims, checks and de-duplicates tags (first occurrence wins).
+func normTags(errs Errs, field string, tags []string) []string {
+	if tags == nil {
+		return nil
+	}
+	out := make([]string, 0, len(tags))
+	for _, t := range tags {
+		t = strings.TrimSpace(t)
+		switch {
+		case t == "":
+			errs.Add(field, "Ein Schlagwort darf nicht leer sein.")
+			continue
+		case strings.ContainsRune(t, 0):
+			errs.Add(field, "Ein Schlagwort enthält ein ungültiges Zeichen.")
+			continue
+		case len([]rune(t)) > maxTagLen:
+			errs.Add(field, fmt.Sprintf("Ein Schlagwort darf höchstens %d Zeichen lang sein.", maxTagLen))
+			continue
+		}
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	if len(out) > maxTags {
+		errs.Add(field, fmt.Sprintf("Höchstens %d Schlagwörter pro Kontakt.", maxTags))
+	}
+	return out
+}
+
+// normCustomFields checks keys and values and brings values to string,
+// json.Number, bool or nil (remove).
+func normCustomFields(errs Errs, cf map[string]any) {
+	if len(cf) > maxCustomFields {
+		errs.Add("custom_fields", fmt.Sprintf("Höchstens %d eigene Felder pro Kontakt.", maxCustomFields))
+		return
+	}
+	for k, v := range cf {
+		field := "custom_fields." + k
+		switch {
+		case !validCustomKey(k):
+			errs.Add("custom_fields", fmt.Sprintf("Der Feldname %q ist ungültig: 1 bis %d Zeichen aus a–z, 0–9, _ und -.", k, maxCustomKeyLen))
+			continue
+		case builtinPlaceholder(k):
+			errs.Add(field, fmt.Sprintf("%q ist ein eingebauter Platzhalter und kann kein eigenes Feld sein.", k))
+			continue
+		}
+		switch x := v.(type) {
+		case nil, bool, json.Number:
+		case string:
+			if strings.ContainsRune(x, 0) {
+				errs.Add(field, "Der Text enthält ein ungültiges Zeichen.")
+			} else if len([]rune(x)) > maxCustomValueLen {
+				errs.Add(field, fmt.Sprintf("Höchstens %d Zeichen.", maxCustomValueLen))
+			}
+		case float64:
+			cf[k] = json.Number(strconv.FormatFloat(x, 'f', -1, 64))
+		case int:
+			cf[k] = json.Number(strconv.Itoa(x))
+		case int64:
+			cf[k] = json.Number(strconv.FormatInt(x, 10))
+		default:
+			errs.Add(field, "Erlaubt sind Text, Zahl, true/false oder null (entfernt das Feld).")
+		}
+	}
+}
+
+func normListIDs(errs Errs, field string, ids []int64) []int64 {
+	if ids == nil {
+		return nil
+	}
+	out := make([]int64, 0, len(ids))
+	for _, id := range ids {
+		if id < 1 {
+			errs.Add(field, "Listen-IDs sind positive ganze Zahlen.")
+			continue
+		}
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	if len(out) > maxListsPerInput {
+		errs.Add(field, fmt.Sprintf("Höchstens %d Listen auf einmal.", maxListsPerInput))
+	}
+	return out
+}
+
+func validStatus(s string) bool {
+	return s == StatusSubscribed || s == StatusUnsubscribed || s == StatusPending
+}
+
+func validSource(s string) bool {
+	switch s {
+	case SourceApp, SourceImport, SourceAPI, SourceForm, SourceIntegration:
+		return true
+	}
+	return false
+}
+
+// normStatusSource checks the optional status and source.
+func normStatusSource(errs Errs, status, source *string) {
+	if status != nil {
+		*status = strings.TrimSpace(*status)
+		if !validStatus(*status) {
+			errs.Add("status", "Erlaubt sind subscribed, unsubscribed und pending.")
+		}
+	}
+	if source != nil {
+		*source = strings.TrimSpace(*source)
+		if !validSource(*source) {
+			errs.Add("source", "Erlaubt sind app, import, api, form und integration.")
+		}
+	}
+}
+
+// Normalize trims, lower-cases and checks the input; it returns a
+// *ValidationError naming every invalid field.
+func (in *ContactInput) Normalize() error {
+	errs := Errs{}
+	in.Email = NormalizeEmail(in.Email)
+	if !ValidEmail(in.Email) {
+		errs.Add("email", msgEmail)
+	}
+	in.normFields(errs)
+	in.Tags = normTags(errs, "tags", in.Tags)
+	normCustomFields(errs, in.CustomFields)
+	in.ListIDs = normListIDs(errs, "list_ids", in.ListIDs)
+	normStatusSource(errs, in.Status, in.Source)
+	return errs.Err()
+}
+
+func (in *ContactInput) normFields(errs Errs) {
+	normText(errs, "first_name", in.FirstName, 200)
+	normText(errs, "last_name", in.LastName, 200)
+	normText(errs, "address", in.Address, 300)
+	normText(errs, "zip", in.Zip, 20)
+	normText(errs, "city", in.City, 200)
+	normText(errs, "phone", in.Phone, 50)
+	normText(errs, "note", in.Note, 10000)
+}
+
+// Normalize checks a patch like ContactInput.Normalize.
+func (p *ContactPatch) Normalize() error {
+	errs := Errs{}
+	if p.Email != nil {
+		*p.Email = NormalizeEmail(*p.Email)
+		if !ValidEmail(*p.Email) {
+			errs.Add("email", msgEmail)
+		}
+	}
+	in := p.input()
+	in.normFields(errs)
+	if p.Tags != nil {
+		t := normTags(errs, "tags", *p.Tags)
+		if t == nil {
+			t = []string{}
+		}
+		p.Tags = &t
+	}
+	normCustomFields(errs, p.CustomFields)
+	if p.ListIDs != nil {
+		ids := normListIDs(errs, "list_ids", *p.ListIDs)
+		if ids == nil {
+			ids = []int64{}
+		}
+		p.ListIDs = &ids
+	}
+	normStatusSource(errs, p.Status, p.Source)
+	return errs.Err()
+}
+
+// input is the patch as a ContactInput (text pointers shared, so normalising one
+// normalises the other).
+func (p *ContactPatch) input() ContactInput {
+	in := ContactInput{
+		FirstName: p.FirstName, LastName: p.LastName, Address: p.Address, Zip: p.Zip, City: p.City,
+		Phone: p.Phone, Note: p.Note, CustomFields: p.CustomFields, Source: p.Source, Status: p.Status,
+	}
+	if p.Email != nil {
+		in.Email = *p.Email
+	}
+	if p.Tags != nil {
+		in.Tags = *p.Tags
+	}
+	if p.ListIDs != nil {
+		in.ListIDs = *p.ListIDs
+	}
+	return in
+}
+
+const contactColumns = `c.id, c.account_id, c.email, c.first_name, c.last_name, c.address, c.zip, c.city, c.phone, c.note,
+  c.tags, c.status, c.source, c.custom_fields, c.doi_confirmed_at, c.unsubscribed_at, c.created_at, c.updated_at`
+
+// contactLists aggregates a contact's lists (id, name, color) in list id order.
+const contactLists = `coalesce((SELECT jsonb_agg(jsonb_build_object('id', l.id, 'name', l.name, 'color', l.color) ORDER BY l.id)
+  FROM list_members m JOIN lists l ON l.id = m.list_id WHERE m.contact_id = c.id), '[]') AS lists`
+
+// contactDest are the scan destinations of contactColumns, in order.
+func contactDest(c *Contact) []any {
+	return []any{&c.ID, &c.AccountID, &c.Email, &c.FirstName, &c.LastName, &c.Address, &c.Zip, &c.City, &c.Phone, &c.Note,
+		&c.Tags, &c.Status, &c.Source, &c.CustomFields, &c.DOIConfirmedAt, &c.UnsubscribedAt, &c.CreatedAt, &c.UpdatedAt}
+}
+
+// queryContacts runs a query whose columns are the before columns, then
+// contactColumns, then (withLists) the contactLists column, and scans its rows
+// without reflection (the listing's hot path). before are scanned anew on every
+// row; callers keep the last values.
+func queryContacts(ctx context.Context, q sqlx.QueryerContext, before []any, withLists bool, query string, args ...any) ([]Contact, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Contact
+	for rows.Next() {
+		var c Contact
+		dest := append(slices.Clone(before), contactDest(&c)...)
+		if withLists {
+			dest = append(dest, &c.Lists)
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+const selectContact = `SELECT ` + contactColumns + `, ` + contactLists + ` FROM contacts c WHERE c.account_id = $1 AND c.id = $2`
+
+// Contact returns one contact with its lists.
+func (db *DB) Contact(ctx context.Context, accountID, id int64) (Contact, error) {
+	cs, err := queryContacts(ctx, db, nil, true, selectContact, accountID, id)
+	if err != nil {
+		return Contact{}, fmt.Errorf("store: contact: %w", err)
+	}
+	if len(cs) == 0 {
+		return Contact{}, ErrNotFound
+	}
+	return cs[0], nil
+}
+
+const selectContactByEmail = `SELECT ` + contactColumns + `, ` + contactLists + ` FROM contacts c WHERE c.account_id = $1 AND c.email = $2`
+
+// ContactByEmail returns the contact with an address (compared normalised).
+func (db *DB) ContactByEmail(ctx context.Context, accountID int64, email string) (Contact, error) {
+	var c Contact
+	if err := db.GetContext(ctx, &c, selectContactByEmail, accountID, NormalizeEmail(email)); err != nil {
+		return Contact{}, notFound("contact by email", err)
+	}
+	return c, nil
+}
+
+const selectContactsByID = `SELECT ` + contactColumns + `, ` + contactLists + ` FROM contacts c WHERE c.account_id = $1 AND c.id = ANY($2)`
+
+// readContacts reads contacts with their lists inside tx, by id.
+func readContacts(ctx context.Context, tx *sqlx.Tx, accountID int64, ids []int64) (map[int64]Contact, error) {
+	out := make(map[int64]Contact, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := queryContacts(ctx, tx, nil, true, selectContactsByID, accountID, pq.Int64Array(ids))
+	if err != nil {
+		return nil, fmt.Errorf("store: read contacts: %w", err)
+	}
+	for _, c := range rows {
+		out[c.ID] = c
+	}
+	return out, nil
+}
+
+// Sort orders of the contact listing.
+const (
+	SortUpdatedAsc  = "updated_asc"
+	SortUpdatedDesc = "updated_desc"
+	SortCreatedAsc  = "created_asc"
+	SortCreatedDesc = "created_desc"
+	SortEmailAsc    = "email_asc"
+)
+
+// ContactFilter narrows and orders the contact listing; zero fields do not filter.
+type ContactFilter struct {
+	ListID int64
+	Status string
+	Tag    string
+	// Query searches email, first and last name (case-insensitive substring).
+	Query string
+	// UpdatedAfter keeps contacts changed after this time (exclusive).
+	UpdatedAfter *time.Time
+	// AfterID continues an updated_after sync behind the contact (UpdatedAfter,
+	// AfterID): it keeps contacts with (updated_at, id) > (UpdatedAfter, AfterID).
+	AfterID int64
+	// Sort is one of the Sort constants; default created_desc, or updated_asc
+	// with UpdatedAfter.
+	Sort string
+}
+
+// Validate checks the filter and fills in the default sort.
+func (f *ContactFilter) Validate() error {
+	errs := Errs{}
+	if f.Sort == "" {
+		f.Sort = SortCreatedDesc
+		if f.UpdatedAfter != nil {
+			f.Sort = SortUpdatedAsc
+		}
+	}
+	if _, ok := sortOrder(f.Sort); !ok {
+		errs.Add("sort", "Erlaubt sind updated_asc, updated_desc, created_asc, created_desc und email_asc.")
+	}
+	if f.Status != "" && !validStatus(f.Status) {
+		errs.Add("status", "Erlaubt sind subscribed, unsubscribed und pending.")
+	}
+	if f.AfterID != 0 {
+		if f.UpdatedAfter == nil {
+			errs.Add("after_id", "after_id gilt nur zusammen mit updated_after.")
+		} else if f.Sort != SortUpdatedAsc {
+			errs.Add("after_id", "after_id gilt nur mit sort=updated_asc.")
+		}
+	}
+	if f.ListID < 0 {
+		errs.Add("list_id", "Muss eine positive ganze Zahl sein.")
+	}
+	if strings.ContainsRune(f.Query+f.Tag, 0) {
+		errs.Add("q", "Die Suche enthält ein ungültiges Zeichen.")
+	}
+	return errs.Err()
+}
+
+func sortOrder(s string) (string, bool) {
+	switch s {
+	case SortUpdatedAsc:
+		return "c.updated_at, c.id", true
+	case SortUpdatedDesc:
+		return "c.updated_at DESC, c.id DESC", true
+	case SortCreatedAsc:
+		return "c.created_at, c.id", true
+	case SortCreatedDesc:
+		return "c.created_at DESC, c.id DESC", true
+	case SortEmailAsc:
+		return "c.email", true
+	}
+	return "", false
+}
+
+// likePattern makes a case-insensitive substring pattern of q.
+func likePattern(q string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return "%" + r.Replace(strings.ToLower(strings.TrimSpace(q))) + "%"
+}
+
+// Contacts lists one page of an account's contacts and the exact number of
+// contacts the filter matches. The total costs nothing for the unfiltered and
+// the per-list listing (maintained counters); an updated_after sync counts the
+// smaller side of the cut; other filters count.
+func (db *DB) Contacts(ctx context.Context, accountID int64, f ContactFilter, p Page) ([]Contact, int, error) {
+	if err := f.Validate(); err != nil {
+		return nil, 0, err
+	}
+	order, _ := sortOrder(f.Sort)
+	where := []string{"c.account_id = $1"}
+	args := []any{accountID}
+	add := func(cond string, v ...any) {
+		n := make([]any, len(v))
+		for i, x := range v {
+			args = append(args, x)
+			n[i] = len(args)
+		}
+		where = append(where, fmt.Sprintf(cond, n...))
+	}
+	if f.ListID != 0 {
+		add("EXISTS (SELECT 1 FROM list_members m WHERE m.list_id = $%d AND m.contact_id = c.id)", f.ListID)
+	}
+	if f.Status != "" {
+		add("c.status = $%d", f.Status)
+	}
+	if f.Tag != "" {
+		add("c.tags @> ARRAY[$%d]::text[]", strings.TrimSpace(f.Tag))
+	}
+	if strings.TrimSpace(f.Query) != "" {
+		add("(c.email LIKE $%[1]d OR lower(c.first_name) LIKE $%[1]d OR lower(c.last_name) LIKE $%[1]d OR lower(c.first_name || ' ' || c.last_name) LIKE $%[1]d)", likePattern(f.Query))
+	}
+	// upto is the complement of the updated_after cut, spelled out so that it
+	// can use the index too (PostgreSQL does not invert a row comparison).
+	upto := ""
+	if f.UpdatedAfter != nil {
+		if f.AfterID != 0 {
+			add("(c.updated_at, c.id) > ($%d, $%d)", *f.UpdatedAfter, f.AfterID)
+			upto = fmt.Sprintf("(c.updated_at, c.id) <= ($%d, $%d)", len(args)-1, len(args))
+		} else {
+			add("c.updated_at > $%d", *f.UpdatedAfter)
+			upto = fmt.Sprintf("c.updated_at <= $%d", len(args))
+		}
+	}
+	cond := strings.Join(where, " AND ")
+	onlyList := f.ListID != 0 && f.Status == "" && f.Tag == "" && strings.TrimSpace(f.Query) == "" && f.UpdatedAfter == nil
+	unfiltered := len(where) == 1
+
+	// The page: ids first (an index-only scan of the sort index for deep offsets),
+	// then the rows they name.
+	pageArgs := append(slices.Clone(args), p.PerPage, p.Offset())
+	pageSQL := fmt.Sprintf(`SELECT %s, %s FROM (SELECT c.id FROM contacts c WHERE %s ORDER BY %s LIMIT $%d OFFSET $%d) page
+JOIN contacts c ON c.id = page.id ORDER BY %s`, contactColumns, contactLists, cond, order, len(pageArgs)-1, len(pageArgs), order)
+
+	if unfiltered || onlyList {
+		// One statement reads the page and its maintained counter in one snapshot.
+		total := `(SELECT contacts FROM account_usage WHERE account_id = $1)`
+		if onlyList {
+			total = `(SELECT member_count FROM lists WHERE account_id = $1 AND id = $2)`
+		}
+		var t *int64
+		q := strings.Replace(pageSQL, "SELECT ", "SELECT "+total+" AS total, ", 1)
+		rows, err := queryContacts(ctx, db, []any{&t}, true, q, pageArgs...)
+		if err != nil {
+			return nil, 0, fmt.Errorf("store: contacts: %w", err)
+		}
+		if len(rows) > 0 {
+			if t == nil {
+				return nil, 0, ErrNotFound // the list does not exist
+			}
+			return rows, int(*t), nil
+		}
+		if err := db.GetContext(ctx, &t, `SELECT `+total, args...); err != nil {
+			return nil, 0, fmt.Errorf("store: contacts: %w", err)
+		}
+		if t == nil {
+			return nil, 0, ErrNotFound
+		}
+		return nil, int(*t), nil
+	}
+
+	// Filtered: page and count in one repeatable-read snapshot, so the total is
+	// exact for the page it comes with.
+	if f.ListID != 0 {
+		if _, err := db.List(ctx, accountID, f.ListID); err != nil {
+			return nil, 0, err
+		}
+	}
+	var out []Contact
+	var total int
+	err := db.readSnapshot(ctx, func(tx *sqlx.Tx) error {
+		var err error
+		if out, err = queryContacts(ctx, tx, nil, true, pageSQL, pageArgs...); err != nil {
+			return fmt.Errorf("store: contacts: %w", err)
+		}
+		onlySync := len(where) == 2 && f.UpdatedAfter != nil
+		if onlySync {
+			total, err = countSync(ctx, tx, cond, "c.account_id = $1 AND "+upto, args)
+		} else {
+			err = tx.GetContext(ctx, &total, `SELECT count(*) FROM contacts c WHERE `+cond, args...)
+		}
+		if err != nil {
+			return fmt.Errorf("store: count contacts: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return out, total, nil
+}
+
+// readSnapshot runs fn in a read-only repeatable-read transaction.
+func (db *DB) readSnapshot(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
+	tx, err := db.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("store: begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: commit: %w", err)
+	}
+	return nil
+}
+
+// countSync counts the contacts behind an updated_after cut (cond) exactly.
+// Counting walks the index, so it counts whichever side of the cut the planner
+// expects to be smaller: behind the cut directly, or all contacts (the maintained
+// counter) minus those up to the cut (upto). That bounds the work to half the
+// account.
+func countSync(ctx context.Context, tx *sqlx.Tx, cond, upto string, args []any) (int, error) {
+	var plan []byte
+	if err := tx.GetContext(ctx, &plan, `EXPLAIN (FORMAT JSON) SELECT 1 FROM contacts c WHERE `+cond, args...); err != nil {
+		return 0, err
+	}
+	var all int64
+	if err := tx.GetContext(ctx, &all, `SELECT contacts FROM account_usage WHERE account_id = $1`, args[0]); err != nil {
+		return 0, err
+	}
+	var n int64
+	if estimatedRows(plan) <= float64(all)/2 {
+		err := tx.GetContext(ctx, &n, `SELECT count(*) FROM contacts c WHERE `+cond, args...)
+		return int(n), err
+	}
+	err := tx.GetContext(ctx, &n, `SELECT count(*) FROM contacts c WHERE `+upto, args...)
+	return int(all - n), err
+}
+
+// estimatedRows reads the planner's row estimate from EXPLAIN (FORMAT JSON).
+func estimatedRows(plan []byte) float64 {
+	var p []struct {
+		Plan struct {
+			Rows float64 `json:"Plan Rows"`
+		} `json:"Plan"`
+	}
+	if json.Unmarshal(plan, &p) != nil || len(p) == 0 {
+		return 0
+	}
+	return p[0].Plan.Rows
+}
+
+// Tag is a tag and the number of contacts that carry it.
+type Tag struct {
+	Name  string `db:"name"`
+	Count int64  `db:"count"`
+}
+
+const selectTags = `SELECT t AS name, count(*) AS count FROM contacts c CROSS JOIN LATERAL unnest(c.tags) AS t
+WHERE c.account_id = $1 AND c.tags <> '{}' GROUP BY t ORDER BY t LIMIT $2 OFFSET $3`
+
+const countTags = `SELECT count(DISTINCT t) FROM contacts c CROSS JOIN LATERAL unnest(c.tags) AS t
+WHERE c.account_id = $1 AND c.tags <> '{}'`
+
+// Tags lists an account's tags by name with the number of contacts per tag.
+func (db *DB) Tags(ctx context.Context, accountID int64, p Page) ([]Tag, int, error) {
+	var out []Tag
+	var total int
+	err := db.readSnapshot(ctx, func(tx *sqlx.Tx) error {
+		if err := tx.SelectContext(ctx, &out, selectTags, accountID, p.PerPage, p.Offset()); err != nil {
+			return fmt.Errorf("store: tags: %w", err)
+		}
+		if err := tx.GetContext(ctx, &total, countTags, accountID); err != nil {
+			return fmt.Errorf("store: tags: %w", err)
+		}
+		return nil
+	})
+	return out, total, err
+}
+
+const lockContactForDelete = `SELECT ` + contactColumns + `, ` + contactLists + ` FROM contacts c WHERE c.account_id = $1 AND c.id = $2 FOR UPDATE OF c`
+
+const deleteContact = `DELETE FROM contacts WHERE account_id = $1 AND id = $2`
+
+const decrementListMembers = `UPDATE lists SET member_count = member_count - 1 WHERE account_id = $1 AND id = ANY($2)`
+
+const decrementUsageContacts = `UPDATE account_usage SET contacts = greatest(contacts - $2, 0) WHERE account_id = $1`
+
+// DeleteContact deletes a contact, its memberships and confirmation tokens, and
+// emits contact.deleted. A blocked address stays blocked.
+func (db *DB) DeleteContact(ctx context.Context, accountID int64, actor Actor, id int64) error {
+	if err := actor.valid(); err != nil {
+		return err
+	}
+	return db.retryTx(ctx, func(tx *sqlx.Tx) error {
+		var c Contact
+		if err := tx.GetContext(ctx, &c, lockContactForDelete, accountID, id); err != nil {
+			return notFound("delete contact", err)
+		}
+		if _, err := tx.ExecContext(ctx, deleteContact, accountID, id); err != nil {
+			return fmt.Errorf("store: delete contact: %w", err)
+		}
+		if len(c.Lists) > 0 {
+			ids := make([]int64, len(c.Lists))
+			for i, l := range c.Lists {
+				ids[i] = l.ID
+			}
+			if _, err := tx.ExecContext(ctx, decrementListMembers, accountID, pq.Int64Array(ids)); err != nil {
+				return fmt.Errorf("store: delete contact: %w", err)
+			}
+		}
+		if _, err := Emit(ctx, tx, accountID, EventContactDeleted, ContactEventData{Contact: c.Data()}); err != nil {
+			return err
+		}
+		if err := LogActivity(ctx, tx, accountID, actor, ActivityEntry{Action: "contact.deleted", ObjectType: ObjectContact,
+			ObjectID: id, Details: map[string]any{"email": c.Email}}); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, decrementUsageContacts, accountID, 1); err != nil {
+			return fmt.Errorf("store: delete contact: %w", err)
+		}
+		return nil
+	})
+}
+
+// retryTx runs fn in a transaction and repeats it (up to three times in all)
+// when PostgreSQL aborted it for a deadlock or a serialization failure, which
+// concurrent bulk changes of overlapping contacts can cause.
+func (db *DB) retryTx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
+	for attempt := 1; ; attempt++ {
+		err := db.WithTx(ctx, fn)
+		var pqErr *pq.Error
+		if err == nil || attempt == 3 || !errors.As(err, &pqErr) || (pqErr.Code != "40P01" && pqErr.Code != "40001") {
+			return err
+		}
+	}
+}
+
+// isUniqueViolation reports whether err is PostgreSQL's unique_violation.
+func isUniqueViolation(err error) bool {
+	var pqErr *pq.Error
+	return errors.As(err, &pqErr) && pqErr.Code == "23505"
+}

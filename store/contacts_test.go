@@ -1,0 +1,1263 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rundbrief/rundbrief/store"
+	"github.com/rundbrief/rundbrief/store/dbtest"
+)
+
+var apiActor = store.Actor{Type: store.ActorKey, ID: 1}
+
+func ptr[T any](v T) *T { return &v }
+
+// events returns an account's outbox, oldest first.
+func outbox(t *testing.T, db *store.DB, acct int64) []store.StoredEvent {
+	t.Helper()
+	ev, err := db.EventsAfter(context.Background(), acct, 0, 100000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+func outboxNames(ev []store.StoredEvent) []string {
+	out := make([]string, len(ev))
+	for i, e := range ev {
+		out[i] = e.Name
+	}
+	return out
+}
+
+// eventsSince returns the events written after mark (a count from events()).
+func outboxSince(t *testing.T, db *store.DB, acct int64, mark int) []store.StoredEvent {
+	t.Helper()
+	return outbox(t, db, acct)[mark:]
+}
+
+func mkList(t *testing.T, db *store.DB, acct int64, name string, doi bool) store.List {
+	t.Helper()
+	l, err := db.CreateList(context.Background(), acct, apiActor, store.ListInput{Name: &name, DoubleOptIn: &doi})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func upsert(t *testing.T, db *store.DB, acct int64, in store.ContactInput) store.UpsertResult {
+	t.Helper()
+	res, err := db.UpsertContact(context.Background(), acct, apiActor, in)
+	if err != nil {
+		t.Fatalf("upsert %s: %v", in.Email, err)
+	}
+	return res
+}
+
+func usageOf(t *testing.T, db *store.DB, acct int64) store.Usage {
+	t.Helper()
+	u, err := db.Usage(context.Background(), acct, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func listIDsOf(c store.Contact) []int64 {
+	out := []int64{}
+	for _, l := range c.Lists {
+		out = append(out, l.ID)
+	}
+	return out
+}
+
+// confirmationToken returns the token of the newest confirmation mail to email.
+func confirmationToken(t *testing.T, db *store.DB, acct int64, email string) string {
+	t.Helper()
+	mails, _, err := db.SystemMails(context.Background(), acct, store.Page{Page: 1, PerPage: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range mails {
+		if m.ToEmail == email && m.Kind == store.SystemMailDOI {
+			return strings.TrimPrefix(m.LinkPath, store.ConfirmPathPrefix)
+		}
+	}
+	t.Fatalf("no confirmation mail to %s", email)
+	return ""
+}
+
+func countMails(t *testing.T, db *store.DB, acct int64, email string) int {
+	t.Helper()
+	var n int
+	if err := db.GetContext(context.Background(), &n, `SELECT count(*) FROM system_mails WHERE account_id = $1 AND to_email = $2 AND sent_at IS NULL`, acct, email); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestUpsertCreatesThenUpdatesAdditively(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	acct := newAccount(t, db, "business")
+	a := mkList(t, db, acct, "A", false)
+	b := mkList(t, db, acct, "B", false)
+
+	res := upsert(t, db, acct, store.ContactInput{
+		Email: "  Max@Example.COM ", FirstName: ptr("Max"), Tags: []string{"kunde"}, ListIDs: []int64{a.ID},
+		CustomFields: map[string]any{"firma": "ACME", "alter": json.Number("41")},
+	})
+	c := res.Contact
+	if !res.Created || c.Email != "max@example.com" || c.Status != store.StatusSubscribed || c.Source != store.SourceAPI {
+		t.Fatalf("created = %v, contact = %+v", res.Created, c)
+	}
+	if !slices.Equal(listIDsOf(c), []int64{a.ID}) || c.Lists[0].Name != "A" || c.Lists[0].Color != store.DefaultListColor {
+		t.Fatalf("lists = %+v", c.Lists)
+	}
+
+	res = upsert(t, db, acct, store.ContactInput{
+		Email: "max@example.com", LastName: ptr("Muster"), Tags: []string{"vip", "kunde"}, ListIDs: []int64{b.ID},
+		CustomFields: map[string]any{"alter": nil, "ort2": "Bonn"},
+	})
+	c = res.Contact
+	if res.Created {
+		t.Fatal("second upsert created a contact")
+	}
+	if c.FirstName != "Max" || c.LastName != "Muster" {
+		t.Errorf("names = %q %q: a field not given must stay", c.FirstName, c.LastName)
+	}
+	if !slices.Equal([]string(c.Tags), []string{"kunde", "vip"}) {
+		t.Errorf("tags = %v, want kunde, vip (only added)", c.Tags)
+	}
+	if !slices.Equal(listIDsOf(c), []int64{a.ID, b.ID}) {
+		t.Errorf("lists = %v, want both (only added)", listIDsOf(c))
+	}
+	if len(c.CustomFields) != 2 || c.CustomFields["firma"] != "ACME" || c.CustomFields["ort2"] != "Bonn" {
+		t.Errorf("custom fields = %v, want merged with alter removed", c.CustomFields)
+	}
+	want := []string{"last_name", "tags", "custom_fields", "lists"}
+	if !slices.Equal(res.Changed, want) {
+		t.Errorf("changed = %v, want %v", res.Changed, want)
+	}
+	// An upsert never removes: sending fewer tags and lists changes nothing.
+	res = upsert(t, db, acct, store.ContactInput{Email: "max@example.com", Tags: []string{}, ListIDs: []int64{}})
+	if len(res.Changed) != 0 || len(res.Contact.Tags) != 2 || len(res.Contact.Lists) != 2 {
+		t.Errorf("empty tags/lists removed something: %+v", res)
+	}
+
+	ev := outbox(t, db, acct)
+	names := outboxNames(ev)
+	wantNames := []string{"list.joined", "contact.created", "contact.updated", "list.joined"}
+	slices.Sort(names[:2])
+	if !slices.Equal(names, []string{"contact.created", "list.joined", "contact.updated", "list.joined"}) {
+		t.Errorf("events = %v, want (in some order) %v", outboxNames(ev), wantNames)
+	}
+	var upd struct {
+		Contact map[string]any `json:"contact"`
+		Changed []string       `json:"changed"`
+	}
+	if err := json.Unmarshal(ev[2].Payload, &upd); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(upd.Changed, want) || upd.Contact["last_name"] != "Muster" {
+		t.Errorf("contact.updated payload = %s", ev[2].Payload)
+	}
+	for _, e := range ev {
+		if !strings.HasPrefix(e.PublicID, "evt_") || len(e.PublicID) < 20 {
+			t.Errorf("event id %q", e.PublicID)
+		}
+	}
+	if u := usageOf(t, db, acct); u.Contacts != 1 {
+		t.Errorf("usage.contacts = %d, want 1 (updates do not count)", u.Contacts)
+	}
+	if got, err := db.ContactByEmail(ctx, acct, "MAX@example.com"); err != nil || got.ID != c.ID {
+		t.Errorf("ContactByEmail = %v, %v", got.ID, err)
+	}
+}
+
+func TestEventPayloadIsTheContactResource(t *testing.T) {
+	db := dbtest.NewDB(t)
+	acct := newAccount(t, db, "business")
+	l := mkList(t, db, acct, "News", false)
+	upsert(t, db, acct, store.ContactInput{Email: "a@example.com", ListIDs: []int64{l.ID}})
+	var created store.StoredEvent
+	for _, e := range outbox(t, db, acct) {
+		if e.Name == store.EventContactCreated {
+			created = e
+		}
+	}
+	var data map[string]map[string]json.RawMessage
+	if err := json.Unmarshal(created.Payload, &data); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for k := range data["contact"] {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	want := []string{"address", "city", "created_at", "custom_fields", "doi_confirmed_at", "email", "first_name", "id",
+		"last_name", "lists", "note", "phone", "source", "status", "tags", "updated_at", "zip"}
+	if !slices.Equal(keys, want) {
+		t.Errorf("contact keys = %v, want %v", keys, want)
+	}
+	var ts string
+	_ = json.Unmarshal(data["contact"]["created_at"], &ts)
+	if _, err := time.Parse(time.RFC3339, ts); err != nil || !(strings.HasSuffix(ts, "+01:00") || strings.HasSuffix(ts, "+02:00")) {
+		t.Errorf("created_at %q is not Europe/Berlin ISO 8601", ts)
+	}
+	// Every event kind of a contact has the documented shape.
+	upsert(t, db, acct, store.ContactInput{Email: "a@example.com", City: ptr("Ulm")})
+	if err := db.RemoveListMember(context.Background(), acct, apiActor, l.ID, mustContactID(t, db, acct, "a@example.com")); err != nil {
+		t.Fatal(err)
+	}
+	shapes := map[string][]string{
+		store.EventContactCreated: {"contact"},
+		store.EventContactUpdated: {"changed", "contact"},
+		store.EventListJoined:     {"contact", "list"},
+		store.EventListLeft:       {"contact", "list"},
+	}
+	for _, e := range outbox(t, db, acct) {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(e.Payload, &m); err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		for k := range m {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		if !slices.Equal(keys, shapes[e.Name]) {
+			t.Errorf("%s payload keys %v, want %v", e.Name, keys, shapes[e.Name])
+		}
+		if e.Name == store.EventListJoined || e.Name == store.EventListLeft {
+			var list map[string]any
+			_ = json.Unmarshal(m["list"], &list)
+			if len(list) != 2 || list["name"] != "News" || list["id"] != float64(l.ID) {
+				t.Errorf("%s list = %v", e.Name, list)
+			}
+		}
+	}
+	if string(data["contact"]["lists"]) != fmt.Sprintf(`[{"id": %d, "name": "News", "color": "#4f46e5"}]`, l.ID) &&
+		string(data["contact"]["lists"]) != fmt.Sprintf(`[{"id":%d,"name":"News","color":"#4f46e5"}]`, l.ID) {
+		t.Errorf("lists = %s", data["contact"]["lists"])
+	}
+}
+
+func mustContactID(t *testing.T, db *store.DB, acct int64, email string) int64 {
+	t.Helper()
+	c, err := db.ContactByEmail(context.Background(), acct, email)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.ID
+}
+
+func TestNoEventForNoOpUpdate(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	acct := newAccount(t, db, "business")
+	l := mkList(t, db, acct, "A", false)
+	in := store.ContactInput{Email: "a@example.com", FirstName: ptr("Anna"), Tags: []string{"x"}, ListIDs: []int64{l.ID},
+		CustomFields: map[string]any{"n": json.Number("1.0"), "s": "ä"}, Source: ptr("api"), Status: ptr("subscribed")}
+	first := upsert(t, db, acct, in)
+	mark := len(outbox(t, db, acct))
+	for _, again := range []store.ContactInput{
+		in,
+		{Email: "A@EXAMPLE.COM", CustomFields: map[string]any{"n": json.Number("1"), "gone": nil}},
+		{Email: "a@example.com", Tags: []string{"x"}, ListIDs: []int64{l.ID}},
+	} {
+		res := upsert(t, db, acct, again)
+		if len(res.Changed) != 0 || res.Created {
+			t.Errorf("no-op upsert %+v: changed %v", again, res.Changed)
+		}
+		if !res.Contact.UpdatedAt.Equal(first.Contact.UpdatedAt) {
+			t.Errorf("no-op moved updated_at")
+		}
+	}
+	if _, err := db.UpdateContact(ctx, acct, apiActor, first.Contact.ID, store.ContactPatch{FirstName: ptr("Anna"), Tags: &[]string{"x"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := outboxSince(t, db, acct, mark); len(got) != 0 {
+		t.Errorf("no-op updates emitted %v", outboxNames(got))
+	}
+}
+
+func TestContactStatusTransitions(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	acct := newAccount(t, db, "business")
+	plain := mkList(t, db, acct, "Plain", false)
+	doi := mkList(t, db, acct, "DOI", true)
+
+	type step func(t *testing.T, email string) store.Contact
+	post := func(in store.ContactInput) step {
+		return func(t *testing.T, email string) store.Contact {
+			in.Email = email
+			return upsert(t, db, acct, in).Contact
+		}
+	}
+	unsubscribe := func(t *testing.T, email string) store.Contact {
+		c, err := db.ContactByEmail(ctx, acct, email)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err = db.UnsubscribeContact(ctx, acct, apiActor, c.ID, store.Unsubscribe{Source: store.UnsubLink, Reason: "zu viele Mails", CampaignID: 7})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	confirm := func(t *testing.T, email string) store.Contact {
+		res, err := db.ConfirmContact(ctx, confirmationToken(t, db, acct, email))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Contact
+	}
+	block := func(t *testing.T, email string) store.Contact {
+		if _, err := db.BlockAddresses(ctx, acct, apiActor, []string{email}, store.Unsubscribe{Source: store.UnsubManual}); err != nil {
+			t.Fatal(err)
+		}
+		c, _ := db.ContactByEmail(ctx, acct, email)
+		return c
+	}
+	signUp := post(store.ContactInput{Source: ptr("form"), SignUp: true, ListIDs: []int64{doi.ID}})
+
+	cases := []struct {
+		name       string
+		steps      []step
+		status     string
+		events     []string // of the last step, sorted
+		mails      int      // unsent confirmation mails in all
+		blocked    bool
+		confirmed  bool
+		wantListed bool // member of its lists' events
+	}{
+		{"new without double opt-in is subscribed", []step{post(store.ContactInput{ListIDs: []int64{plain.ID}})},
+			"subscribed", []string{"contact.created", "list.joined"}, 0, false, false, true},
+		{"new on a double opt-in list is pending and gets a mail", []step{post(store.ContactInput{ListIDs: []int64{doi.ID}})},
+			"pending", []string{"contact.created"}, 1, false, false, false},
+		{"status pending asks for confirmation", []step{post(store.ContactInput{Status: ptr("pending")})},
+			"pending", []string{"contact.created"}, 1, false, false, false},
+		{"explicit subscribed skips double opt-in", []step{post(store.ContactInput{Status: ptr("subscribed"), ListIDs: []int64{doi.ID}})},
+			"subscribed", []string{"contact.created", "list.joined"}, 0, false, false, true},
+		{"new as unsubscribed is blocked", []step{post(store.ContactInput{Status: ptr("unsubscribed")})},
+			"unsubscribed", []string{"contact.created"}, 0, true, false, false},
+		{"existing email is updated, lists added", []step{post(store.ContactInput{}), post(store.ContactInput{ListIDs: []int64{plain.ID}, Tags: []string{"t"}})},
+			"subscribed", []string{"contact.updated", "list.joined"}, 0, false, false, true},
+		{"existing subscribed joining a double opt-in list stays subscribed", []step{post(store.ContactInput{}), post(store.ContactInput{ListIDs: []int64{doi.ID}})},
+			"subscribed", []string{"contact.updated", "list.joined"}, 0, false, false, true},
+		{"subscribed unsubscribes", []step{post(store.ContactInput{}), unsubscribe},
+			"unsubscribed", []string{"contact.unsubscribed", "contact.updated"}, 0, true, false, false},
+		{"pending unsubscribes", []step{post(store.ContactInput{Status: ptr("pending")}), unsubscribe},
+			"unsubscribed", []string{"contact.unsubscribed", "contact.updated"}, 1, true, false, false},
+		{"unsubscribe via POST status", []step{post(store.ContactInput{}), post(store.ContactInput{Status: ptr("unsubscribed")})},
+			"unsubscribed", []string{"contact.unsubscribed", "contact.updated"}, 0, true, false, false},
+		{"pending confirms", []step{post(store.ContactInput{ListIDs: []int64{doi.ID}}), confirm},
+			"subscribed", []string{"contact.updated", "list.joined"}, 1, false, true, true},
+		{"blocked address stays unsubscribed on POST subscribed", []step{post(store.ContactInput{}), unsubscribe, post(store.ContactInput{Status: ptr("subscribed"), FirstName: ptr("X")})},
+			"unsubscribed", []string{"contact.updated"}, 0, true, false, false},
+		{"blocked new address is created unsubscribed", []step{block, post(store.ContactInput{Status: ptr("subscribed")})},
+			"unsubscribed", []string{"contact.created"}, 0, true, false, false},
+		{"blocked address on a double opt-in list via API gets no mail", []step{block, post(store.ContactInput{ListIDs: []int64{doi.ID}})},
+			"unsubscribed", []string{"contact.created"}, 0, true, false, false},
+		{"fresh double opt-in sign-up of a blocked address asks again", []step{post(store.ContactInput{}), unsubscribe, signUp},
+			"pending", []string{"contact.updated"}, 1, true, false, false},
+		{"its confirmation lifts the block", []step{post(store.ContactInput{}), unsubscribe, signUp, confirm},
+			"subscribed", []string{"contact.updated", "list.joined"}, 1, false, true, true},
+		{"blocking an address unsubscribes its contact", []step{post(store.ContactInput{}), block},
+			"unsubscribed", []string{"contact.unsubscribed", "contact.updated"}, 0, true, false, false},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			email := fmt.Sprintf("case%d@example.com", i)
+			var c store.Contact
+			var mark int
+			for _, s := range tc.steps {
+				mark = len(outbox(t, db, acct))
+				c = s(t, email)
+			}
+			if c.Status != tc.status {
+				t.Errorf("status = %s, want %s", c.Status, tc.status)
+			}
+			got := outboxNames(outboxSince(t, db, acct, mark))
+			slices.Sort(got)
+			if !slices.Equal(got, tc.events) {
+				t.Errorf("events of the last step = %v, want %v", got, tc.events)
+			}
+			if n := countMails(t, db, acct, email); n != tc.mails {
+				t.Errorf("confirmation mails = %d, want %d", n, tc.mails)
+			}
+			blocked, err := db.IsBlocked(ctx, acct, strings.ToUpper(email))
+			if err != nil || blocked != tc.blocked {
+				t.Errorf("blocked = %v (%v), want %v", blocked, err, tc.blocked)
+			}
+			if (c.DOIConfirmedAt != nil) != tc.confirmed {
+				t.Errorf("doi_confirmed_at = %v, want set: %v", c.DOIConfirmedAt, tc.confirmed)
+			}
+		})
+	}
+}
+
+func TestUnsubscribedEventPayload(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	acct := newAccount(t, db, "business")
+	c := upsert(t, db, acct, store.ContactInput{Email: "u@example.com"}).Contact
+	mark := len(outbox(t, db, acct))
+	if _, err := db.UnsubscribeContact(ctx, acct, apiActor, c.ID, store.Unsubscribe{Source: store.UnsubLink, Reason: "zu viel", CampaignID: 9}); err != nil {
+		t.Fatal(err)
+	}
+	var unsub store.StoredEvent
+	for _, e := range outboxSince(t, db, acct, mark) {
+		if e.Name == store.EventContactUnsubscribed {
+			unsub = e
+		}
+	}
+	var data struct {
+		Contact    struct{ Status string } `json:"contact"`
+		Email      string                  `json:"email"`
+		Source     string                  `json:"source"`
+		Reason     *string                 `json:"reason"`
+		CampaignID *int64                  `json:"campaign_id"`
+	}
+	if err := json.Unmarshal(unsub.Payload, &data); err != nil {
+		t.Fatal(err)
+	}
+	if data.Contact.Status != "unsubscribed" || data.Email != "u@example.com" || data.Source != "link" ||
+		data.Reason == nil || *data.Reason != "zu viel" || data.CampaignID == nil || *data.CampaignID != 9 {
+		t.Errorf("contact.unsubscribed = %s", unsub.Payload)
+	}
+	// Unsubscribing again changes and emits nothing.
+	mark = len(outbox(t, db, acct))
+	if _, err := db.UnsubscribeContact(ctx, acct, apiActor, c.ID, store.Unsubscribe{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := outboxSince(t, db, acct, mark); len(got) != 0 {
+		t.Errorf("second unsubscribe emitted %v", outboxNames(got))
+	}
+}
+
+func TestPatchBlockedAddressConflicts(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	acct := newAccount(t, db, "business")
+	c := upsert(t, db, acct, store.ContactInput{Email: "b@example.com", Status: ptr("unsubscribed")}).Contact
+	_, err := db.UpdateContact(ctx, acct, apiActor, c.ID, store.ContactPatch{Status: ptr("subscribed")})
+	var conflict *store.ConflictError
+	if !errors.As(err, &conflict) || conflict.Reason != "address_blocked" {
+		t.Fatalf("PATCH subscribed of a blocked address: %v, want conflict address_blocked", err)
+	}
+	// Once the account lifts the block itself, it may subscribe the contact again.
+	if err := db.UnblockAddress(ctx, acct, apiActor, "B@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := db.UpdateContact(ctx, acct, apiActor, c.ID, store.ContactPatch{Status: ptr("subscribed")})
+	if err != nil || res.Contact.Status != store.StatusSubscribed || res.Contact.UnsubscribedAt != nil {
+		t.Fatalf("after unblock: %+v, %v", res.Contact, err)
+	}
+	if err := db.UnblockAddress(ctx, acct, apiActor, "b@example.com"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("unblocking an unblocked address: %v, want ErrNotFound", err)
+	}
+}
+
+func TestPatchReplacesTagsAndLists(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	acct := newAccount(t, db, "business")
+	a := mkList(t, db, acct, "A", false)
+	b := mkList(t, db, acct, "B", false)
+	c := upsert(t, db, acct, store.ContactInput{Email: "p@example.com", Tags: []string{"x", "y"}, ListIDs: []int64{a.ID}}).Contact
+	other := upsert(t, db, acct, store.ContactInput{Email: "other@example.com"}).Contact
+	mark := len(outbox(t, db, acct))
+	res, err := db.UpdateContact(ctx, acct, apiActor, c.ID, store.ContactPatch{
+		Email: ptr("P2@Example.com"), Tags: &[]string{"z"}, ListIDs: &[]int64{b.ID}, Note: ptr("hallo"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := res.Contact
+	if got.Email != "p2@example.com" || !slices.Equal([]string(got.Tags), []string{"z"}) || !slices.Equal(listIDsOf(got), []int64{b.ID}) {
+		t.Errorf("patched = %+v", got)
+	}
+	names := outboxNames(outboxSince(t, db, acct, mark))
+	slices.Sort(names)
+	if !slices.Equal(names, []string{"contact.updated", "list.joined", "list.left"}) {
+		t.Errorf("events = %v", names)
+	}
+	for id, want := range map[int64]int64{a.ID: 0, b.ID: 1} {
+		l, _ := db.List(ctx, acct, id)
+		if l.MemberCount != want {
+			t.Errorf("list %d member_count = %d, want %d", id, l.MemberCount, want)
+		}
+	}
+	_, err = db.UpdateContact(ctx, acct, apiActor, c.ID, store.ContactPatch{Email: ptr(other.Email)})
+	var conflict *store.ConflictError
+	if !errors.As(err, &conflict) || conflict.Reason != "email_taken" {
+		t.Errorf("taking another contact's address: %v", err)
+	}
+	_, err = db.UpdateContact(ctx, acct, apiActor, c.ID, store.ContactPatch{Email: ptr("kaputt")})
+	var ve *store.ValidationError
+	if !errors.As(err, &ve) || ve.Fields["email"] == "" {
+		t.Errorf("invalid email: %v", err)
+	}
+}
+
+func TestValidation(t *testing.T) {
+	db := dbtest.NewDB(t)
+	acct := newAccount(t, db, "business")
+	cases := []struct {
+		in    store.ContactInput
+		field string
+	}{
+		{store.ContactInput{Email: "kein-at"}, "email"},
+		{store.ContactInput{Email: ""}, "email"},
+		{store.ContactInput{Email: "Name <a@b.de>"}, "email"},
+		{store.ContactInput{Email: "a@b.de", Status: ptr("active")}, "status"},
+		{store.ContactInput{Email: "a@b.de", Source: ptr("fax")}, "source"},
+		{store.ContactInput{Email: "a@b.de", Tags: []string{" "}}, "tags"},
+		{store.ContactInput{Email: "a@b.de", FirstName: ptr("a\x00b")}, "first_name"},
+		{store.ContactInput{Email: "a@b.de", Zip: ptr(strings.Repeat("1", 21))}, "zip"},
+		{store.ContactInput{Email: "a@b.de", CustomFields: map[string]any{"Firma": "x"}}, "custom_fields"},
+		{store.ContactInput{Email: "a@b.de", CustomFields: map[string]any{"vorname": "x"}}, "custom_fields.vorname"},
+		{store.ContactInput{Email: "a@b.de", CustomFields: map[string]any{"x": []any{1}}}, "custom_fields.x"},
+		{store.ContactInput{Email: "a@b.de", ListIDs: []int64{999999}}, "list_ids"},
+		{store.ContactInput{Email: "a@b.de", ListIDs: []int64{-1}}, "list_ids"},
+	}
+	for _, tc := range cases {
+		_, err := db.UpsertContact(context.Background(), acct, apiActor, tc.in)
+		var ve *store.ValidationError
+		if !errors.As(err, &ve) || ve.Fields[tc.field] == "" {
+			t.Errorf("%+v: %v, want a message for %s", tc.in, err, tc.field)
+		}
+	}
+	if u := usageOf(t, db, acct); u.Contacts != 0 {
+		t.Errorf("invalid upserts counted %d contacts", u.Contacts)
+	}
+}
+
+func TestConcurrentUpsertsOfOneAddress(t *testing.T) {
+	db := dbtest.NewDB(t)
+	acct := newAccount(t, db, "business")
+	l := mkList(t, db, acct, "A", false)
+	var wg sync.WaitGroup
+	created := make(chan bool, 50)
+	errs := make(chan error, 50)
+	for i := range 50 {
+		wg.Go(func() {
+			res, err := db.UpsertContact(context.Background(), acct, apiActor, store.ContactInput{
+				Email: "Same@Example.com", Tags: []string{fmt.Sprintf("t%d", i%5)}, ListIDs: []int64{l.ID}})
+			if err != nil {
+				errs <- err
+				return
+			}
+			created <- res.Created
+		})
+	}
+	wg.Wait()
+	close(errs)
+	close(created)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	n := 0
+	for c := range created {
+		if c {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d upserts report created, want 1", n)
+	}
+	var contacts int
+	if err := db.GetContext(context.Background(), &contacts, `SELECT count(*) FROM contacts WHERE account_id = $1`, acct); err != nil {
+		t.Fatal(err)
+	}
+	created1 := 0
+	for _, e := range outbox(t, db, acct) {
+		if e.Name == store.EventContactCreated {
+			created1++
+		}
+	}
+	if contacts != 1 || created1 != 1 {
+		t.Errorf("contacts = %d, contact.created = %d; want 1 and 1", contacts, created1)
+	}
+	c, _ := db.ContactByEmail(context.Background(), acct, "same@example.com")
+	if len(c.Tags) != 5 {
+		t.Errorf("tags = %v, want all five added", c.Tags)
+	}
+	if u := usageOf(t, db, acct); u.Contacts != 1 {
+		t.Errorf("usage.contacts = %d", u.Contacts)
+	}
+	list, _ := db.List(context.Background(), acct, l.ID)
+	if list.MemberCount != 1 {
+		t.Errorf("member_count = %d", list.MemberCount)
+	}
+}
+
+func TestBulkMixedEntries(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	acct := newAccount(t, db, "business")
+	a := mkList(t, db, acct, "A", false)
+	d := mkList(t, db, acct, "D", true)
+	upsert(t, db, acct, store.ContactInput{Email: "old@example.com", FirstName: ptr("Alt")})
+	mark := len(outbox(t, db, acct))
+	res, err := db.BulkUpsertContacts(ctx, acct, apiActor, store.BulkContacts{
+		Contacts: []store.ContactInput{
+			{Email: "new1@example.com", FirstName: ptr("Eins")},
+			{Email: "kaputt"},
+			{Email: "OLD@example.com", LastName: ptr("Neu")},
+			{Email: "new2@example.com", ListIDs: []int64{d.ID}},
+			{Email: "new3@example.com", ListIDs: []int64{424242}},
+			{Email: "new1@example.com", City: ptr("Köln")},
+			{Email: "new4@example.com", Status: ptr("bogus")},
+		},
+		ListIDs: []int64{a.ID},
+		Tags:    []string{"import"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"created", "error", "updated", "created", "error", "updated", "error"}
+	for i, e := range res.Entries {
+		if e.Result != want[i] {
+			t.Errorf("entry %d (%s): %s %v, want %s", i, e.Email, e.Result, e.Err, want[i])
+		}
+	}
+	if res.Created != 2 || res.Updated != 2 || res.Failed != 3 {
+		t.Errorf("totals = %d/%d/%d", res.Created, res.Updated, res.Failed)
+	}
+	var ve *store.ValidationError
+	if !errors.As(res.Entries[1].Err, &ve) || ve.Fields["email"] == "" {
+		t.Errorf("entry 1 error = %v", res.Entries[1].Err)
+	}
+	if !errors.As(res.Entries[4].Err, &ve) || ve.Fields["list_ids"] == "" {
+		t.Errorf("entry 4 error = %v", res.Entries[4].Err)
+	}
+	n1, _ := db.ContactByEmail(ctx, acct, "new1@example.com")
+	if n1.FirstName != "Eins" || n1.City != "Köln" || !slices.Equal([]string(n1.Tags), []string{"import"}) || !slices.Equal(listIDsOf(n1), []int64{a.ID}) {
+		t.Errorf("new1 = %+v", n1)
+	}
+	n2, _ := db.ContactByEmail(ctx, acct, "new2@example.com")
+	if n2.Status != store.StatusPending || countMails(t, db, acct, "new2@example.com") != 1 {
+		t.Errorf("new2 on a double opt-in list: status %s", n2.Status)
+	}
+	old, _ := db.ContactByEmail(ctx, acct, "old@example.com")
+	if old.FirstName != "Alt" || old.LastName != "Neu" {
+		t.Errorf("old = %+v", old)
+	}
+	counts := map[string]int{}
+	for _, e := range outboxSince(t, db, acct, mark) {
+		counts[e.Name]++
+	}
+	if counts["contact.created"] != 2 || counts["contact.updated"] != 1 || counts["list.joined"] != 2 {
+		t.Errorf("events = %v (new2 is pending: no list.joined)", counts)
+	}
+	if u := usageOf(t, db, acct); u.Contacts != 3 {
+		t.Errorf("usage.contacts = %d, want 3", u.Contacts)
+	}
+	la, _ := db.List(ctx, acct, a.ID)
+	if la.MemberCount != 3 {
+		t.Errorf("list A members = %d, want 3", la.MemberCount)
+	}
+	_, err = db.BulkUpsertContacts(ctx, acct, apiActor, store.BulkContacts{Contacts: []store.ContactInput{{Email: "x@example.com"}}, ListIDs: []int64{987654}})
+	if !errors.As(err, &ve) || ve.Fields["list_ids"] == "" {
+		t.Errorf("unknown shared list: %v", err)
+	}
+}
+
+func TestPlanLimits(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	if _, err := db.ExecContext(ctx, `INSERT INTO plans (name, features, max_contacts, max_lists, max_sends_per_day, max_storage_bytes)
+		VALUES ('tiny', '{api}', 3, 1, 10, 1000)`); err != nil {
+		t.Fatal(err)
+	}
+	acct := newAccount(t, db, "tiny")
+	for i := range 2 {
+		upsert(t, db, acct, store.ContactInput{Email: fmt.Sprintf("c%d@example.com", i)})
+	}
+	_, err := db.UpsertContact(ctx, acct, apiActor, store.ContactInput{Email: "c2@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.UpsertContact(ctx, acct, apiActor, store.ContactInput{Email: "c3@example.com"})
+	var le *store.LimitError
+	if !errors.As(err, &le) || le.Limit != "contacts" || le.Max != 3 {
+		t.Fatalf("4th contact: %v, want contacts limit", err)
+	}
+	if _, err := db.UpsertContact(ctx, acct, apiActor, store.ContactInput{Email: "c0@example.com", City: ptr("Ulm")}); err != nil {
+		t.Errorf("updating at the limit: %v", err)
+	}
+	if err := db.DeleteContact(ctx, acct, apiActor, upsert(t, db, acct, store.ContactInput{Email: "c2@example.com"}).Contact.ID); err != nil {
+		t.Fatal(err)
+	}
+	res, err := db.BulkUpsertContacts(ctx, acct, apiActor, store.BulkContacts{Contacts: []store.ContactInput{
+		{Email: "c0@example.com"}, {Email: "n1@example.com"}, {Email: "n2@example.com"}, {Email: "n3@example.com"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Created != 1 || res.Updated != 1 || res.Failed != 2 || !errors.As(res.Entries[3].Err, &le) {
+		t.Errorf("bulk at the limit: %+v", res)
+	}
+	if u := usageOf(t, db, acct); u.Contacts != 3 {
+		t.Errorf("usage.contacts = %d", u.Contacts)
+	}
+	mkList(t, db, acct, "Eins", false)
+	name := "Zwei"
+	if _, err := db.CreateList(ctx, acct, apiActor, store.ListInput{Name: &name}); !errors.As(err, &le) || le.Limit != "lists" {
+		t.Errorf("2nd list: %v, want lists limit", err)
+	}
+	if u := usageOf(t, db, acct); u.Lists != 1 {
+		t.Errorf("usage.lists = %d", u.Lists)
+	}
+}
+
+func TestOtherAccountsAreInvisible(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	mine := newAccount(t, db, "business")
+	theirs := newAccount(t, db, "business")
+	tl := mkList(t, db, theirs, "Fremd", false)
+	tc := upsert(t, db, theirs, store.ContactInput{Email: "t@example.com", ListIDs: []int64{tl.ID}}).Contact
+	checks := map[string]error{}
+	_, checks["Contact"] = db.Contact(ctx, mine, tc.ID)
+	_, checks["UpdateContact"] = db.UpdateContact(ctx, mine, apiActor, tc.ID, store.ContactPatch{FirstName: ptr("x")})
+	checks["DeleteContact"] = db.DeleteContact(ctx, mine, apiActor, tc.ID)
+	_, checks["UnsubscribeContact"] = db.UnsubscribeContact(ctx, mine, apiActor, tc.ID, store.Unsubscribe{})
+	_, checks["AddTags"] = db.AddTags(ctx, mine, apiActor, tc.ID, []string{"x"})
+	_, _, checks["ContactActivities"] = db.ContactActivities(ctx, mine, tc.ID, store.Page{Page: 1, PerPage: 10})
+	_, checks["List"] = db.List(ctx, mine, tl.ID)
+	_, checks["UpdateList"] = db.UpdateList(ctx, mine, apiActor, tl.ID, store.ListInput{Name: ptr("x")})
+	checks["DeleteList"] = db.DeleteList(ctx, mine, apiActor, tl.ID)
+	checks["RemoveListMember"] = db.RemoveListMember(ctx, mine, apiActor, tl.ID, tc.ID)
+	_, checks["AddListMembers"] = db.AddListMembers(ctx, mine, apiActor, tl.ID, []int64{tc.ID}, nil)
+	_, _, checks["Contacts(list_id)"] = db.Contacts(ctx, mine, store.ContactFilter{ListID: tl.ID}, store.Page{Page: 1, PerPage: 10})
+	for name, err := range checks {
+		if !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s with another account's id: %v, want ErrNotFound", name, err)
+		}
+	}
+	// Their list as a target of my contact is an invalid field, not a lookup.
+	_, err := db.UpsertContact(ctx, mine, apiActor, store.ContactInput{Email: "m@example.com", ListIDs: []int64{tl.ID}})
+	var ve *store.ValidationError
+	if !errors.As(err, &ve) || ve.Fields["list_ids"] == "" {
+		t.Errorf("their list id: %v", err)
+	}
+	// My own contact with their address is a different contact.
+	res := upsert(t, db, mine, store.ContactInput{Email: "t@example.com"})
+	if !res.Created || res.Contact.ID == tc.ID {
+		t.Errorf("same address in two accounts: %+v", res)
+	}
+	if b, _ := db.IsBlocked(ctx, mine, "t@example.com"); b {
+		t.Error("blocked in the wrong account")
+	}
+	if _, err := db.Contact(ctx, theirs, tc.ID); err != nil {
+		t.Errorf("their contact was touched: %v", err)
+	}
+	// A contact added by id from another account fails alone.
+	ml := mkList(t, db, mine, "Meins", false)
+	mr, err := db.AddListMembers(ctx, mine, apiActor, ml.ID, []int64{tc.ID, res.Contact.ID}, nil)
+	if err != nil || mr.Failed != 1 || mr.Added != 1 || !errors.Is(mr.Entries[0].Err, store.ErrNotFound) {
+		t.Errorf("add members across accounts: %+v, %v", mr, err)
+	}
+}
+
+func TestListMembers(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	acct := newAccount(t, db, "business")
+	l := mkList(t, db, acct, "Kunden", false)
+	sub := upsert(t, db, acct, store.ContactInput{Email: "sub@example.com"}).Contact
+	unsub := upsert(t, db, acct, store.ContactInput{Email: "unsub@example.com", Status: ptr("unsubscribed")}).Contact
+	mark := len(outbox(t, db, acct))
+	res, err := db.AddListMembers(ctx, acct, apiActor, l.ID, []int64{sub.ID, unsub.ID, sub.ID, 987654},
+		[]string{"NEU@example.com", "sub@example.com", "nix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"added", "added", "already_member", "error", "created", "already_member", "error"}
+	for i, e := range res.Entries {
+		if e.Result != want[i] {
+			t.Errorf("entry %d: %s (%v), want %s", i, e.Result, e.Err, want[i])
+		}
+	}
+	if res.Added != 2 || res.Created != 1 || res.Already != 2 || res.Failed != 2 {
+		t.Errorf("totals %+v", res)
+	}
+	joined := 0
+	for _, e := range outboxSince(t, db, acct, mark) {
+		if e.Name == store.EventListJoined {
+			joined++
+		}
+	}
+	if joined != 2 {
+		t.Errorf("list.joined = %d, want 2 (not for the unsubscribed contact)", joined)
+	}
+	neu, _ := db.ContactByEmail(ctx, acct, "neu@example.com")
+	if neu.Source != store.SourceImport {
+		t.Errorf("source of an imported contact = %s", neu.Source)
+	}
+	got, _ := db.List(ctx, acct, l.ID)
+	if got.MemberCount != 3 {
+		t.Errorf("member_count = %d, want 3", got.MemberCount)
+	}
+	members, total, err := db.Contacts(ctx, acct, store.ContactFilter{ListID: l.ID, Sort: store.SortEmailAsc}, store.Page{Page: 1, PerPage: 2})
+	if err != nil || total != 3 || len(members) != 2 || members[0].Email != "neu@example.com" {
+		t.Errorf("members page = %v total %d, %v", members, total, err)
+	}
+	members, total, err = db.Contacts(ctx, acct, store.ContactFilter{ListID: l.ID, Status: "subscribed"}, store.Page{Page: 1, PerPage: 10})
+	if err != nil || total != 2 || len(members) != 2 {
+		t.Errorf("subscribed members: %d total %d, %v", len(members), total, err)
+	}
+
+	mark = len(outbox(t, db, acct))
+	if err := db.RemoveListMember(ctx, acct, apiActor, l.ID, sub.ID); err != nil {
+		t.Fatal(err)
+	}
+	names := outboxNames(outboxSince(t, db, acct, mark))
+	slices.Sort(names)
+	if !slices.Equal(names, []string{"contact.updated", "list.left"}) {
+		t.Errorf("removal events = %v", names)
+	}
+	if err := db.RemoveListMember(ctx, acct, apiActor, l.ID, sub.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("removing a non-member: %v", err)
+	}
+	got, _ = db.List(ctx, acct, l.ID)
+	if got.MemberCount != 2 {
+		t.Errorf("member_count after removal = %d", got.MemberCount)
+	}
+	if err := db.DeleteContact(ctx, acct, apiActor, neu.ID); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = db.List(ctx, acct, l.ID)
+	if got.MemberCount != 1 {
+		t.Errorf("member_count after deleting a member = %d", got.MemberCount)
+	}
+	before, _ := db.Contact(ctx, acct, unsub.ID)
+	time.Sleep(1100 * time.Millisecond) // updated_at has whole seconds
+	if err := db.DeleteList(ctx, acct, apiActor, l.ID); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := db.Contact(ctx, acct, unsub.ID)
+	if len(after.Lists) != 0 || !after.UpdatedAt.After(before.UpdatedAt) {
+		t.Errorf("member of a deleted list: lists %v, updated_at %v → %v", after.Lists, before.UpdatedAt, after.UpdatedAt)
+	}
+	if u := usageOf(t, db, acct); u.Lists != 0 || u.Contacts != 2 {
+		t.Errorf("usage = %+v", u)
+	}
+}
+
+func TestDeleteContact(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	acct := newAccount(t, db, "business")
+	c := upsert(t, db, acct, store.ContactInput{Email: "d@example.com", Status: ptr("pending")}).Contact
+	mark := len(outbox(t, db, acct))
+	if err := db.DeleteContact(ctx, acct, apiActor, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	ev := outboxSince(t, db, acct, mark)
+	if len(ev) != 1 || ev[0].Name != store.EventContactDeleted || !strings.Contains(string(ev[0].Payload), `"d@example.com"`) {
+		t.Errorf("events = %v", outboxNames(ev))
+	}
+	if _, err := db.Contact(ctx, acct, c.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("deleted contact: %v", err)
+	}
+	if err := db.DeleteContact(ctx, acct, apiActor, c.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("deleting twice: %v", err)
+	}
+	if u := usageOf(t, db, acct); u.Contacts != 0 {
+		t.Errorf("usage.contacts = %d", u.Contacts)
+	}
+}
+
+func TestConfirmContactTokens(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	acct := newAccount(t, db, "business")
+	d := mkList(t, db, acct, "DOI", true)
+	upsert(t, db, acct, store.ContactInput{Email: "c@example.com", FirstName: ptr("Clara"), ListIDs: []int64{d.ID}})
+	mails, _, err := db.SystemMails(ctx, acct, store.Page{Page: 1, PerPage: 10})
+	if err != nil || len(mails) != 1 {
+		t.Fatalf("mails = %v, %v", mails, err)
+	}
+	m := mails[0]
+	text, html := m.Bodies("https://rundbrief.example/")
+	token := strings.TrimPrefix(m.LinkPath, store.ConfirmPathPrefix)
+	if m.Kind != "doi_confirmation" || m.SentAt != nil || len(token) != 32 ||
+		!strings.Contains(text, "https://rundbrief.example/confirm/"+token) || !strings.Contains(text, "Hallo Clara") ||
+		!strings.Contains(html, `href="https://rundbrief.example/confirm/`+token+`"`) {
+		t.Errorf("mail = %+v\n%s\n%s", m, text, html)
+	}
+	var stored int
+	if err := db.GetContext(ctx, &stored, `SELECT count(*) FROM doi_tokens WHERE token_hash = convert_to($1, 'UTF8')`, token); err != nil || stored != 0 {
+		t.Errorf("the token is stored in plain text (%d, %v)", stored, err)
+	}
+
+	if _, err := db.ConfirmContact(ctx, strings.Repeat("x", 32)); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("unknown token: %v", err)
+	}
+	first, err := db.ConfirmContact(ctx, token)
+	if err != nil || first.AlreadyConfirmed || first.Contact.Status != store.StatusSubscribed || first.Contact.DOIConfirmedAt == nil {
+		t.Fatalf("confirm: %+v, %v", first, err)
+	}
+	mark := len(outbox(t, db, acct))
+	again, err := db.ConfirmContact(ctx, token)
+	if err != nil || !again.AlreadyConfirmed || again.Contact.ID != first.Contact.ID {
+		t.Errorf("second click: %+v, %v", again, err)
+	}
+	if got := outboxSince(t, db, acct, mark); len(got) != 0 {
+		t.Errorf("second click emitted %v", outboxNames(got))
+	}
+
+	upsert(t, db, acct, store.ContactInput{Email: "late@example.com", ListIDs: []int64{d.ID}})
+	late := confirmationToken(t, db, acct, "late@example.com")
+	if _, err := db.ExecContext(ctx, `UPDATE doi_tokens SET expires_at = now() - interval '1 minute' WHERE account_id = $1 AND used_at IS NULL`, acct); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ConfirmContact(ctx, late); !errors.Is(err, store.ErrConfirmationExpired) {
+		t.Errorf("expired token: %v", err)
+	}
+	c, _ := db.ContactByEmail(ctx, acct, "late@example.com")
+	if c.Status != store.StatusPending {
+		t.Errorf("expired confirmation changed the status to %s", c.Status)
+	}
+
+	// The confirmation event says what changed.
+	var upd struct {
+		Changed []string `json:"changed"`
+	}
+	for _, e := range outbox(t, db, acct) {
+		if e.Name == store.EventContactUpdated {
+			_ = json.Unmarshal(e.Payload, &upd)
+		}
+	}
+	if !slices.Equal(upd.Changed, []string{"status", "doi_confirmed_at"}) {
+		t.Errorf("changed = %v", upd.Changed)
+	}
+}
+
+func TestContactActivities(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	acct := newAccount(t, db, "business")
+	d := mkList(t, db, acct, "DOI", true)
+	c := upsert(t, db, acct, store.ContactInput{Email: "a@example.com", Source: ptr("form"), SignUp: true, ListIDs: []int64{d.ID}}).Contact
+	if _, err := db.ConfirmContact(ctx, confirmationToken(t, db, acct, "a@example.com")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.UpdateContact(ctx, acct, apiActor, c.ID, store.ContactPatch{City: ptr("Jena")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.RemoveListMember(ctx, acct, apiActor, d.ID, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.UnsubscribeContact(ctx, acct, apiActor, c.ID, store.Unsubscribe{}); err != nil {
+		t.Fatal(err)
+	}
+	acts, total, err := db.ContactActivities(ctx, acct, c.ID, store.Page{Page: 1, PerPage: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for i := len(acts) - 1; i >= 0; i-- {
+		got = append(got, acts[i].Action+"/"+acts[i].ActorType)
+	}
+	want := []string{"contact.created/key", "contact.signed_up/key", "contact.confirmation_sent/key",
+		"contact.confirmed/public", "contact.updated/key", "contact.updated/key", "list.left/key",
+		"contact.updated/key", "contact.unsubscribed/key"}
+	if total != len(want) || !slices.Equal(got, want) {
+		t.Errorf("activities (%d) =\n%v\nwant\n%v", total, got, want)
+	}
+	all, _, err := db.ActivityLog(ctx, acct, store.ActivityFilter{ObjectType: store.ObjectList}, store.Page{Page: 1, PerPage: 10})
+	if err != nil || len(all) != 1 || all[0].Action != "list.created" || all[0].ActorID == nil || *all[0].ActorID != 1 {
+		t.Errorf("list activities = %+v, %v", all, err)
+	}
+}
+
+func TestTagsAndTagEndpoints(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	acct := newAccount(t, db, "business")
+	a := upsert(t, db, acct, store.ContactInput{Email: "a@example.com", Tags: []string{"vip", "kunde"}}).Contact
+	upsert(t, db, acct, store.ContactInput{Email: "b@example.com", Tags: []string{"kunde"}})
+	tags, total, err := db.Tags(ctx, acct, store.Page{Page: 1, PerPage: 10})
+	if err != nil || total != 2 || len(tags) != 2 || tags[0] != (store.Tag{Name: "kunde", Count: 2}) || tags[1] != (store.Tag{Name: "vip", Count: 1}) {
+		t.Errorf("tags = %+v total %d, %v", tags, total, err)
+	}
+	c, err := db.AddTags(ctx, acct, apiActor, a.ID, []string{"neu", "vip"})
+	if err != nil || !slices.Equal([]string(c.Tags), []string{"vip", "kunde", "neu"}) {
+		t.Errorf("AddTags = %v, %v", c.Tags, err)
+	}
+	c, err = db.RemoveTag(ctx, acct, apiActor, a.ID, "vip")
+	if err != nil || !slices.Equal([]string(c.Tags), []string{"kunde", "neu"}) {
+		t.Errorf("RemoveTag = %v, %v", c.Tags, err)
+	}
+	if _, err := db.RemoveTag(ctx, acct, apiActor, a.ID, "vip"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("removing a missing tag: %v", err)
+	}
+	found, total, err := db.Contacts(ctx, acct, store.ContactFilter{Tag: "neu"}, store.Page{Page: 1, PerPage: 10})
+	if err != nil || total != 1 || found[0].ID != a.ID {
+		t.Errorf("tag filter: %v %d %v", found, total, err)
+	}
+}
+
+func TestContactListing(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	acct := newAccount(t, db, "business")
+	other := newAccount(t, db, "business")
+	upsert(t, db, other, store.ContactInput{Email: "fremd@example.com"})
+	l := mkList(t, db, acct, "L", false)
+	var in []store.ContactInput
+	for i := range 250 {
+		c := store.ContactInput{Email: fmt.Sprintf("k%03d@example.com", i), FirstName: ptr(fmt.Sprintf("Vor%d", i)), LastName: ptr("Nach")}
+		if i%2 == 0 {
+			c.ListIDs = []int64{l.ID}
+		}
+		if i%5 == 0 {
+			c.Tags = []string{"fünf"}
+		}
+		if i%10 == 0 {
+			c.Status = ptr("unsubscribed")
+		}
+		in = append(in, c)
+	}
+	if _, err := db.BulkUpsertContacts(ctx, acct, apiActor, store.BulkContacts{Contacts: in}); err != nil {
+		t.Fatal(err)
+	}
+	// Spread created_at/updated_at: ten contacts per second, so sorts have ties.
+	if _, err := db.ExecContext(ctx, `UPDATE contacts SET created_at = timestamptz '2026-01-01 00:00:00+01' + (id / 10) * interval '1 second',
+		updated_at = timestamptz '2026-02-01 00:00:00+01' + ((300 - id) / 10) * interval '1 second' WHERE account_id = $1`, acct); err != nil {
+		t.Fatal(err)
+	}
+	page := func(p, per int) store.Page { return store.Page{Page: p, PerPage: per} }
+	list := func(f store.ContactFilter, p store.Page) ([]store.Contact, int) {
+		t.Helper()
+		cs, total, err := db.Contacts(ctx, acct, f, p)
+		if err != nil {
+			t.Fatalf("%+v: %v", f, err)
+		}
+		return cs, total
+	}
+
+	cases := []struct {
+		name  string
+		f     store.ContactFilter
+		total int
+	}{
+		{"all", store.ContactFilter{}, 250},
+		{"list", store.ContactFilter{ListID: l.ID}, 125},
+		{"status", store.ContactFilter{Status: "unsubscribed"}, 25},
+		{"tag", store.ContactFilter{Tag: "fünf"}, 50},
+		{"q email", store.ContactFilter{Query: "K01"}, 10},
+		{"q full name", store.ContactFilter{Query: "vor12 nach"}, 1},
+		{"q like chars", store.ContactFilter{Query: "%_"}, 0},
+		{"list and status", store.ContactFilter{ListID: l.ID, Status: "subscribed"}, 100},
+	}
+	for _, tc := range cases {
+		for _, sort := range []string{"updated_asc", "updated_desc", "created_asc", "created_desc", "email_asc"} {
+			f := tc.f
+			f.Sort = sort
+			var seen []store.Contact
+			for p := 1; ; p++ {
+				cs, total := list(f, page(p, 30))
+				if total != tc.total {
+					t.Fatalf("%s %s page %d: total %d, want %d", tc.name, sort, p, total, tc.total)
+				}
+				seen = append(seen, cs...)
+				if len(cs) < 30 {
+					break
+				}
+			}
+			if len(seen) != tc.total {
+				t.Fatalf("%s %s: paged through %d, want %d", tc.name, sort, len(seen), tc.total)
+			}
+			ordered := slices.IsSortedFunc(seen, func(a, b store.Contact) int {
+				switch sort {
+				case "updated_asc":
+					return cmpTimeID(a.UpdatedAt, a.ID, b.UpdatedAt, b.ID)
+				case "updated_desc":
+					return cmpTimeID(b.UpdatedAt, b.ID, a.UpdatedAt, a.ID)
+				case "created_asc":
+					return cmpTimeID(a.CreatedAt, a.ID, b.CreatedAt, b.ID)
+				case "created_desc":
+					return cmpTimeID(b.CreatedAt, b.ID, a.CreatedAt, a.ID)
+				}
+				return strings.Compare(a.Email, b.Email)
+			})
+			ids := map[int64]bool{}
+			for _, c := range seen {
+				ids[c.ID] = true
+			}
+			if !ordered || len(ids) != len(seen) {
+				t.Errorf("%s %s: not in order or repeated", tc.name, sort)
+			}
+		}
+	}
+	if cs, total := list(store.ContactFilter{}, page(50, 30)); len(cs) != 0 || total != 250 {
+		t.Errorf("page beyond the end: %d rows, total %d", len(cs), total)
+	}
+	if cs, total := list(store.ContactFilter{ListID: l.ID}, page(50, 30)); len(cs) != 0 || total != 125 {
+		t.Errorf("list page beyond the end: %d rows, total %d", len(cs), total)
+	}
+	for _, bad := range []store.ContactFilter{{Sort: "name"}, {Status: "x"}, {AfterID: 3}, {AfterID: 3, UpdatedAfter: ptr(time.Now()), Sort: "created_asc"}} {
+		var ve *store.ValidationError
+		if _, _, err := db.Contacts(ctx, acct, bad, page(1, 10)); !errors.As(err, &ve) {
+			t.Errorf("%+v: %v, want a validation error", bad, err)
+		}
+	}
+	if _, _, err := db.Contacts(ctx, acct, store.ContactFilter{ListID: 999999}, page(1, 10)); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("unknown list: %v", err)
+	}
+
+	// An updated_after sync walks every contact exactly once, also across ties of
+	// updated_at, with the planner's statistics steering the count either way.
+	if _, err := db.ExecContext(ctx, `ANALYZE contacts`); err != nil {
+		t.Fatal(err)
+	}
+	sync := func(from time.Time, fromID int64) (seen map[int64]int, last store.Contact) {
+		seen = map[int64]int{}
+		after, afterID := from, fromID
+		for {
+			f := store.ContactFilter{UpdatedAfter: &after, AfterID: afterID}
+			cs, total := list(f, page(1, 40))
+			var want int
+			if err := db.GetContext(ctx, &want, `SELECT count(*) FROM contacts WHERE account_id = $1 AND (updated_at, id) > ($2, $3)`, acct, after, afterID); err != nil {
+				t.Fatal(err)
+			}
+			if total != want {
+				t.Fatalf("sync after (%v, %d): total %d, want %d", after, afterID, total, want)
+			}
+			for _, c := range cs {
+				seen[c.ID]++
+			}
+			if len(cs) == 0 {
+				return seen, last
+			}
+			last = cs[len(cs)-1]
+			after, afterID = last.UpdatedAt, last.ID
+		}
+	}
+	seen, last := sync(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), 0)
+	if len(seen) != 250 {
+		t.Errorf("sync saw %d contacts, want 250", len(seen))
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("sync saw contact %d %d times", id, n)
+		}
+	}
+	// Changes after the sync show up in the next one, nothing else.
+	time.Sleep(1100 * time.Millisecond)
+	changed := upsert(t, db, acct, store.ContactInput{Email: "k007@example.com", City: ptr("Ulm")}).Contact
+	seen, _ = sync(last.UpdatedAt, last.ID)
+	if len(seen) != 1 || seen[changed.ID] != 1 {
+		t.Errorf("incremental sync saw %v, want only %d", seen, changed.ID)
+	}
+	// updated_after alone is exclusive.
+	cut := time.Date(2026, 2, 1, 0, 0, 10, 0, store.Berlin)
+	_, total := list(store.ContactFilter{UpdatedAfter: &cut}, page(1, 10))
+	var want int
+	_ = db.GetContext(ctx, &want, `SELECT count(*) FROM contacts WHERE account_id = $1 AND updated_at > $2`, acct, cut)
+	if total != want || want == 0 {
+		t.Errorf("updated_after total %d, want %d", total, want)
+	}
+}
+
+func cmpTimeID(at time.Time, aid int64, bt time.Time, bid int64) int {
+	if c := at.Compare(bt); c != 0 {
+		return c
+	}
+	switch {
+	case aid < bid:
+		return -1
+	case aid > bid:
+		return 1
+	}
+	return 0
+}
+
+func TestBlockedAddresses(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	acct := newAccount(t, db, "business")
+	c := upsert(t, db, acct, store.ContactInput{Email: "kunde@example.com"}).Contact
+	rows, err := db.BlockAddresses(ctx, acct, apiActor, []string{" Kunde@Example.com", "fremd@example.com", "fremd@example.com"},
+		store.Unsubscribe{Source: store.UnsubAPI, Reason: "Beschwerde"})
+	if err != nil || len(rows) != 2 || rows[0].Email != "fremd@example.com" || rows[1].Reason == nil || *rows[1].Reason != "Beschwerde" {
+		t.Fatalf("BlockAddresses = %+v, %v", rows, err)
+	}
+	got, _ := db.Contact(ctx, acct, c.ID)
+	if got.Status != store.StatusUnsubscribed || got.UnsubscribedAt == nil {
+		t.Errorf("contact of a blocked address: %+v", got)
+	}
+	if _, err := db.ContactByEmail(ctx, acct, "fremd@example.com"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("blocking created a contact: %v", err)
+	}
+	m, err := db.BlockedAddresses(ctx, acct, []string{"KUNDE@example.com", "frei@example.com", "fremd@example.com"})
+	if err != nil || !m["kunde@example.com"] || m["frei@example.com"] || !m["fremd@example.com"] {
+		t.Errorf("BlockedAddresses = %v, %v", m, err)
+	}
+	list, total, err := db.BlockedList(ctx, acct, "", store.Page{Page: 1, PerPage: 10})
+	if err != nil || total != 2 || len(list) != 2 {
+		t.Errorf("BlockedList = %v %d %v", list, total, err)
+	}
+	list, total, _ = db.BlockedList(ctx, acct, "KUNDE", store.Page{Page: 1, PerPage: 10})
+	if total != 1 || list[0].Email != "kunde@example.com" {
+		t.Errorf("BlockedList q = %v %d", list, total)
+	}
+	var ve *store.ValidationError
+	if _, err := db.BlockAddresses(ctx, acct, apiActor, []string{"kaputt"}, store.Unsubscribe{}); !errors.As(err, &ve) || ve.Fields["emails"] == "" {
+		t.Errorf("invalid address: %v", err)
+	}
+	// The API cannot re-subscribe it; an upsert leaves it unsubscribed.
+	res := upsert(t, db, acct, store.ContactInput{Email: "kunde@example.com", Status: ptr("subscribed")})
+	if res.Contact.Status != store.StatusUnsubscribed {
+		t.Errorf("re-subscribed a blocked address: %s", res.Contact.Status)
+	}
+	acts, _, _ := db.ActivityLog(ctx, acct, store.ActivityFilter{ObjectType: store.ObjectBlockedAddress}, store.Page{Page: 1, PerPage: 10})
+	if len(acts) != 2 {
+		t.Errorf("blocked-address activities = %d, want 2", len(acts))
+	}
+}
+
+func TestListCRUD(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	acct := newAccount(t, db, "business")
+	l, err := db.CreateList(ctx, acct, apiActor, store.ListInput{Name: ptr(" Newsletter "), Color: ptr("#AABBCC"), Description: ptr("Monatlich")})
+	if err != nil || l.Name != "Newsletter" || l.Color != "#aabbcc" || l.DoubleOptIn {
+		t.Fatalf("CreateList = %+v, %v", l, err)
+	}
+	var ve *store.ValidationError
+	for _, in := range []store.ListInput{{}, {Name: ptr("")}, {Name: ptr("X"), Color: ptr("red")}, {Name: ptr("newsletter")}} {
+		if _, err := db.CreateList(ctx, acct, apiActor, in); !errors.As(err, &ve) {
+			t.Errorf("CreateList(%+v) = %v, want a validation error", in, err)
+		}
+	}
+	u, err := db.UpdateList(ctx, acct, apiActor, l.ID, store.ListInput{DoubleOptIn: ptr(true), Name: ptr("Newsletter")})
+	if err != nil || !u.DoubleOptIn || u.Name != "Newsletter" {
+		t.Errorf("UpdateList = %+v, %v", u, err)
+	}
+	lists, total, err := db.Lists(ctx, acct, store.Page{Page: 1, PerPage: 10})
+	if err != nil || total != 1 || lists[0].ID != l.ID {
+		t.Errorf("Lists = %v %d %v", lists, total, err)
+	}
+	if err := db.DeleteList(ctx, acct, apiActor, l.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.List(ctx, acct, l.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("deleted list: %v", err)
+	}
+}

@@ -1,0 +1,159 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// BlockedAddress is an address the account must never mail again.
+type BlockedAddress struct {
+	Email      string    `db:"email"`
+	Source     string    `db:"source"` // link, one_click, manual, api, import, bounce, complaint
+	Reason     *string   `db:"reason"`
+	CampaignID *int64    `db:"campaign_id"`
+	CreatedAt  time.Time `db:"created_at"`
+}
+
+// BlockedAddresses reports which of emails are on the account's blocked list,
+// keyed by the normalised address (NormalizeEmail). Every send path asks it
+// right before sending, in one call per batch of recipients.
+func (db *DB) BlockedAddresses(ctx context.Context, accountID int64, emails []string) (map[string]bool, error) {
+	norm := make([]string, len(emails))
+	for i, e := range emails {
+		norm[i] = NormalizeEmail(e)
+	}
+	return blockedIn(ctx, db, accountID, norm)
+}
+
+// IsBlocked reports whether one address is on the account's blocked list.
+func (db *DB) IsBlocked(ctx context.Context, accountID int64, email string) (bool, error) {
+	m, err := db.BlockedAddresses(ctx, accountID, []string{email})
+	if err != nil {
+		return false, err
+	}
+	return m[NormalizeEmail(email)], nil
+}
+
+const blockedColumns = `email, source, reason, campaign_id, created_at`
+
+const insertBlockedReturning = `INSERT INTO blocked_addresses (account_id, email, source, reason, campaign_id)
+SELECT $1, e, $3, nullif($4, ''), nullif($5, 0) FROM unnest($2::text[]) AS e ORDER BY e
+ON CONFLICT (account_id, email) DO NOTHING RETURNING email`
+
+const selectBlockedRows = `SELECT ` + blockedColumns + ` FROM blocked_addresses WHERE account_id = $1 AND email = ANY($2) ORDER BY email`
+
+// BlockAddresses puts addresses on the blocked list (at most MaxBatch) and
+// unsubscribes the contacts that have them (contact.unsubscribed). Addresses
+// already blocked keep their entry. It returns the entries of all given addresses.
+func (db *DB) BlockAddresses(ctx context.Context, accountID int64, actor Actor, emails []string, u Unsubscribe) ([]BlockedAddress, error) {
+	errs := Errs{}
+	if len(emails) == 0 {
+		errs.Add("emails", "Bitte mindestens eine E-Mail-Adresse angeben.")
+	}
+	if len(emails) > MaxBatch {
+		errs.Add("emails", fmt.Sprintf("Höchstens %d Adressen pro Anfrage.", MaxBatch))
+	}
+	norm := make([]string, 0, len(emails))
+	for _, e := range emails {
+		e = NormalizeEmail(e)
+		if !ValidEmail(e) {
+			errs.Add("emails", fmt.Sprintf("%q ist keine gültige E-Mail-Adresse.", e))
+			continue
+		}
+		if !slices.Contains(norm, e) {
+			norm = append(norm, e)
+		}
+	}
+	if err := validateUnsub(&u); err != nil {
+		for k, v := range err.(*ValidationError).Fields {
+			errs.Add(k, v)
+		}
+	}
+	if err := errs.Err(); err != nil {
+		return nil, err
+	}
+	if err := actor.valid(); err != nil {
+		return nil, err
+	}
+	ops := make([]*contactOp, len(norm))
+	for i, e := range norm {
+		st := StatusUnsubscribed
+		ops[i] = &contactOp{in: ContactInput{Email: e, Status: &st}, noCreate: true, unsub: u}
+	}
+	var out []BlockedAddress
+	err := db.retryTx(ctx, func(tx *sqlx.Tx) error {
+		var added []string
+		if err := tx.SelectContext(ctx, &added, insertBlockedReturning, accountID, pq.StringArray(norm), u.Source, u.Reason, u.CampaignID); err != nil {
+			return fmt.Errorf("store: block addresses: %w", err)
+		}
+		for _, op := range ops {
+			op.reset()
+		}
+		if err := applyOps(ctx, tx, accountID, actor, ops, true); err != nil {
+			return err
+		}
+		acts := make([]ActivityEntry, len(added))
+		for i, e := range added {
+			acts[i] = ActivityEntry{Action: "address.blocked", ObjectType: ObjectBlockedAddress,
+				Details: map[string]any{"email": e, "source": u.Source, "reason": u.Reason}}
+		}
+		if err := LogActivities(ctx, tx, accountID, actor, acts); err != nil {
+			return err
+		}
+		out = nil
+		if err := tx.SelectContext(ctx, &out, selectBlockedRows, accountID, pq.StringArray(norm)); err != nil {
+			return fmt.Errorf("store: block addresses: %w", err)
+		}
+		return nil
+	})
+	return out, err
+}
+
+const deleteBlocked = `DELETE FROM blocked_addresses WHERE account_id = $1 AND email = $2`
+
+// UnblockAddress removes an address from the blocked list. Its contact stays
+// unsubscribed, but may be subscribed again afterwards.
+func (db *DB) UnblockAddress(ctx context.Context, accountID int64, actor Actor, email string) error {
+	email = NormalizeEmail(email)
+	return db.WithTx(ctx, func(tx *sqlx.Tx) error {
+		res, err := tx.ExecContext(ctx, deleteBlocked, accountID, email)
+		if err != nil {
+			return fmt.Errorf("store: unblock address: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return ErrNotFound
+		}
+		return LogActivity(ctx, tx, accountID, actor, ActivityEntry{Action: "address.unblocked",
+			ObjectType: ObjectBlockedAddress, Details: map[string]any{"email": email}})
+	})
+}
+
+// BlockedList lists an account's blocked addresses, newest first; query keeps
+// addresses containing it.
+func (db *DB) BlockedList(ctx context.Context, accountID int64, query string, p Page) ([]BlockedAddress, int, error) {
+	cond, args := "account_id = $1", []any{accountID}
+	if q := strings.TrimSpace(query); q != "" {
+		cond += " AND email LIKE $2"
+		args = append(args, likePattern(q))
+	}
+	var out []BlockedAddress
+	var total int
+	err := db.readSnapshot(ctx, func(tx *sqlx.Tx) error {
+		if err := tx.GetContext(ctx, &total, `SELECT count(*) FROM blocked_addresses WHERE `+cond, args...); err != nil {
+			return fmt.Errorf("store: blocked addresses: %w", err)
+		}
+		q := fmt.Sprintf(`SELECT %s FROM blocked_addresses WHERE %s ORDER BY created_at DESC, email LIMIT $%d OFFSET $%d`,
+			blockedColumns, cond, len(args)+1, len(args)+2)
+		if err := tx.SelectContext(ctx, &out, q, append(args, p.PerPage, p.Offset())...); err != nil {
+			return fmt.Errorf("store: blocked addresses: %w", err)
+		}
+		return nil
+	})
+	return out, total, err
+}
