@@ -88,3 +88,12 @@ func (e *UnavailableError) Error() string {
 }
 
 func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// RateLimitError means a sign-up budget is spent: Limit is "ip" (per minute) or
+// "list" (per day); RetryAfter is in seconds.
+type RateLimitError struct {
+	Limit      string
+	RetryAfter int
+}
+
+func (e *RateLimitError) Error() string { return "store: sign-up rate limit reached: " + e.Limit }

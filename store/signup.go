@@ -61,15 +61,6 @@ type SignUpResult struct {
 	ContactID int64 // 0 when discarded
 }
 
-// RateLimitError means a sign-up budget is spent: Limit is "ip" (per minute) or
-// "list" (per day); RetryAfter is in seconds.
-type RateLimitError struct {
-	Limit      string
-	RetryAfter int
-}
-
-func (e *RateLimitError) Error() string { return "store: sign-up rate limit reached: " + e.Limit }
-
 // Message is the German text a visitor sees after signing up.
 func (r SignUpResult) Message() string { return SignUpMessage(r.Form.Form, r.Status) }
 

@@ -65,6 +65,7 @@ func toAPIError(err error) *Error {
 		limit    *store.LimitError
 		plan     *store.PlanError
 		unavail  *store.UnavailableError
+		rate     *store.RateLimitError
 	)
 	switch {
 	case errors.As(err, &apiErr):
@@ -88,6 +89,12 @@ func toAPIError(err error) *Error {
 		}
 		return &Error{Status: http.StatusPaymentRequired, Code: "plan_required", Feature: plan.Feature,
 			UpgradeURL: plan.UpgradeURL, Message: msg}
+	case errors.As(err, &rate):
+		msg := "Zu viele Anmeldungen von dieser Adresse. Bitte nach " + strconv.Itoa(rate.RetryAfter) + " Sekunden erneut versuchen."
+		if rate.Limit == "list" {
+			msg = "Für heute sind keine weiteren Anmeldungen zu dieser Liste möglich. Bitte morgen erneut versuchen."
+		}
+		return &Error{Status: http.StatusTooManyRequests, Code: "rate_limited", RetryAfter: rate.RetryAfter, Message: msg}
 	case errors.As(err, &unavail):
 		e := *errUnavailable
 		if unavail.Message != "" {

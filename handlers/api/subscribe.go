@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/rundbrief/rundbrief/store"
@@ -80,7 +79,7 @@ func (a *API) subscribe(w http.ResponseWriter, r *http.Request) error {
 		return a.subscribeRedirect(w, r, token, res, err)
 	}
 	if err != nil {
-		return signUpError(err)
+		return err
 	}
 	return writeData(w, r, http.StatusCreated, subscribeResponse{Status: res.Status, Message: res.Message()})
 }
@@ -137,24 +136,10 @@ func (a *API) subscribeRedirect(w http.ResponseWriter, r *http.Request, token st
 	case errors.As(err, &limit):
 		codes = []string{"nicht_moeglich"}
 	default:
-		return signUpError(err) // 404 for an unknown token, 500 otherwise
+		return err // 404 for an unknown token, 500 otherwise
 	}
 	http.Redirect(w, r, a.hostedFormURL(token)+"?fehler="+url.QueryEscape(strings.Join(codes, ",")), http.StatusSeeOther)
 	return nil
-}
-
-// signUpError maps the sign-up's own rate limit to 429 with Retry-After; every
-// other error goes through toAPIError.
-func signUpError(err error) error {
-	var rl *store.RateLimitError
-	if !errors.As(err, &rl) {
-		return err
-	}
-	msg := "Zu viele Anmeldungen von dieser Adresse. Bitte nach " + strconv.Itoa(rl.RetryAfter) + " Sekunden erneut versuchen."
-	if rl.Limit == "list" {
-		msg = "Für heute sind keine weiteren Anmeldungen zu dieser Liste möglich. Bitte morgen erneut versuchen."
-	}
-	return &Error{Status: http.StatusTooManyRequests, Code: "rate_limited", RetryAfter: rl.RetryAfter, Message: msg}
 }
 
 // challengeResponse is GET /subscribe/{token}/challenge: a fresh stamp and, for a
