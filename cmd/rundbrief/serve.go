@@ -68,6 +68,20 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	webhooks := webhook.New(db.DB, webhook.Config{Box: box, AllowPrivate: cfg.WebhookAllowPrivate, Log: log})
 	startWorker("webhooks", webhooks.Worker(webhook.WorkerOptions{}).Run)
 
+	// Newsletters and single emails: the send worker's lanes claim queued
+	// recipients (shared with every other serve process through PostgreSQL),
+	// the scheduler starts due sends. Links in mails carry tokens signed with
+	// a key derived from RUNDBRIEF_SECRET.
+	tokens, err := mailer.NewTokens(cfg.Secret)
+	if err != nil {
+		return err
+	}
+	links := mailer.LinkBuilder{BaseURL: cfg.BaseURL, Tokens: tokens}
+	sendWorker := mailer.NewWorker(db.DB, mail, mailer.WorkerOptions{Links: links, Log: log})
+	campaigns := mailer.NewCampaigns(db.DB, mail, sendWorker, mailer.CampaignsOptions{Links: links, Log: log})
+	startWorker("campaign sender", sendWorker.Run)
+	startWorker("campaign scheduler", mailer.NewScheduler(db.DB, campaigns, mailer.SchedulerOptions{Log: log}).Run)
+
 	// Portal sessions live in PostgreSQL; this worker deletes expired ones.
 	startWorker("session cleanup", store.NewSessionStore(db.DB, log).Run)
 	portalApp, err := portal.New(portal.Deps{DB: db.DB, Box: box, Log: log, BaseURL: cfg.BaseURL})
@@ -83,7 +97,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 
 	app := handlers.New(
-		api.New(api.Deps{DB: db.DB, APILog: apiLog, Log: log, AI: aiService, Box: box, Mail: mail, Webhooks: webhooks, Guard: guard}, api.Config{BaseURL: cfg.BaseURL, RateLimit: cfg.RateLimit}),
+		api.New(api.Deps{DB: db.DB, APILog: apiLog, Log: log, AI: aiService, Box: box, Mail: mail, Webhooks: webhooks, Guard: guard, Campaigns: campaigns}, api.Config{BaseURL: cfg.BaseURL, RateLimit: cfg.RateLimit}),
 		portalApp,
 		publicPages,
 	)

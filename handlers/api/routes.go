@@ -39,6 +39,9 @@ type Deps struct {
 	// Guard checks the bot protection of public sign-ups (stamps, proof of
 	// work); nil: the public sign-up endpoints answer 503.
 	Guard *botguard.Guard
+	// Campaigns sends newsletters and single emails, test mails and
+	// previews (nil: those endpoints answer 503).
+	Campaigns *mailer.Campaigns
 }
 
 // API holds the dependencies of the /v1 handlers.
@@ -54,6 +57,8 @@ type API struct {
 
 	webhooks *webhook.Service
 	guard    *botguard.Guard
+
+	campaigns *mailer.Campaigns
 }
 
 // New returns the API; mount Handler() at /v1.
@@ -65,7 +70,7 @@ func New(d Deps, cfg Config) *API {
 		cfg.RateLimit = 120
 	}
 	return &API{db: d.DB, limiter: store.NewRateLimiter(d.DB), apiLog: d.APILog, log: d.Log, cfg: cfg, ai: d.AI, box: d.Box, mail: d.Mail,
-		webhooks: d.Webhooks, guard: d.Guard}
+		webhooks: d.Webhooks, guard: d.Guard, campaigns: d.Campaigns}
 }
 
 // Handler is the /v1 router. Every route of the API is listed here, top to bottom.
@@ -146,6 +151,29 @@ func (a *API) Handler() http.Handler {
 		r.Get("/webhooks/{id}/deliveries", a.need("read", "", a.listWebhookDeliveries))
 		r.Get("/webhook-deliveries/{id}", a.need("read", "", a.getWebhookDelivery))
 		r.Post("/webhook-deliveries/{id}/resend", a.need("write", "", a.resendWebhookDelivery))
+
+		// Newsletters and single emails: drafts, test mails, sending and
+		// scheduling, pause/resume, retries of failed recipients, stats and
+		// previews (issue 4). Sending and scheduling need the scope "send".
+		r.Get("/newsletters", a.need("read", "", a.listNewsletters))
+		r.Post("/newsletters", a.need("write", "", a.createNewsletter))
+		r.Get("/newsletters/{id}", a.need("read", "", a.getNewsletter))
+		r.Patch("/newsletters/{id}", a.need("write", "", a.patchNewsletter))
+		r.Delete("/newsletters/{id}", a.need("write", "", a.deleteNewsletter))
+		r.Post("/newsletters/{id}/test", a.need("send", "", a.testNewsletter))
+		r.Post("/newsletters/{id}/send", a.need("send", "", a.sendNewsletter))
+		r.Post("/newsletters/{id}/schedule", a.need("send", "", a.scheduleNewsletter))
+		r.Post("/newsletters/{id}/unschedule", a.need("send", "", a.unscheduleNewsletter))
+		r.Post("/newsletters/{id}/duplicate", a.need("write", "", a.duplicateNewsletter))
+		r.Post("/newsletters/{id}/retry-failed", a.need("send", "", a.retryFailedNewsletter))
+		r.Post("/newsletters/{id}/pause", a.need("send", "", a.pauseNewsletter))
+		r.Post("/newsletters/{id}/resume", a.need("send", "", a.resumeNewsletter))
+		r.Get("/newsletters/{id}/stats", a.need("read", "", a.newsletterStats))
+		r.Get("/newsletters/{id}/preview", a.need("read", "", a.previewNewsletter))
+		r.Post("/emails/send", a.need("send", "", a.sendEmail))
+		r.Get("/emails", a.need("read", "", a.listEmails))
+		r.Get("/emails/{id}", a.need("read", "", a.getEmail))
+		r.Delete("/emails/{id}", a.need("send", "", a.cancelEmail))
 
 		// SMTP servers of the account, the connection test, and the development
 		// outbox (only without RUNDBRIEF_SMTP_URL; otherwise its paths are 404) (issue 4).

@@ -1,0 +1,294 @@
+package mailer
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/rundbrief/rundbrief/store"
+)
+
+// Campaigns is the service behind the newsletter and email endpoints that
+// send: it checks the SMTP route, starts sends through the store (recipients
+// queued in one transaction), sends the first batch inline and leaves the
+// rest to the Worker; it also sends test mails and renders previews.
+type Campaigns struct {
+	db     *store.DB
+	opener Opener
+	worker *Worker
+	opts   CampaignsOptions
+}
+
+// CampaignsOptions tune Campaigns.
+type CampaignsOptions struct {
+	// Links builds the unsubscribe, open and click URLs.
+	Links LinkBuilder
+	// InlineBatch is how many recipients a send request delivers itself
+	// before answering; default 20.
+	InlineBatch int
+	// InlineBudget bounds the time a send request spends on them; default 5 s.
+	InlineBudget time.Duration
+	// Now is the clock of schedules and the daily limit; nil: time.Now.
+	Now func() time.Time
+	Log *slog.Logger
+}
+
+// NewCampaigns returns the sending service; worker sends the queued rest.
+func NewCampaigns(db *store.DB, opener Opener, worker *Worker, opts CampaignsOptions) *Campaigns {
+	if opts.InlineBatch <= 0 {
+		opts.InlineBatch = 20
+	}
+	if opts.InlineBudget <= 0 {
+		opts.InlineBudget = 5 * time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Campaigns{db: db, opener: opener, worker: worker, opts: opts}
+}
+
+// checkRoute reports a campaign whose chosen SMTP server does not exist as a
+// 422 on smtp_server_id. Without a chosen server the account's default, the
+// operator relay or the development outbox is always usable.
+func (s *Campaigns) checkRoute(ctx context.Context, c store.Campaign) error {
+	sender, _, err := s.opener.Open(ctx, c.AccountID, c.ServerID())
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Invalid("smtp_server_id", "Den gewählten SMTP-Server gibt es nicht (mehr).")
+	}
+	if err != nil {
+		return err
+	}
+	return sender.Close()
+}
+
+// startOptions are the store's hooks for starting a send now.
+func (s *Campaigns) startOptions() store.StartOptions {
+	return store.StartOptions{Now: s.opts.Now(), Check: s.checkRoute, Links: CampaignLinks}
+}
+
+// SendResult is the state of a campaign right after a send request.
+type SendResult struct {
+	Campaign store.Campaign
+	Queued   int64
+	Sent     int64
+	Failed   int64
+	Skipped  int64
+}
+
+// SendNewsletter starts a newsletter now (422 naming the missing subject,
+// content, lists or SMTP server; 402 over the daily limit; 409 already_sent),
+// sends its first batch and returns the counts so far.
+func (s *Campaigns) SendNewsletter(ctx context.Context, accountID int64, actor store.Actor, id int64) (SendResult, error) {
+	c, res, err := s.db.StartNewsletter(ctx, accountID, actor, id, s.startOptions())
+	if err != nil {
+		return SendResult{}, err
+	}
+	return s.afterStart(ctx, c, res)
+}
+
+// afterStart sends the first batch inline and reads the counts.
+func (s *Campaigns) afterStart(ctx context.Context, c store.Campaign, res store.StartResult) (SendResult, error) {
+	if c.Status == store.CampaignSending && s.worker != nil {
+		// The request's end must not cut a message short: its outcome would
+		// be unknown. The budget bounds the inline part instead.
+		inline := context.WithoutCancel(ctx)
+		if _, err := s.worker.SendBatch(inline, c.AccountID, c.ID, s.opts.InlineBatch, s.opts.InlineBudget); err != nil {
+			s.opts.Log.Warn("inline batch", "campaign", c.ID, "err", err)
+		}
+	}
+	cur, err := s.db.CampaignByID(ctx, c.ID)
+	if err != nil {
+		return SendResult{}, err
+	}
+	return SendResult{Campaign: cur, Queued: res.Queued, Sent: cur.SentCount, Failed: cur.FailedCount, Skipped: cur.SkippedCount}, nil
+}
+
+// ScheduleNewsletter schedules a newsletter for at, after the same checks as
+// a send (except the recipients and the daily limit, settled at the start).
+func (s *Campaigns) ScheduleNewsletter(ctx context.Context, accountID int64, actor store.Actor, id int64, at time.Time) (store.Campaign, error) {
+	return s.db.ScheduleNewsletter(ctx, accountID, actor, id, at, store.StartOptions{Now: s.opts.Now(), Check: s.checkRoute})
+}
+
+// SendEmail records a single email and sends it now (first batch inline) or
+// schedules it.
+func (s *Campaigns) SendEmail(ctx context.Context, accountID int64, actor store.Actor, in store.EmailInput) (SendResult, error) {
+	res, err := s.db.CreateEmail(ctx, accountID, actor, in, s.startOptions())
+	if err != nil {
+		return SendResult{}, err
+	}
+	if res.Campaign.Status == store.CampaignScheduled {
+		return SendResult{Campaign: res.Campaign}, nil
+	}
+	return s.afterStart(ctx, res.Campaign, store.StartResult{Queued: res.Queued, Skipped: res.Skipped})
+}
+
+// RetryFailed queues a newsletter's failed recipients again and wakes the
+// workers.
+func (s *Campaigns) RetryFailed(ctx context.Context, accountID int64, actor store.Actor, id int64) (SendResult, error) {
+	c, n, err := s.db.RetryFailed(ctx, accountID, actor, id, s.opts.Now())
+	if err != nil {
+		return SendResult{}, err
+	}
+	if s.worker != nil {
+		s.worker.Wake()
+	}
+	return SendResult{Campaign: c, Queued: n, Sent: c.SentCount, Failed: c.FailedCount, Skipped: c.SkippedCount}, nil
+}
+
+// ResumeNewsletter continues a paused newsletter and wakes the workers.
+func (s *Campaigns) ResumeNewsletter(ctx context.Context, accountID int64, actor store.Actor, id int64) (store.Campaign, error) {
+	c, err := s.db.ResumeNewsletter(ctx, accountID, actor, id)
+	if err == nil && s.worker != nil {
+		s.worker.Wake()
+	}
+	return c, err
+}
+
+// TestMailResult is the outcome of one test mail.
+type TestMailResult struct {
+	Email     string
+	Sent      bool
+	MessageID string
+	Error     string
+}
+
+// TestNewsletter sends a newsletter to at most five addresses, now and
+// without tracking: the subject starts with "[TEST] ", and it is personalised
+// with the contact of each address if there is one, else with a sample
+// contact (the first subscribed member of its lists, else a made-up one).
+// The mails count against the daily limit. A failed send is reported in the
+// result, not as an error.
+func (s *Campaigns) TestNewsletter(ctx context.Context, accountID, id int64, to []string) ([]TestMailResult, error) {
+	c, err := s.db.Newsletter(ctx, accountID, id)
+	if err != nil {
+		return nil, err
+	}
+	to, err = store.NormalizeTestRecipients(to)
+	errs := c.ReadyErrors()
+	delete(errs, "list_ids") // a test needs no recipients of its own
+	var ve *store.ValidationError
+	if errors.As(err, &ve) {
+		for k, v := range ve.Fields {
+			errs.Add(k, v)
+		}
+	} else if err != nil {
+		return nil, err
+	}
+	if err := errs.Err(); err != nil {
+		return nil, err
+	}
+	sender, route, err := s.opener.Open(ctx, accountID, c.ServerID())
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, store.Invalid("smtp_server_id", "Den gewählten SMTP-Server gibt es nicht (mehr).")
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer sender.Close()
+	if err := s.db.CountSends(ctx, accountID, int64(len(to)), s.opts.Now()); err != nil {
+		return nil, err
+	}
+	cc, err := compileCampaign(c, composeOptions{SubjectPrefix: "[TEST] "})
+	if err != nil {
+		return nil, err
+	}
+	known, err := s.db.ContactsByEmail(ctx, accountID, to)
+	if err != nil {
+		return nil, err
+	}
+	sample, err := s.sample(ctx, accountID, 0, c.ListIDs)
+	if err != nil {
+		return nil, err
+	}
+	var st renderState
+	out := make([]TestMailResult, len(to))
+	for i, addr := range to {
+		values := sample
+		if k, ok := known[addr]; ok {
+			values = recipientOf(k)
+		}
+		msg, err := cc.message(&st, s.opts.Links, recipientData{recipientID: TestRecipientID, values: values}, route)
+		if err != nil {
+			return nil, err
+		}
+		msg.To = Address{Email: addr}
+		out[i].Email = addr
+		if err := sender.Send(ctx, msg); err != nil {
+			out[i].Error = sendErrorText(err)
+			continue
+		}
+		out[i].Sent, out[i].MessageID = true, msg.MessageID
+	}
+	return out, nil
+}
+
+// sendErrorText is a send failure for the user: the server's reply when
+// there is one.
+func sendErrorText(err error) string {
+	var se *SendError
+	if errors.As(err, &se) && se.Reason != "" {
+		return se.Reason
+	}
+	return err.Error()
+}
+
+// sample returns the placeholder values of a preview or test mail.
+func (s *Campaigns) sample(ctx context.Context, accountID, contactID int64, listIDs []int64) (Recipient, error) {
+	c, err := s.db.SampleContact(ctx, accountID, contactID, listIDs)
+	switch {
+	case err == nil:
+		return recipientOf(c), nil
+	case errors.Is(err, store.ErrNotFound) && contactID == 0:
+		return sampleRecipient(), nil
+	case errors.Is(err, store.ErrNotFound):
+		return Recipient{}, store.Invalid("contact_id", "Diesen Kontakt gibt es nicht.")
+	}
+	return Recipient{}, err
+}
+
+// Preview is a newsletter rendered for one contact, without tracking.
+type Preview struct {
+	Subject, Preheader, HTML, Text string
+	// ContactID is the contact it is personalised with; 0 for the made-up
+	// sample.
+	ContactID int64
+}
+
+// PreviewNewsletter renders a newsletter for contactID (0: the first
+// subscribed member of its lists, else a made-up sample contact). 422 when
+// it has no content or the contact does not exist.
+func (s *Campaigns) PreviewNewsletter(ctx context.Context, accountID, id, contactID int64) (Preview, error) {
+	c, err := s.db.Newsletter(ctx, accountID, id)
+	if err != nil {
+		return Preview{}, err
+	}
+	if !c.HasContent() {
+		return Preview{}, store.Invalid("html", "Der Newsletter hat noch keinen Inhalt.")
+	}
+	cc, err := compileCampaign(c, composeOptions{})
+	if err != nil {
+		return Preview{}, err
+	}
+	var p Preview
+	contact, err := s.db.SampleContact(ctx, accountID, contactID, c.ListIDs)
+	values := sampleRecipient()
+	switch {
+	case err == nil:
+		values, p.ContactID = recipientOf(contact), contact.ID
+	case errors.Is(err, store.ErrNotFound) && contactID != 0:
+		return Preview{}, store.Invalid("contact_id", "Diesen Kontakt gibt es nicht.")
+	case !errors.Is(err, store.ErrNotFound):
+		return Preview{}, err
+	}
+	var st renderState
+	r, err := cc.render(&st, s.opts.Links, recipientData{recipientID: TestRecipientID, values: values})
+	if err != nil {
+		return Preview{}, err
+	}
+	p.Subject, p.Preheader, p.HTML, p.Text = r.Subject, r.Preheader, r.HTML, r.Text
+	return p, nil
+}

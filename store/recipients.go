@@ -1,0 +1,261 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/lib/pq"
+)
+
+// This file is the send queue: campaign_recipients rows claimed in batches
+// with a lease, and their outcomes recorded in batches together with the
+// email.sent / email.bounced events and the contacts' activities.
+
+// Recipient statuses.
+const (
+	RecipientQueued  = "queued"
+	RecipientSending = "sending"
+	RecipientSent    = "sent"
+	RecipientFailed  = "failed"
+	RecipientSkipped = "skipped"
+)
+
+// Reasons recorded in a skipped recipient's error.
+const (
+	SkipBlocked       = "blocked"
+	SkipNotSubscribed = "not_subscribed"
+)
+
+// QueuedRecipient is a claimed recipient with the personalisation of its
+// contact (empty fields when it is no contact).
+type QueuedRecipient struct {
+	ID        int64
+	ContactID int64 // 0: not a contact
+	Email     string
+	Attempts  int // including this one
+	Variant   string
+
+	// The contact's fields, empty for an address that is no contact.
+	FirstName, LastName, Address, Zip, City, Phone, Note string
+	// CustomFields is the contact's custom_fields as JSON ("{}" without).
+	CustomFields []byte
+}
+
+// The claim takes due rows after the worker's cursor in id order: queued rows
+// whose retry is due, and rows whose lease ran out (their worker died). The
+// cursor keeps each claim from walking over the rows already done, whatever
+// index the planner picks; a worker sweeps from 0 when its cursor runs dry.
+// Leases use the database clock, the one clock all processes share. Only a
+// campaign that is sending gives out rows (not a paused one).
+const claimRecipients = `WITH picked AS (
+  SELECT id FROM campaign_recipients
+  WHERE campaign_id = $1 AND id > $2 AND status IN ('queued', 'sending')
+    AND CASE WHEN status = 'queued' THEN next_attempt_at IS NULL OR next_attempt_at <= now() ELSE claimed_until < now() END
+    AND EXISTS (SELECT 1 FROM campaigns WHERE id = $1 AND status = 'sending')
+  ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED
+), claimed AS (
+  UPDATE campaign_recipients r SET status = 'sending', claimed_until = now() + $4 * interval '1 millisecond',
+    attempts = r.attempts + 1
+  FROM picked WHERE r.id = picked.id
+  RETURNING r.id, r.contact_id, r.email, r.attempts, r.variant
+)
+SELECT q.id, coalesce(q.contact_id, 0), q.email, q.attempts, coalesce(q.variant, ''),
+  coalesce(c.first_name, ''), coalesce(c.last_name, ''), coalesce(c.address, ''), coalesce(c.zip, ''),
+  coalesce(c.city, ''), coalesce(c.phone, ''), coalesce(c.note, ''), coalesce(c.custom_fields, '{}')
+FROM claimed q LEFT JOIN contacts c ON c.id = q.contact_id AND c.account_id = $5
+ORDER BY q.id`
+
+// ClaimRecipients claims up to limit due recipients of a campaign with ids
+// above after, leasing them for lease: until then no other worker takes them;
+// afterwards they are claimable again. dst is reused (reset to length 0).
+func (db *DB) ClaimRecipients(ctx context.Context, accountID, campaignID, after int64, limit int, lease time.Duration, dst []QueuedRecipient) ([]QueuedRecipient, error) {
+	dst = dst[:0]
+	rows, err := db.QueryContext(ctx, claimRecipients, campaignID, after, limit, lease.Milliseconds(), accountID)
+	if err != nil {
+		return dst, fmt.Errorf("store: claim recipients: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r QueuedRecipient
+		if err := rows.Scan(&r.ID, &r.ContactID, &r.Email, &r.Attempts, &r.Variant, &r.FirstName, &r.LastName,
+			&r.Address, &r.Zip, &r.City, &r.Phone, &r.Note, &r.CustomFields); err != nil {
+			return dst, fmt.Errorf("store: claim recipients: %w", err)
+		}
+		dst = append(dst, r)
+	}
+	if err := rows.Err(); err != nil {
+		return dst, fmt.Errorf("store: claim recipients: %w", err)
+	}
+	return dst, nil
+}
+
+// releaseRecipients fetches its rows by primary key, as recordOutcomes does.
+const releaseRecipients = `UPDATE campaign_recipients SET status = 'queued', claimed_until = NULL,
+  next_attempt_at = CASE WHEN $3 > 0 THEN now() + $3 * interval '1 millisecond' END,
+  attempts = CASE WHEN $4 THEN greatest(attempts - 1, 0) ELSE attempts END
+WHERE id = ANY($2) AND campaign_id + 0 = $1 AND status || '' = 'sending'`
+
+// ReleaseRecipients puts claimed recipients back into the queue without an
+// outcome: due again after delay (0: at once). untried gives back the
+// attempt the claim counted (the worker stopped before trying them).
+func (db *DB) ReleaseRecipients(ctx context.Context, campaignID int64, ids []int64, delay time.Duration, untried bool) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := db.ExecContext(ctx, releaseRecipients, campaignID, pq.Int64Array(ids), delay.Milliseconds(), untried); err != nil {
+		return fmt.Errorf("store: release recipients: %w", err)
+	}
+	return nil
+}
+
+// Outcome is what happened to one claimed recipient.
+type Outcome struct {
+	RecipientID int64
+	ContactID   int64 // 0: no contact
+	Email       string
+	// Status is RecipientSent, RecipientFailed, RecipientSkipped, or
+	// RecipientQueued for a transient failure to be retried after RetryIn.
+	Status    string
+	MessageID string
+	Error     string // failed, skipped (reason) and retries
+	At        time.Time
+	RetryIn   time.Duration
+	// Bounce marks a permanent rejection of the recipient: email.bounced.
+	Bounce bool
+	Code   int // the SMTP reply code of a bounce
+}
+
+// recordOutcomes stores a batch of outcomes in one statement, so that a
+// worker pays one round trip per batch. The rows are fetched by primary key
+// (r.id = ANY): campaign_id and status are wrapped in expressions no index
+// matches, because right after a large send was queued the statistics still
+// say the campaign is tiny, and the planner would otherwise walk the whole
+// campaign through the queue index for 25 rows. The rows still in 'sending' are
+// updated (a row another worker already finished after a lease ran out is
+// neither updated nor counted again), and only for those rows the events go
+// into the outbox and the activities into the activity log, the same rows
+// store.EmitAll and store.LogActivities write; the campaign's counters come
+// last, so each worker holds the campaign row's lock only for an instant.
+const recordOutcomes = `WITH x AS MATERIALIZED (
+  SELECT * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[], $8::bigint[],
+    $9::int[], $10::boolean[], $11::text[])
+    AS x(id, status, mid, err, at, retry, contact, code, bounce, evt)
+), upd AS (
+  UPDATE campaign_recipients r SET status = x.status, message_id = nullif(x.mid, ''), error = nullif(x.err, ''),
+    sent_at = CASE WHEN x.status = 'sent' THEN to_timestamp(x.at / 1e6) END, claimed_until = NULL,
+    next_attempt_at = CASE WHEN x.status = 'queued' THEN now() + x.retry * interval '1 millisecond' END
+  FROM x WHERE r.id = ANY($2) AND r.id = x.id AND r.campaign_id + 0 = $1 AND r.status || '' = 'sending'
+  RETURNING r.id, r.email, x.status, x.mid, x.err, x.contact, x.code, x.bounce, x.evt
+), noted AS (
+  SELECT u.*, CASE WHEN u.status = 'sent' THEN 'email.sent' ELSE 'email.bounced' END AS event
+  FROM upd u WHERE u.status = 'sent' OR (u.status = 'failed' AND u.bounce)
+), ev AS (
+  INSERT INTO events (account_id, public_id, name, payload)
+  SELECT $12, n.evt, n.event, CASE WHEN n.status = 'sent'
+    THEN jsonb_build_object('campaign_id', $1::bigint, 'contact_id', nullif(n.contact, 0), 'email', n.email, 'message_id', n.mid)
+    ELSE jsonb_build_object('campaign_id', $1::bigint, 'email', n.email, 'code', n.code, 'reason', n.err) END
+  FROM noted n ORDER BY n.id
+), act AS (
+  INSERT INTO activity_log (account_id, actor_type, actor_id, action, object_type, object_id, details)
+  SELECT $12, 'system', NULL, n.event, 'contact', n.contact, CASE WHEN n.status = 'sent'
+    THEN jsonb_build_object('campaign_id', $1::bigint, 'message_id', n.mid)
+    ELSE jsonb_build_object('campaign_id', $1::bigint, 'code', n.code, 'reason', n.err) END
+  FROM noted n WHERE n.contact <> 0 ORDER BY n.id
+)
+UPDATE campaigns SET sent_count = sent_count + (SELECT count(*) FROM upd WHERE status = 'sent'),
+  failed_count = failed_count + (SELECT count(*) FROM upd WHERE status = 'failed'),
+  skipped_count = skipped_count + (SELECT count(*) FROM upd WHERE status = 'skipped'), updated_at = now()
+WHERE id = $1 RETURNING status`
+
+// RecordOutcomes stores the outcomes of claimed recipients atomically: their
+// rows (one UPDATE … FROM unnest), email.sent and email.bounced into the
+// outbox, the contacts' "email.sent" / "email.bounced" activities (actor
+// system) and the campaign's counters. The payloads are those of
+// decisions.md: email.sent {campaign_id, contact_id, email, message_id},
+// email.bounced {campaign_id, email, code, reason}. It returns the
+// campaign's status afterwards, so a worker notices a pause.
+func (db *DB) RecordOutcomes(ctx context.Context, accountID, campaignID int64, outs []Outcome) (string, error) {
+	if len(outs) == 0 {
+		return "", nil
+	}
+	n := len(outs)
+	ids, ats, retries, contacts := make(pq.Int64Array, n), make(pq.Int64Array, n), make(pq.Int64Array, n), make(pq.Int64Array, n)
+	statuses, mids, errs, evts := make(pq.StringArray, n), make(pq.StringArray, n), make(pq.StringArray, n), make(pq.StringArray, n)
+	codes, bounces := make(pq.Int64Array, n), make(pq.BoolArray, n)
+	for i, o := range outs {
+		ids[i], statuses[i], mids[i], errs[i] = o.RecipientID, o.Status, o.MessageID, o.Error
+		ats[i], retries[i], contacts[i] = o.At.UnixMicro(), o.RetryIn.Milliseconds(), o.ContactID
+		codes[i], bounces[i] = int64(o.Code), o.Bounce
+		if o.Status == RecipientSent || o.Bounce {
+			evts[i] = newEventID()
+		}
+	}
+	var status string
+	if err := db.GetContext(ctx, &status, recordOutcomes, campaignID, ids, statuses, mids, errs, ats, retries, contacts,
+		codes, bounces, evts, accountID); err != nil {
+		return "", fmt.Errorf("store: record outcomes: %w", err)
+	}
+	return status, nil
+}
+
+// CampaignLink is a tracked link of a campaign.
+type CampaignLink struct {
+	ID           int64  `db:"id"`
+	CampaignID   int64  `db:"campaign_id"`
+	Position     int    `db:"position"`
+	URL          string `db:"url"`
+	Personalized bool   `db:"personalized"`
+}
+
+const selectCampaignLinks = `SELECT id, campaign_id, position, url, personalized FROM campaign_links WHERE campaign_id = $1 ORDER BY position`
+
+// CampaignLinks returns a campaign's tracked links in document order.
+func (db *DB) CampaignLinks(ctx context.Context, campaignID int64) ([]CampaignLink, error) {
+	var out []CampaignLink
+	if err := db.SelectContext(ctx, &out, selectCampaignLinks, campaignID); err != nil {
+		return nil, fmt.Errorf("store: campaign links: %w", err)
+	}
+	return out, nil
+}
+
+const selectRecipient = `SELECT id, account_id, campaign_id, coalesce(contact_id, 0) AS contact_id, email, status, attempts,
+  message_id, error, sent_at
+FROM campaign_recipients WHERE id = $1`
+
+// RecipientRow is one campaign_recipients row, as the tracking and
+// unsubscribe pages look it up by the id their token names.
+type RecipientRow struct {
+	ID         int64      `db:"id"`
+	AccountID  int64      `db:"account_id"`
+	CampaignID int64      `db:"campaign_id"`
+	ContactID  int64      `db:"contact_id"`
+	Email      string     `db:"email"`
+	Status     string     `db:"status"`
+	Attempts   int        `db:"attempts"`
+	MessageID  *string    `db:"message_id"`
+	Error      *string    `db:"error"`
+	SentAt     *time.Time `db:"sent_at"`
+}
+
+// Recipient returns a recipient row by id (ErrNotFound when there is none).
+func (db *DB) Recipient(ctx context.Context, id int64) (RecipientRow, error) {
+	var r RecipientRow
+	if err := db.GetContext(ctx, &r, selectRecipient, id); err != nil {
+		return RecipientRow{}, notFound("recipient", err)
+	}
+	return r, nil
+}
+
+// CustomFieldStrings decodes a claimed recipient's custom fields into the
+// text values placeholders use (nil when there are none).
+func (r *QueuedRecipient) CustomFieldStrings() (map[string]string, error) {
+	if len(r.CustomFields) == 0 || string(r.CustomFields) == "{}" {
+		return nil, nil
+	}
+	var cf CustomFields
+	if err := cf.Scan(r.CustomFields); err != nil {
+		return nil, err
+	}
+	return cf.Strings(), nil
+}
