@@ -16,6 +16,7 @@ import (
 	"github.com/rundbrief/rundbrief/handlers/api"
 	"github.com/rundbrief/rundbrief/handlers/portal"
 	"github.com/rundbrief/rundbrief/handlers/public"
+	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/botguard"
 	"github.com/rundbrief/rundbrief/store/dbtest"
@@ -51,7 +52,7 @@ func startServer(tb testing.TB, rateLimit int) *server {
 		tb.Fatal(err)
 	}
 	guard := botguard.New("benchmark secret, at least 32 characters long", time.Now)
-	pub, err := public.New(public.Deps{DB: db, Guard: guard, Log: log, BaseURL: "http://rundbrief.test"})
+	pub, err := public.New(public.Deps{DB: db, Guard: guard, Tokens: testTokens(tb), Log: log, BaseURL: "http://rundbrief.test"})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -150,4 +151,13 @@ func BenchmarkAuthenticatedMe(b *testing.B) {
 		b.Errorf("revoked key refused only after %v, want within 1 s", refused)
 	}
 	b.ReportMetric(float64(refused.Microseconds())/1000, "revoke_ms")
+}
+
+func testTokens(tb testing.TB) *mailer.Tokens {
+	tb.Helper()
+	t, err := mailer.NewTokens("test secret for link tokens, at least 32 characters")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return t
 }

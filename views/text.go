@@ -41,6 +41,8 @@ type Text struct {
 	Errors    ErrorsText
 	// Public holds the public pages (hosted sign-up form, confirmation).
 	Public PublicText
+	// Unsubscribe holds the unsubscribe page behind every mail's link.
+	Unsubscribe UnsubscribeText
 }
 
 // FormatText holds how numbers and times are written.
@@ -243,6 +245,15 @@ type ErrorsText struct {
 	BadRequestTitle string
 	BadRequest      string
 	BackToDashboard string
+}
+
+// UnsubscribeText is the unsubscribe page: the question, the outcome, and what a
+// test mail's link says.
+type UnsubscribeText struct {
+	Title, Question, Button string
+	DoneTitle, Done         string
+	AlreadyTitle, Already   string
+	TestTitle, Test         string
 }
 
 // PublicText holds the public pages a visitor sees without signing in: the
@@ -512,6 +523,17 @@ func German() Text {
 			BadRequestTitle: "Fehlerhafte Anfrage",
 			BadRequest:      "Das Formular konnte nicht gelesen werden (zu groß oder beschädigt). Bitte laden Sie die Seite neu.",
 			BackToDashboard: "Zur Übersicht",
+		},
+		Unsubscribe: UnsubscribeText{
+			Title:        "Abmelden",
+			Question:     "Möchten Sie %s wirklich von allen E-Mails dieses Absenders abmelden?",
+			Button:       "Ja, abmelden",
+			DoneTitle:    "Sie sind abgemeldet",
+			Done:         "%s erhält keine E-Mails dieses Absenders mehr.",
+			AlreadyTitle: "Bereits abgemeldet",
+			Already:      "%s ist bereits abgemeldet.",
+			TestTitle:    "Testlink",
+			Test:         "Dieser Abmeldelink stammt aus einer Test-E-Mail. Es wurde niemand abgemeldet.",
 		},
 		Public: PublicText{
 			SubscribeTitle: "Newsletter abonnieren",

@@ -91,7 +91,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 	// Bot protection of the public sign-up forms, keyed from RUNDBRIEF_SECRET.
 	guard := botguard.New(cfg.Secret, time.Now)
-	publicPages, err := public.New(public.Deps{DB: db.DB, Guard: guard, Log: log, BaseURL: cfg.BaseURL})
+	publicPages, err := public.New(public.Deps{DB: db.DB, Guard: guard, Tokens: tokens, Log: log, BaseURL: cfg.BaseURL})
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/rundbrief/rundbrief/handlers/api"
 	"github.com/rundbrief/rundbrief/handlers/portal"
 	"github.com/rundbrief/rundbrief/handlers/public"
+	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/botguard"
 	"github.com/rundbrief/rundbrief/store/dbtest"
@@ -60,7 +61,7 @@ func newServer(tb testing.TB, dbURL string, clk *clock, baseURL string) *server 
 		tb.Fatal(err)
 	}
 	a := api.New(api.Deps{DB: db, APILog: apiLog, Log: log}, api.Config{BaseURL: baseURL, RateLimit: 1_000_000})
-	pub, err := public.New(public.Deps{DB: db, Guard: botguard.New("portal tests secret", time.Now), Log: log, BaseURL: baseURL})
+	pub, err := public.New(public.Deps{DB: db, Guard: botguard.New("portal tests secret", time.Now), Tokens: mustTokens(tb), Log: log, BaseURL: baseURL})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -245,3 +246,12 @@ func meStatus(tb testing.TB, s *server, key string) int {
 
 // text is the trimmed, space-collapsed text of a selection.
 func text(s *goquery.Selection) string { return strings.Join(strings.Fields(s.Text()), " ") }
+
+func mustTokens(tb testing.TB) *mailer.Tokens {
+	tb.Helper()
+	t, err := mailer.NewTokens("test secret for link tokens, at least 32 characters")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return t
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/rundbrief/rundbrief/handlers/api/apitest"
 	"github.com/rundbrief/rundbrief/handlers/portal"
 	"github.com/rundbrief/rundbrief/handlers/public"
+	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/botguard"
 	"github.com/rundbrief/rundbrief/store/dbtest"
@@ -39,14 +40,15 @@ func attr(s *goquery.Selection, name string) string { v, _ := s.Attr(name); retu
 // site is the whole application (API, portal, public pages) served over loopback
 // at its own BASE_URL, with one account and its key.
 type site struct {
-	url   string
-	db    *store.DB
-	clock *clock
-	guard *botguard.Guard
-	acct  int64
-	key   string
-	v     *apitest.Validator
-	http  *http.Client // follows no redirects
+	url    string
+	db     *store.DB
+	clock  *clock
+	guard  *botguard.Guard
+	tokens *mailer.Tokens
+	acct   int64
+	key    string
+	v      *apitest.Validator
+	http   *http.Client // follows no redirects
 }
 
 func newSite(t *testing.T) *site { return newSiteWith(t, nil) }
@@ -64,6 +66,9 @@ func newSiteWith(t testing.TB, apiNow func() time.Time) *site {
 		v:    apitest.NewValidator(t, api.OpenAPIDocument()),
 		http: &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 	s.guard = botguard.New("public pages test secret", s.clock.Now)
+	if s.tokens, err = mailer.NewTokens("public pages test secret, at least 32 characters long"); err != nil {
+		t.Fatal(err)
+	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	box, err := secret.NewBox("public pages test secret, at least 32 characters long")
 	if err != nil {
@@ -73,7 +78,7 @@ func newSiteWith(t testing.TB, apiNow func() time.Time) *site {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub, err := public.New(public.Deps{DB: db, Guard: s.guard, Log: log, BaseURL: s.url, Now: s.clock.Now})
+	pub, err := public.New(public.Deps{DB: db, Guard: s.guard, Tokens: s.tokens, Log: log, BaseURL: s.url, Now: s.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/a-h/templ"
 	"github.com/go-chi/chi/v5"
 
+	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/botguard"
 	"github.com/rundbrief/rundbrief/views"
@@ -27,6 +28,7 @@ import (
 type Deps struct {
 	DB      *store.DB
 	Guard   *botguard.Guard // stamps of the hosted sign-up form (RUNDBRIEF_SECRET)
+	Tokens  *mailer.Tokens  // verifies the unsubscribe links in mails
 	Log     *slog.Logger
 	BaseURL string           // public root URL (RUNDBRIEF_BASE_URL)
 	Now     func() time.Time // the clock; nil: time.Now
@@ -36,6 +38,7 @@ type Deps struct {
 type Public struct {
 	db      *store.DB
 	guard   *botguard.Guard
+	tokens  *mailer.Tokens
 	log     *slog.Logger
 	baseURL string
 	now     func() time.Time
@@ -43,8 +46,8 @@ type Public struct {
 
 // New returns the public pages; Routes registers them.
 func New(d Deps) (*Public, error) {
-	if d.Guard == nil {
-		return nil, errors.New("public: Deps.Guard is required")
+	if d.Guard == nil || d.Tokens == nil {
+		return nil, errors.New("public: Deps.Guard and Deps.Tokens are required")
 	}
 	if d.Now == nil {
 		d.Now = time.Now
@@ -52,7 +55,7 @@ func New(d Deps) (*Public, error) {
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Public{db: d.DB, guard: d.Guard, log: d.Log, baseURL: strings.TrimRight(d.BaseURL, "/"), now: d.Now}, nil
+	return &Public{db: d.DB, guard: d.Guard, tokens: d.Tokens, log: d.Log, baseURL: strings.TrimRight(d.BaseURL, "/"), now: d.Now}, nil
 }
 
 // Routes registers every public page, top to bottom. A page that may be shown
@@ -65,6 +68,11 @@ func (p *Public) Routes(r chi.Router) {
 		// Sign-up forms and double opt-in (issue 3).
 		r.Get("/subscribe/{token}", p.handle(p.subscribePage))
 		r.Get("/confirm/{token}", p.handle(p.confirmPage))
+
+		// Unsubscribe links of mails: the page asks, POST unsubscribes (also
+		// RFC 8058 one-click from mail providers) (issue 4).
+		r.Get("/unsubscribe/{token}", p.handle(p.unsubscribePage))
+		r.Post("/unsubscribe/{token}", p.handle(p.unsubscribe))
 	})
 }
 
