@@ -11,7 +11,10 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
+	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/jmoiron/sqlx"
@@ -37,12 +40,17 @@ func run(m *testing.M) int {
 	ctx := context.Background()
 	adminURL := os.Getenv("TEST_DATABASE_URL")
 	if adminURL == "" {
+		reapStale(ctx)
 		dir, err := os.MkdirTemp("", "rbtest")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "dbtest:", err)
 			return 1
 		}
 		defer os.RemoveAll(dir)
+		if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "dbtest:", err)
+			return 1
+		}
 		c, err := pgcluster.Start(ctx, dir, pgcluster.Options{Throwaway: true})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "dbtest:", err)
@@ -59,6 +67,30 @@ func run(m *testing.M) int {
 	}
 	defer dropDatabase(env.template)
 	return m.Run()
+}
+
+// ownerFile names the test process that owns a throwaway cluster.
+const ownerFile = "owner.pid"
+
+// reapStale stops throwaway clusters whose test process is gone: a test binary
+// killed by a timeout never runs its deferred Stop.
+func reapStale(ctx context.Context) {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "rbtest*"))
+	for _, dir := range dirs {
+		b, err := os.ReadFile(filepath.Join(dir, ownerFile))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(string(b))
+		if err != nil || pid <= 0 || syscall.Kill(pid, 0) != syscall.ESRCH {
+			continue // still running, or not ours to judge
+		}
+		if err := pgcluster.StopStale(ctx, dir); err != nil {
+			fmt.Fprintln(os.Stderr, "dbtest: stale cluster:", err)
+			continue
+		}
+		_ = os.RemoveAll(dir)
+	}
 }
 
 func createTemplate(ctx context.Context) error {

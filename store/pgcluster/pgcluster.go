@@ -225,3 +225,22 @@ func checkTraversable(dir string) error {
 		}
 	}
 }
+
+// StopStale stops the cluster in dir, started by Start with Throwaway and left
+// running by a process that was killed before it could stop it.
+func StopStale(ctx context.Context, dir string) error {
+	binDir, err := findBinDir()
+	if err != nil {
+		return err
+	}
+	c := &Cluster{dataDir: filepath.Join(dir, "data"), socketDir: dir, binDir: binDir, owned: true}
+	if os.Geteuid() == 0 {
+		if c.cred, err = unprivileged(); err != nil {
+			return err
+		}
+	}
+	if _, err := os.Stat(filepath.Join(c.dataDir, "postmaster.pid")); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return c.run(ctx, "pg_ctl", "-D", c.dataDir, "-m", "immediate", "-w", "stop")
+}
