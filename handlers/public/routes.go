@@ -73,6 +73,10 @@ func (p *Public) Routes(r chi.Router) {
 		// RFC 8058 one-click from mail providers) (issue 4).
 		r.Get("/unsubscribe/{token}", p.handle(p.unsubscribePage))
 		r.Post("/unsubscribe/{token}", p.handle(p.unsubscribe))
+
+		// Open pixel and click redirect of tracked mails (issue 4).
+		r.Get("/o/{token}", p.openPixel)
+		r.Get("/c/{token}", p.handle(p.click))
 	})
 }
 
