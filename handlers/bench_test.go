@@ -2,13 +2,12 @@ package handlers_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/rundbrief/rundbrief/handlers/api"
 	"github.com/rundbrief/rundbrief/handlers/portal"
 	"github.com/rundbrief/rundbrief/handlers/public"
+	"github.com/rundbrief/rundbrief/handlers/webtest"
 	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/botguard"
@@ -97,36 +97,13 @@ func BenchmarkAuthenticatedMe(b *testing.B) {
 		b.Fatalf("warm-up: %d %v", st, err)
 	}
 
-	latencies := make([][]time.Duration, conns)
-	var next atomic.Int64
-	var failed atomic.Int64
-	b.ResetTimer()
-	start := time.Now()
-	var wg sync.WaitGroup
-	for c := range conns {
-		wg.Go(func() {
-			for next.Add(1) <= int64(b.N) {
-				t0 := time.Now()
-				st, err := get()
-				latencies[c] = append(latencies[c], time.Since(t0))
-				if err != nil || st != http.StatusOK {
-					failed.Add(1)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	b.StopTimer()
-	if n := failed.Load(); n > 0 {
-		b.Fatalf("%d requests failed", n)
-	}
-	all := slices.Concat(latencies...)
-	slices.Sort(all)
-	pct := func(p float64) float64 { return float64(all[int(float64(len(all)-1)*p)].Microseconds()) / 1000 }
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
-	b.ReportMetric(pct(0.50), "p50_ms")
-	b.ReportMetric(pct(0.99), "p99_ms")
+	webtest.Load(b, conns, func(int) error {
+		st, err := get()
+		if err == nil && st != http.StatusOK {
+			err = fmt.Errorf("status %d", st)
+		}
+		return err
+	})
 
 	// Revoke through a second pool, as another `rundbrief serve` process would.
 	other := dbtest.Open(b, s.dbURL)

@@ -11,15 +11,14 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/rundbrief/rundbrief/handlers/webtest"
 	"github.com/rundbrief/rundbrief/store"
 )
 
@@ -155,49 +154,13 @@ func procStat(pid int) (ticks int64, parent int) {
 	return utime + stime, parent
 }
 
-// load runs b.N calls of do over conns concurrent connections and reports
-// req/s, p50_ms, p99_ms, max_ms and cpu_ms/op. do gets the call's number
+// load runs b.N calls of do over conns concurrent connections (webtest.Load)
+// and adds cpu_ms/op: this process and PostgreSQL together. do gets the call's number
 // (0 … b.N-1) and returns whether the response was what it should be.
 func (cs *contactsServer) load(b *testing.B, conns int, do func(i int) error) {
 	b.Helper()
 	cpu0 := cs.cpuTime(b)
-	latencies := make([][]time.Duration, conns)
-	var next atomic.Int64
-	var failed atomic.Int64
-	var firstErr atomic.Value
-	b.ResetTimer()
-	start := time.Now()
-	var wg sync.WaitGroup
-	for c := range conns {
-		wg.Go(func() {
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(b.N) {
-					return
-				}
-				t0 := time.Now()
-				err := do(int(i))
-				latencies[c] = append(latencies[c], time.Since(t0))
-				if err != nil {
-					failed.Add(1)
-					firstErr.CompareAndSwap(nil, err)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	b.StopTimer()
-	if n := failed.Load(); n > 0 {
-		b.Fatalf("%d of %d requests failed, first: %v", n, b.N, firstErr.Load())
-	}
-	all := slices.Concat(latencies...)
-	slices.Sort(all)
-	pct := func(p float64) float64 { return float64(all[int(float64(len(all)-1)*p)].Microseconds()) / 1000 }
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
-	b.ReportMetric(pct(0.50), "p50_ms")
-	b.ReportMetric(pct(0.99), "p99_ms")
-	b.ReportMetric(pct(1), "max_ms")
+	webtest.Load(b, conns, do)
 	b.ReportMetric(float64((cs.cpuTime(b)-cpu0).Microseconds())/1000/float64(b.N), "cpu_ms/op")
 }
 

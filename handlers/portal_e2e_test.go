@@ -12,11 +12,9 @@ import (
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 
+	"github.com/rundbrief/rundbrief/handlers/webtest"
 	"github.com/rundbrief/rundbrief/store"
 )
-
-// chromiumPath is where Debian's chromium package (installed by .ci/run) puts the browser.
-const chromiumPath = "/usr/bin/chromium"
 
 // artifactsDir is where the end-to-end test saves its screenshots:
 // $RUNDBRIEF_ARTIFACTS, or rundbrief-artifacts in the temporary directory.
@@ -30,35 +28,6 @@ func artifactsDir(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return dir
-}
-
-// newBrowser starts headless Chromium with a fresh profile. A missing browser fails
-// the test: the portal's end-to-end behaviour must not go unchecked silently.
-func newBrowser(t *testing.T) context.Context {
-	t.Helper()
-	if _, err := os.Stat(chromiumPath); err != nil {
-		t.Fatalf("chromium is required for the end-to-end test (apt-get install chromium): %v", err)
-	}
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(chromiumPath),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-	)
-	ctx, cancelCtx := chromedp.NewContext(alloc, chromedp.WithLogf(t.Logf))
-	t.Cleanup(func() {
-		cancelCtx()
-		cancelAlloc()
-	})
-	// The first run starts the browser, which lives as long as ctx: no timeout on it.
-	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1360, 900)); err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
-	return ctx
 }
 
 // screenshot saves the whole page as a PNG artifact and logs its path.
@@ -85,7 +54,7 @@ func tid(id string) chromedp.CSS { return chromedp.CSS(`[data-testid="` + id + `
 // refused by the API.
 func TestPortalEndToEnd(t *testing.T) {
 	s := startServer(t, 1_000_000)
-	browserCtx := newBrowser(t)
+	browserCtx := webtest.Browser(t, 1360, 900)
 	ctx, cancel := context.WithTimeout(browserCtx, 90*time.Second)
 	defer cancel()
 	dir := artifactsDir(t)

@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/rundbrief/rundbrief/handlers/webtest"
 	"github.com/rundbrief/rundbrief/store"
 )
 
@@ -48,33 +47,11 @@ func BenchmarkPublicSignUp(b *testing.B) {
 		b.Fatalf("warm-up: %d %v", st, err)
 	}
 
-	latencies := make([][]time.Duration, conns)
-	var next, failed atomic.Int64
-	b.ResetTimer()
-	start := time.Now()
-	var wg sync.WaitGroup
-	for c := range conns {
-		wg.Go(func() {
-			for next.Add(1) <= int64(b.N) {
-				t0 := time.Now()
-				st, err := post()
-				latencies[c] = append(latencies[c], time.Since(t0))
-				if err != nil || st != http.StatusCreated {
-					failed.Add(1)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	b.StopTimer()
-	if n := failed.Load(); n > 0 {
-		b.Fatalf("%d of %d sign-ups failed", n, b.N)
-	}
-	all := slices.Concat(latencies...)
-	slices.Sort(all)
-	pct := func(p float64) float64 { return float64(all[int(float64(len(all)-1)*p)].Microseconds()) / 1000 }
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
-	b.ReportMetric(pct(0.50), "p50_ms")
-	b.ReportMetric(pct(0.99), "p99_ms")
+	webtest.Load(b, conns, func(int) error {
+		st, err := post()
+		if err == nil && st != http.StatusCreated {
+			err = fmt.Errorf("status %d", st)
+		}
+		return err
+	})
 }

@@ -5,46 +5,15 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/rundbrief/rundbrief/handlers/webtest"
 	"github.com/rundbrief/rundbrief/store"
 )
-
-// chromiumPath is where Debian's chromium package puts the browser (as in the
-// portal's end-to-end test).
-const chromiumPath = "/usr/bin/chromium"
-
-func newBrowser(t *testing.T) context.Context {
-	t.Helper()
-	if _, err := os.Stat(chromiumPath); err != nil {
-		t.Fatalf("chromium is required for the end-to-end test (apt-get install chromium): %v", err)
-	}
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(chromiumPath),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-	)
-	ctx, cancelCtx := chromedp.NewContext(alloc, chromedp.WithLogf(t.Logf))
-	t.Cleanup(func() {
-		cancelCtx()
-		cancelAlloc()
-	})
-	// The first action starts the browser, which lives as long as ctx.
-	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1200, 900)); err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
-	return ctx
-}
 
 // TestEmbeddedFormInBrowser pastes the embed snippet of a form with proof of
 // work into a page of another origin and signs up in headless Chromium:
@@ -74,7 +43,7 @@ func TestEmbeddedFormInBrowser(t *testing.T) {
 	}))
 	t.Cleanup(customer.Close)
 
-	ctx := newBrowser(t)
+	ctx := webtest.Browser(t, 1200, 900)
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
