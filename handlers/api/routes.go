@@ -175,6 +175,15 @@ func (a *API) Handler() http.Handler {
 		r.Get("/emails/{id}", a.need("read", "", a.getEmail))
 		r.Delete("/emails/{id}", a.need("send", "", a.cancelEmail))
 
+		// Campaigns (newsletters and single emails) with their engagement,
+		// recipients and links, and the account's analytics (issue 4).
+		r.Get("/campaigns", a.need("read", "", a.listCampaigns))
+		r.Get("/campaigns/{id}", a.need("read", "", a.getCampaign))
+		r.Get("/campaigns/{id}/recipients", a.need("read", "", a.listCampaignRecipients))
+		r.Get("/campaigns/{id}/links", a.need("read", "", a.listCampaignLinks))
+		r.Get("/analytics/overview", a.need("read", "", a.analyticsOverview))
+		r.Get("/analytics/timeseries", a.need("read", "", a.analyticsTimeseries))
+
 		// SMTP servers of the account, the connection test, and the development
 		// outbox (only without RUNDBRIEF_SMTP_URL; otherwise its paths are 404) (issue 4).
 		r.Get("/smtp-servers", a.need("read", "", a.listSMTPServers))
