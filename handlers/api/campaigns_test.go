@@ -54,7 +54,7 @@ func campaignFixture(t *testing.T) (*sendAPIEnv, int64) {
 	list := e.list(t, "kunden", 11)
 	var n newsletterJSON
 	e.do(t, "POST", "/v1/newsletters", map[string]any{"name": "Herbst", "subject": "Hallo {{vorname}}",
-		"html": `<p><a href="https://shop.example.com/a">A</a> <a href="https://shop.example.com/b">B</a></p>`,
+		"html":     `<p><a href="https://shop.example.com/a">A</a> <a href="https://shop.example.com/b">B</a></p>`,
 		"list_ids": []int64{list}}, 201).Data(t, &n)
 	path := fmt.Sprintf("/v1/newsletters/%d", n.ID)
 	e.do(t, "POST", path+"/send", nil, 202)

@@ -23,6 +23,9 @@ type Config struct {
 	BaseURL   string           // public root URL; the API is BaseURL + "/v1"
 	RateLimit int              // default requests per minute per key
 	Now       func() time.Time // the clock; tests move it
+	// SMTPAllowPrivate lets accounts' SMTP servers be on loopback and private
+	// addresses (RUNDBRIEF_SMTP_ALLOW_PRIVATE; development and tests only).
+	SMTPAllowPrivate bool
 }
 
 // Deps are the services the API calls. Each feature adds its service here.
@@ -59,6 +62,7 @@ type API struct {
 	guard    *botguard.Guard
 
 	campaigns *mailer.Campaigns
+	smtpGuard *webhook.Guard // keeps SMTP server hosts public (checkSMTPHost)
 }
 
 // New returns the API; mount Handler() at /v1.
@@ -70,7 +74,7 @@ func New(d Deps, cfg Config) *API {
 		cfg.RateLimit = 120
 	}
 	return &API{db: d.DB, limiter: store.NewRateLimiter(d.DB), apiLog: d.APILog, log: d.Log, cfg: cfg, ai: d.AI, box: d.Box, mail: d.Mail,
-		webhooks: d.Webhooks, guard: d.Guard, campaigns: d.Campaigns}
+		webhooks: d.Webhooks, guard: d.Guard, campaigns: d.Campaigns, smtpGuard: webhook.NewGuard(cfg.SMTPAllowPrivate, nil)}
 }
 
 // Handler is the /v1 router. Every route of the API is listed here, top to bottom.

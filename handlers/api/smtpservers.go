@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/rundbrief/rundbrief/store"
 )
@@ -122,6 +123,9 @@ func (a *API) createSMTPServer(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &req); err != nil {
 		return err
 	}
+	if err := a.checkSMTPHost(r, req.Host); err != nil {
+		return err
+	}
 	s, err := a.db.CreateSMTPServer(r.Context(), a.box, accountID(r), req.input())
 	if err != nil {
 		return err
@@ -153,6 +157,11 @@ func (a *API) updateSMTPServer(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &req); err != nil {
 		return err
 	}
+	if req.Host != nil {
+		if err := a.checkSMTPHost(r, *req.Host); err != nil {
+			return err
+		}
+	}
 	s, err := a.db.UpdateSMTPServer(r.Context(), a.box, accountID(r), id, req.patch())
 	if err != nil {
 		return err
@@ -182,6 +191,19 @@ func (a *API) testSMTPServer(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	srv, err := a.db.SMTPServer(r.Context(), accountID(r), id)
+	if err != nil {
+		return err
+	}
+	if msg := a.smtpGuard.CheckHost(r.Context(), srv.Host); msg != "" {
+		// Refused before any connection, and recorded like any other outcome.
+		now := a.cfg.Now()
+		if err := a.db.RecordSMTPServerTest(r.Context(), accountID(r), id, now, smtpAddressNotAllowed); err != nil {
+			return err
+		}
+		return writeData(w, r, http.StatusOK, smtpTestResponse{Code: smtpAddressNotAllowed, Message: msg,
+			Detail: "RUNDBRIEF_SMTP_ALLOW_PRIVATE is off", TestedAt: Time(now)})
+	}
 	res, err := a.mail.TestServer(r.Context(), accountID(r), id)
 	if err != nil {
 		return err
@@ -190,4 +212,20 @@ func (a *API) testSMTPServer(w http.ResponseWriter, r *http.Request) error {
 		OK: res.OK, Code: res.Code, Message: res.Message, Detail: res.Detail,
 		DurationMS: float64(res.Duration.Microseconds()) / 1000, TestedAt: Time(res.TestedAt),
 	})
+}
+
+// smtpAddressNotAllowed is the connection test's code for a server whose host
+// is loopback or in a private network (see checkSMTPHost).
+const smtpAddressNotAllowed = "address_not_allowed"
+
+// checkSMTPHost refuses an SMTP server host that resolves to a loopback,
+// private, link-local or otherwise non-public address, as webhooks do:
+// otherwise an account could make the service connect into the operator's
+// network (its connection test and its sends). RUNDBRIEF_SMTP_ALLOW_PRIVATE
+// (Config.SMTPAllowPrivate) allows them, for development and tests.
+func (a *API) checkSMTPHost(r *http.Request, host string) error {
+	if msg := a.smtpGuard.CheckHost(r.Context(), strings.TrimSpace(host)); msg != "" {
+		return store.Invalid("host", msg)
+	}
+	return nil
 }
