@@ -42,6 +42,9 @@ type Text struct {
 	Lists     ListsText
 	Import    ImportText
 	Errors    ErrorsText
+	// SMTP holds the SMTP servers pages, Outbox the development outbox.
+	SMTP   SMTPText
+	Outbox OutboxText
 	// Public holds the public pages (hosted sign-up form, confirmation).
 	Public PublicText
 	// Unsubscribe holds the unsubscribe page behind every mail's link.
@@ -86,15 +89,20 @@ type CommonText struct {
 
 // NavText holds the sidebar's labels.
 type NavText struct {
-	Label          string // aria-label of the navigation
-	Dashboard      string
-	Contacts       string
-	Lists          string
-	SectionDev     string
-	APIKeys        string
-	APILog         string
-	SectionAccount string
-	Password       string
+	Label           string // aria-label of the navigation
+	Dashboard       string
+	Contacts        string
+	Lists           string
+	SectionDev      string
+	APIKeys         string
+	APILog          string
+	SectionAccount  string
+	Password        string
+	SectionSettings string
+	SMTP            string
+	Webhooks        string
+	Activity        string
+	Users           string
 }
 
 // ShellText holds the app shell's own strings.
@@ -304,6 +312,41 @@ type ImportText struct {
 	FileName, Rows, When, Status, Open, ToContacts, Again string
 }
 
+// SMTPText holds the SMTP servers pages.
+type SMTPText struct {
+	Title, Lead, New, NewTitle, EditTitle, Create string // EditTitle: %s server name
+	EmptyTitle, EmptyBody, Caption                string
+	DevOutboxNote                                 string
+	Name, NameHint                                string
+	Server, Host, HostHint, Port, PortHint        string
+	Encryption, EncryptionHint                    string
+	EncryptionLabels                              map[string]string // none, starttls, tls
+	Username, UsernameHint                        string
+	Password, PasswordHint, PasswordKeepHint      string
+	RemovePassword, PasswordStored                string
+	Sender, FromEmail, FromEmailHint              string
+	FromName, FromNameHint                        string
+	Rate, RateHint, PortNumber, RateNumber        string
+	IsDefault, IsDefaultHint, Default             string
+	Login, NoLogin                                string
+	LastTest, NeverTested, Test, Testing          string
+	TestCodes                                     map[string]string // ok, connect_failed, tls_failed, auth_failed
+	TestedIn                                      string            // %s time, %s milliseconds
+	Delete, DeleteQuestion, DeleteDetail          string            // DeleteQuestion: %s name
+	DeleteDefaultDetail                           string
+	CreatedFlash, UpdatedFlash, DeletedFlash      string // %s name
+	TestUnavailable                               string
+}
+
+// OutboxText holds the development outbox.
+type OutboxText struct {
+	Title, Lead, Caption, EmptyTitle, EmptyBody string
+	Time, Subject, From, To, Size, NoSubject    string
+	MailLead                                    string // %s recipient, %s time
+	Back, Headers, TextPart, HTMLPart, HTMLNote string
+	ReadError                                   string
+}
+
 // ErrorsText holds the error pages.
 type ErrorsText struct {
 	NotFoundTitle   string
@@ -432,15 +475,20 @@ func German() Text {
 			CopyFailed:   "Kopieren nicht möglich – bitte markieren und mit Strg+C kopieren.",
 		},
 		Nav: NavText{
-			Label:          "Hauptnavigation",
-			Dashboard:      "Übersicht",
-			Contacts:       "Kontakte",
-			Lists:          "Listen",
-			SectionDev:     "Entwickler",
-			APIKeys:        "API-Schlüssel",
-			APILog:         "API-Protokoll",
-			SectionAccount: "Konto",
-			Password:       "Passwort ändern",
+			Label:           "Hauptnavigation",
+			Dashboard:       "Übersicht",
+			Contacts:        "Kontakte",
+			Lists:           "Listen",
+			SectionDev:      "Entwickler",
+			APIKeys:         "API-Schlüssel",
+			APILog:          "API-Protokoll",
+			SectionAccount:  "Konto",
+			Password:        "Passwort ändern",
+			SectionSettings: "Einstellungen",
+			SMTP:            "SMTP-Server",
+			Webhooks:        "Webhooks",
+			Activity:        "Aktivitätsprotokoll",
+			Users:           "Benutzer",
 		},
 		Shell: ShellText{
 			Account:    "Benutzerkonto",
@@ -827,6 +875,93 @@ func German() Text {
 			BadRequestTitle: "Fehlerhafte Anfrage",
 			BadRequest:      "Das Formular konnte nicht gelesen werden (zu groß oder beschädigt). Bitte laden Sie die Seite neu.",
 			BackToDashboard: "Zur Übersicht",
+		},
+		SMTP: SMTPText{
+			Title:         "SMTP-Server",
+			Lead:          "Über Ihre eigenen SMTP-Server verschickt Rundbrief die E-Mails dieses Kontos. Der Standardserver wird benutzt, wenn ein Versand keinen anderen nennt.",
+			New:           "SMTP-Server hinzufügen",
+			NewTitle:      "SMTP-Server hinzufügen",
+			EditTitle:     "SMTP-Server „%s“ bearbeiten",
+			Create:        "Server hinzufügen",
+			EmptyTitle:    "Noch keine eigenen SMTP-Server",
+			EmptyBody:     "Ohne eigenen Server gehen E-Mails über den Server des Betreibers. Fügen Sie einen hinzu, um mit Ihrer eigenen Domain und Ihrem eigenen Anbieter zu versenden.",
+			Caption:       "SMTP-Server dieses Kontos",
+			DevOutboxNote: "Entwicklungsmodus: Es ist kein Server des Betreibers eingerichtet. E-Mails ohne eigenen SMTP-Server werden nicht verschickt, sondern im Postausgang gesammelt:",
+			Name:          "Name",
+			NameHint:      "Zur Unterscheidung, z. B. „Mailjet“ oder „Eigener Server“.",
+			Server:        "Server",
+			Host:          "Hostname",
+			HostHint:      "Ohne Schema und Port, z. B. smtp.example.com.",
+			Port:          "Port",
+			PortHint:      "Leer: der übliche Port der Verschlüsselung (587, 465 oder 25).",
+			Encryption:    "Verschlüsselung",
+			EncryptionHint: "STARTTLS (meist Port 587) oder TLS von Anfang an (meist Port 465). " +
+				"Unverschlüsselt nur für Server im eigenen Netz.",
+			EncryptionLabels: map[string]string{
+				"starttls": "STARTTLS",
+				"tls":      "TLS (SMTPS)",
+				"none":     "Keine (unverschlüsselt)",
+			},
+			Username:         "Benutzername",
+			UsernameHint:     "Leer, wenn der Server keine Anmeldung verlangt.",
+			Password:         "Passwort",
+			PasswordHint:     "Wird verschlüsselt gespeichert und nie wieder angezeigt.",
+			PasswordKeepHint: "Ein Passwort ist gespeichert (es wird nie angezeigt). Leer lassen, um es zu behalten; oder ein neues eingeben.",
+			RemovePassword:   "Gespeichertes Passwort entfernen",
+			PasswordStored:   "Passwort gespeichert",
+			Sender:           "Absender",
+			FromEmail:        "Absenderadresse",
+			FromEmailHint:    "Die Adresse, von der die E-Mails kommen; der Server muss sie verschicken dürfen.",
+			FromName:         "Absendername",
+			FromNameHint:     "Optional, z. B. Ihr Firmenname.",
+			Rate:             "Höchstens E-Mails pro Sekunde",
+			RateHint:         "0 oder leer: unbegrenzt. Viele Anbieter begrenzen die Rate.",
+			PortNumber:       "Bitte eine ganze Zahl angeben.",
+			RateNumber:       "Bitte eine ganze Zahl angeben.",
+			IsDefault:        "Standardserver dieses Kontos",
+			IsDefaultHint:    "Der Standardserver verschickt alle E-Mails, die keinen anderen Server nennen. Es gibt höchstens einen.",
+			Default:          "Standard",
+			Login:            "Anmeldung",
+			NoLogin:          "ohne Anmeldung",
+			LastTest:         "Letzter Test",
+			NeverTested:      "Noch nicht getestet",
+			Test:             "Verbindung testen",
+			Testing:          "Wird geprüft …",
+			TestCodes: map[string]string{
+				"ok":             "Erfolgreich",
+				"connect_failed": "Verbindung fehlgeschlagen",
+				"tls_failed":     "Verschlüsselung fehlgeschlagen",
+				"auth_failed":    "Anmeldung fehlgeschlagen",
+			},
+			TestedIn:            "Getestet am %s in %s ms",
+			Delete:              "Löschen",
+			DeleteQuestion:      "SMTP-Server „%s“ löschen?",
+			DeleteDetail:        "E-Mails, die diesen Server nennen, gehen danach über den Standardserver.",
+			DeleteDefaultDetail: "Das ist der Standardserver: Danach wird Ihr ältester anderer Server zum Standard, ohne weitere Server gehen E-Mails über den Server des Betreibers.",
+			CreatedFlash:        "Der SMTP-Server „%s“ wurde hinzugefügt. Testen Sie jetzt die Verbindung.",
+			UpdatedFlash:        "Der SMTP-Server „%s“ wurde gespeichert.",
+			DeletedFlash:        "Der SMTP-Server „%s“ wurde gelöscht.",
+			TestUnavailable:     "Der Verbindungstest ist in diesem Prozess nicht verfügbar.",
+		},
+		Outbox: OutboxText{
+			Title:      "Postausgang (Entwicklung)",
+			Lead:       "Im Entwicklungsmodus werden E-Mails ohne eigenen SMTP-Server hier gesammelt statt verschickt. Es bleiben die letzten 1.000.",
+			Caption:    "Gesammelte E-Mails, neueste zuerst",
+			EmptyTitle: "Der Postausgang ist leer",
+			EmptyBody:  "Sobald Rundbrief eine E-Mail verschickt (Test, Newsletter, Double-Opt-in), erscheint sie hier.",
+			Time:       "Zeit",
+			Subject:    "Betreff",
+			From:       "Von",
+			To:         "An",
+			Size:       "Größe",
+			NoSubject:  "(ohne Betreff)",
+			MailLead:   "An %s, gesammelt am %s",
+			Back:       "Zurück zum Postausgang",
+			Headers:    "Kopfzeilen",
+			TextPart:   "Textfassung",
+			HTMLPart:   "HTML-Fassung",
+			HTMLNote:   "Abgeschirmt angezeigt: ohne Skripte und ohne Bilder von außen (die sonst z. B. eine Öffnung zählen würden).",
+			ReadError:  "Die E-Mail ließ sich nicht vollständig zerlegen; angezeigt wird, was lesbar war.",
 		},
 		Unsubscribe: UnsubscribeText{
 			Title:        "Abmelden",

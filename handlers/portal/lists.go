@@ -26,18 +26,10 @@ func (p *Portal) listLists(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	l := views.ListTable{Lists: lists, Pager: views.Pager{Page: page, PerPage: listsPerPage, Total: total, Target: "#lists",
-		URL: func(n int) string { return pageURL("/lists", n) }}}
+		URL: func(n int) string { return pageURL("/lists", nil, n) }}}
 	s := p.shell(r, t.Lists.Title, views.NavLists)
 	p.page(w, r, http.StatusOK, views.ListsPage(s, l), views.ListSection(l))
 	return nil
-}
-
-// pageURL is path with ?page=n (none for the first page).
-func pageURL(path string, n int) string {
-	if n <= 1 {
-		return path
-	}
-	return path + "?page=" + strconv.Itoa(n)
 }
 
 func (p *Portal) newListForm(w http.ResponseWriter, r *http.Request) error {
@@ -185,7 +177,7 @@ func (p *Portal) members(r *http.Request, l store.List, page int) (views.ListMem
 		store.Page{Page: page, PerPage: contactsPerPage})
 	base := "/lists/" + strconv.FormatInt(l.ID, 10)
 	m.Pager.Page, m.Pager.PerPage, m.Pager.Target = page, contactsPerPage, "#members"
-	m.Pager.URL = func(n int) string { return pageURL(base, n) }
+	m.Pager.URL = func(n int) string { return pageURL(base, nil, n) }
 	return m, err
 }
 

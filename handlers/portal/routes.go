@@ -20,8 +20,10 @@ import (
 	"github.com/alexedwards/scs/v2"
 	"github.com/go-chi/chi/v5"
 
+	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/secret"
+	"github.com/rundbrief/rundbrief/store/webhook"
 	"github.com/rundbrief/rundbrief/views"
 )
 
@@ -39,6 +41,12 @@ type Deps struct {
 	Log     *slog.Logger
 	BaseURL string           // public root URL (RUNDBRIEF_BASE_URL); https makes cookies Secure
 	Now     func() time.Time // the clock; nil: time.Now
+	// Mail runs SMTP connection tests and decides whether the development
+	// outbox exists (nil: no connection tests, no outbox).
+	Mail *mailer.Transports
+	// Webhooks manages webhooks, test sends and resends (nil: the webhook
+	// pages answer with an error).
+	Webhooks *webhook.Service
 }
 
 // Portal holds the dependencies of the portal pages.
@@ -50,6 +58,8 @@ type Portal struct {
 	now      func() time.Time
 	sessions *scs.SessionManager
 	csrf     *http.CrossOriginProtection
+	mail     *mailer.Transports
+	webhooks *webhook.Service
 }
 
 // New returns the portal; Routes registers its pages. The sessions' cleanup runs
@@ -61,7 +71,8 @@ func New(d Deps) (*Portal, error) {
 	if d.Box == nil {
 		return nil, errors.New("portal: Deps.Box is required")
 	}
-	p := &Portal{db: d.DB, box: d.Box, log: d.Log, baseURL: strings.TrimRight(d.BaseURL, "/"), now: d.Now}
+	p := &Portal{db: d.DB, box: d.Box, log: d.Log, baseURL: strings.TrimRight(d.BaseURL, "/"), now: d.Now,
+		mail: d.Mail, webhooks: d.Webhooks}
 	secure := strings.HasPrefix(p.baseURL, "https://")
 
 	p.sessions = scs.New()
@@ -111,6 +122,10 @@ func (p *Portal) Routes(r chi.Router) {
 			r.Get("/account/password", p.handle(p.passwordPage))
 			r.Post("/account/password", p.handle(p.changePassword))
 			r.Get("/logs/api", p.handle(p.apiLog))
+			// The development outbox: only without an operator relay (404 otherwise).
+			r.Get("/dev/outbox", p.handle(p.devOutbox))
+			r.Get("/dev/outbox/{id}", p.handle(p.devOutboxMail))
+			r.Get("/dev/outbox/{id}/html", p.handle(p.devOutboxHTML))
 
 			// Contacts, CSV import and export.
 			r.Get("/contacts", p.handle(p.listContacts))
@@ -157,6 +172,16 @@ func (p *Portal) Routes(r chi.Router) {
 				r.Post("/api-keys/{id}/renew", p.handle(p.renewKey))
 				r.Get("/api-keys/{id}/revoke", p.handle(p.confirmKey(views.KeyRevoke)))
 				r.Post("/api-keys/{id}/revoke", p.handle(p.revokeKey))
+
+				// SMTP servers and their connection test.
+				r.Get("/smtp-servers", p.handle(p.listSMTPServers))
+				r.Get("/smtp-servers/new", p.handle(p.newSMTPForm))
+				r.Post("/smtp-servers/new", p.handle(p.createSMTPServer))
+				r.Get("/smtp-servers/{id}/edit", p.handle(p.editSMTPForm))
+				r.Post("/smtp-servers/{id}/edit", p.handle(p.updateSMTPServer))
+				r.Get("/smtp-servers/{id}/delete", p.handle(p.confirmDeleteSMTP))
+				r.Post("/smtp-servers/{id}/delete", p.handle(p.deleteSMTPServer))
+				r.Post("/smtp-servers/{id}/test", p.handle(p.testSMTPServer))
 			})
 		})
 	})
