@@ -45,6 +45,8 @@ type Text struct {
 	// SMTP holds the SMTP servers pages, Outbox the development outbox.
 	SMTP   SMTPText
 	Outbox OutboxText
+	// Webhooks holds the webhook pages and their delivery log.
+	Webhooks WebhooksText
 	// Public holds the public pages (hosted sign-up form, confirmation).
 	Public PublicText
 	// Unsubscribe holds the unsubscribe page behind every mail's link.
@@ -336,6 +338,42 @@ type SMTPText struct {
 	DeleteDefaultDetail                           string
 	CreatedFlash, UpdatedFlash, DeletedFlash      string // %s name
 	TestUnavailable                               string
+}
+
+// WebhooksText holds the webhook pages and the delivery log.
+type WebhooksText struct {
+	Title, Lead, New, NewTitle, EditTitle, Create string // EditTitle: %s URL
+	EmptyTitle, EmptyBody, Caption                string
+	URL, URLHint, Description, DescriptionHint    string
+	Events, EventsHint, AllEvents, AllEventsLong  string
+	EventGroups                                   map[string]string // contact, list, email, campaign, other
+	EventLabels                                   map[string]string // by event name
+	Status, Active, Paused, Created               string
+	PauseReasons                                  map[string]string // manual, failures, gone
+	Failures                                      string            // %d failed attempts in a row
+	PreviousSecret                                string            // %s: until when the old secret still signs
+	Deliveries, Pause, Resume, Rotate, Delete     string
+	PausedFlash, ResumedFlash                     string // %s URL
+	CreatedFlash, UpdatedFlash, DeletedFlash      string // %s URL
+	RotateQuestion, RotateDetail, RotateConfirm   string // RotateQuestion: %s URL
+	DeleteQuestion, DeleteDetail                  string // DeleteQuestion: %s URL
+	LimitReached                                  string // %d max webhooks
+	RevealTitle, RevealBody, RevealLabel          string // RevealLabel: %s URL
+	RevealUsage                                   string
+	DeliveriesTitle, BackToList                   string
+	TestTitle, TestLead, TestEvent, TestSend      string
+	TestSentFlash                                 string // %s status label, %s response code or "–"
+	TestBadge                                     string
+	DeliveriesCaption                             string
+	DeliveriesEmptyTitle, DeliveriesEmptyBody     string
+	NoMatchBody, AnyEvent                         string
+	Time, Event, ResponseCode, Duration, Attempts string
+	DeliveryStatuses                              map[string]string // pending, retrying, succeeded, failed
+	NextAttempt                                   string            // %s time
+	Resend, ResentFlash                           string            // ResentFlash: %s status label
+	ShowDetails, Payload, ResponseBody            string
+	NoResponse, AttemptLog, NoStatus              string
+	Unavailable                                   string
 }
 
 // OutboxText holds the development outbox.
@@ -942,6 +980,116 @@ func German() Text {
 			UpdatedFlash:        "Der SMTP-Server „%s“ wurde gespeichert.",
 			DeletedFlash:        "Der SMTP-Server „%s“ wurde gelöscht.",
 			TestUnavailable:     "Der Verbindungstest ist in diesem Prozess nicht verfügbar.",
+		},
+		Webhooks: WebhooksText{
+			Title:           "Webhooks",
+			Lead:            "Webhooks melden Ereignisse in Rundbrief sofort an Ihre Systeme: als signierte HTTP-POST-Anfrage an eine URL Ihrer Wahl.",
+			New:             "Neuer Webhook",
+			NewTitle:        "Neuen Webhook anlegen",
+			EditTitle:       "Webhook „%s“ bearbeiten",
+			Create:          "Webhook anlegen",
+			EmptyTitle:      "Noch keine Webhooks",
+			EmptyBody:       "Legen Sie einen Webhook an, damit Ihr Shop, CRM oder Automatisierungsdienst von neuen Kontakten, Abmeldungen und Öffnungen erfährt.",
+			Caption:         "Webhooks dieses Kontos",
+			URL:             "URL",
+			URLHint:         "Eine öffentlich erreichbare https-Adresse, z. B. https://shop.example.com/hooks/rundbrief.",
+			Description:     "Beschreibung",
+			DescriptionHint: "Optional: wofür der Webhook da ist.",
+			Events:          "Ereignisse",
+			EventsHint:      "Wählen Sie, welche Ereignisse gesendet werden.",
+			AllEvents:       "Alle Ereignisse",
+			AllEventsLong:   "Alle Ereignisse, auch künftig hinzukommende",
+			EventGroups: map[string]string{
+				"contact":  "Kontakte",
+				"list":     "Listen",
+				"email":    "E-Mails",
+				"campaign": "Kampagnen",
+				"other":    "Termine, Posteingang, Käufe",
+			},
+			EventLabels: map[string]string{
+				"contact.created":      "Kontakt angelegt",
+				"contact.updated":      "Kontakt geändert",
+				"contact.deleted":      "Kontakt gelöscht",
+				"contact.unsubscribed": "Kontakt abgemeldet",
+				"list.joined":          "In Liste aufgenommen",
+				"list.left":            "Aus Liste entfernt",
+				"email.sent":           "E-Mail versendet",
+				"email.opened":         "E-Mail geöffnet",
+				"email.clicked":        "Link geklickt",
+				"email.bounced":        "E-Mail unzustellbar",
+				"newsletter.sent":      "Newsletter fertig versendet",
+				"sequence.completed":   "Sequenz abgeschlossen",
+				"ab_test.completed":    "A/B-Test entschieden",
+				"appointment.booked":   "Termin gebucht",
+				"inbox.received":       "Nachricht eingegangen",
+				"inbox.replied":        "Nachricht beantwortet",
+				"order.completed":      "Kauf abgeschlossen",
+			},
+			Status:  "Status",
+			Active:  "Aktiv",
+			Paused:  "Pausiert",
+			Created: "Angelegt",
+			PauseReasons: map[string]string{
+				"manual":   "von Hand pausiert",
+				"failures": "nach 20 Fehlversuchen in Folge",
+				"gone":     "der Empfänger antwortete 410 Gone",
+			},
+			Failures:             "%d Fehlversuche in Folge",
+			PreviousSecret:       "Altes Secret signiert noch bis %s",
+			Deliveries:           "Zustellungen",
+			Pause:                "Pausieren",
+			Resume:               "Fortsetzen",
+			Rotate:               "Secret erneuern",
+			Delete:               "Löschen",
+			PausedFlash:          "Der Webhook %s ist pausiert. Neue Ereignisse werden gesammelt und nach dem Fortsetzen zugestellt.",
+			ResumedFlash:         "Der Webhook %s ist wieder aktiv.",
+			CreatedFlash:         "Der Webhook %s wurde angelegt.",
+			UpdatedFlash:         "Der Webhook %s wurde gespeichert.",
+			DeletedFlash:         "Der Webhook %s wurde gelöscht.",
+			RotateQuestion:       "Signatur-Secret von %s erneuern?",
+			RotateDetail:         "Sie erhalten ein neues Secret. Das bisherige signiert noch 24 Stunden mit, damit Sie Ihren Empfänger in Ruhe umstellen können.",
+			RotateConfirm:        "Secret erneuern",
+			DeleteQuestion:       "Webhook %s löschen?",
+			DeleteDetail:         "Der Webhook und sein Zustellprotokoll werden gelöscht; ausstehende Zustellungen entfallen.",
+			LimitReached:         "Ihr Tarif erlaubt höchstens %d Webhooks. Löschen Sie einen oder wechseln Sie den Tarif.",
+			RevealTitle:          "Ihr Signatur-Secret",
+			RevealBody:           "Kopieren Sie das Secret jetzt in Ihren Empfänger. Es wird nur dieses eine Mal angezeigt.",
+			RevealLabel:          "Signatur-Secret für %s",
+			RevealUsage:          "Jede Anfrage trägt X-Service-Signature (t=…,v1=…, HMAC-SHA256 wie bei Stripe) und die Standard-Webhooks-Kopfzeilen.",
+			DeliveriesTitle:      "Zustellungen",
+			BackToList:           "Zurück zu den Webhooks",
+			TestTitle:            "Testereignis senden",
+			TestLead:             "Sendet sofort ein Beispiel des gewählten Ereignisses (markiert mit \"test\": true), auch an einen pausierten Webhook.",
+			TestEvent:            "Ereignis",
+			TestSend:             "Testereignis senden",
+			TestSentFlash:        "Testereignis gesendet: %s, Antwort %s.",
+			TestBadge:            "Test",
+			DeliveriesCaption:    "Zustellungen dieses Webhooks, neueste zuerst",
+			DeliveriesEmptyTitle: "Noch keine Zustellungen",
+			DeliveriesEmptyBody:  "Sobald ein abonniertes Ereignis eintritt oder Sie ein Testereignis senden, erscheint die Zustellung hier.",
+			NoMatchBody:          "Für diesen Filter gibt es keine Zustellungen. Ändern oder entfernen Sie den Filter.",
+			AnyEvent:             "Alle Ereignisse",
+			Time:                 "Zeit",
+			Event:                "Ereignis",
+			ResponseCode:         "Antwort",
+			Duration:             "Dauer",
+			Attempts:             "Versuche",
+			DeliveryStatuses: map[string]string{
+				"pending":   "Ausstehend",
+				"retrying":  "Wird wiederholt",
+				"succeeded": "Zugestellt",
+				"failed":    "Fehlgeschlagen",
+			},
+			NextAttempt:  "Nächster Versuch %s",
+			Resend:       "Erneut senden",
+			ResentFlash:  "Erneut gesendet: %s.",
+			ShowDetails:  "Inhalt und Antwort anzeigen",
+			Payload:      "Gesendeter Inhalt",
+			ResponseBody: "Antwort des Empfängers",
+			NoResponse:   "Keine Antwort erhalten.",
+			AttemptLog:   "Versuche",
+			NoStatus:     "keine Antwort",
+			Unavailable:  "Webhooks sind in diesem Prozess nicht verfügbar.",
 		},
 		Outbox: OutboxText{
 			Title:      "Postausgang (Entwicklung)",
