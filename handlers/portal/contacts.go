@@ -29,11 +29,6 @@ const activitiesShown = 30
 // customRowsBlank is the number of empty custom field rows the form offers.
 const customRowsBlank = 3
 
-// userActor is who a portal change is made by in the activity log.
-func userActor(r *http.Request) store.Actor {
-	return store.Actor{Type: store.ActorUser, ID: viewer(r).User.ID}
-}
-
 // accountLists are the account's lists for choices (filters, checkboxes): the
 // first 100, which the plans' list limits keep within.
 func (p *Portal) accountLists(r *http.Request) ([]store.List, error) {
