@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/PuerkitoBio/goquery"
+
 	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/views"
@@ -65,5 +67,38 @@ func TestSMTPFormPassword(t *testing.T) {
 	fresh := render(t, views.SMTPFormPage(shell("owner"), views.SMTPForm{Title: "x", Action: "/smtp-servers/new"}))
 	if tid(fresh, "field-remove_password").Length() != 0 || fresh.Find(`select[name="encryption"] option[selected]`).AttrOr("value", "") != "starttls" {
 		t.Error("new form: remove box shown or STARTTLS not preselected")
+	}
+}
+
+// The picker's groups hold each of the 17 events exactly once, each with a
+// German label.
+func TestEventPicker(t *testing.T) {
+	seen := map[string]int{}
+	for _, g := range views.EventGroups() {
+		if views.German().Webhooks.EventGroups[g.ID] == "" || len(g.Events) == 0 {
+			t.Errorf("group %q", g.ID)
+		}
+		for _, e := range g.Events {
+			seen[e]++
+		}
+	}
+	for _, e := range store.EventKinds() {
+		if seen[e] != 1 || views.German().Webhooks.EventLabels[e] == "" {
+			t.Errorf("event %s: %d times, label %q", e, seen[e], views.German().Webhooks.EventLabels[e])
+		}
+	}
+	doc := render(t, views.EventPicker([]string{"list.left", "email.opened"}, "Bitte mindestens ein Ereignis wählen."))
+	var checked []string
+	doc.Find(`input[name="events"][checked]`).Each(func(_ int, s *goquery.Selection) { checked = append(checked, s.AttrOr("value", "")) })
+	if strings.Join(checked, ",") != "list.left,email.opened" {
+		t.Errorf("checked %v", checked)
+	}
+	if text(tid(doc, "error-events")) != "Bitte mindestens ein Ereignis wählen." || tid(doc, "field-events").Find("legend").First().Text() != "Ereignisse" {
+		t.Error("error or legend of the picker")
+	}
+	// "All events" unticks the single ones, which it includes.
+	all := render(t, views.EventPicker([]string{"*"}, ""))
+	if all.Find(`input[name="events"][checked]`).Length() != 1 || tid(all, "event-all").AttrOr("checked", "x") == "x" {
+		t.Error("all events")
 	}
 }
