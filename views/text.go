@@ -38,7 +38,15 @@ type Text struct {
 	Dashboard DashboardText
 	Keys      KeysText
 	Logs      LogsText
+	Contacts  ContactsText
+	Lists     ListsText
+	Import    ImportText
 	Errors    ErrorsText
+	// SMTP holds the SMTP servers pages, Outbox the development outbox.
+	SMTP   SMTPText
+	Outbox OutboxText
+	// Webhooks holds the webhook pages and their delivery log.
+	Webhooks WebhooksText
 	// Public holds the public pages (hosted sign-up form, confirmation).
 	Public PublicText
 	// Unsubscribe holds the unsubscribe page behind every mail's link.
@@ -83,13 +91,20 @@ type CommonText struct {
 
 // NavText holds the sidebar's labels.
 type NavText struct {
-	Label          string // aria-label of the navigation
-	Dashboard      string
-	SectionDev     string
-	APIKeys        string
-	APILog         string
-	SectionAccount string
-	Password       string
+	Label           string // aria-label of the navigation
+	Dashboard       string
+	Contacts        string
+	Lists           string
+	SectionDev      string
+	APIKeys         string
+	APILog          string
+	SectionAccount  string
+	Password        string
+	SectionSettings string
+	SMTP            string
+	Webhooks        string
+	Activity        string
+	Users           string
 }
 
 // ShellText holds the app shell's own strings.
@@ -232,6 +247,144 @@ type LogsText struct {
 	NoMatchBody   string
 }
 
+// ContactsText holds the contact pages: table, detail, form, confirmations.
+type ContactsText struct {
+	Title, Lead, New, Import, Export, Caption                   string
+	Search, SearchHint, List, AnyList, Tag, TagHint, Status     string
+	AnyStatus                                                   string
+	StatusLabels                                                map[string]string // subscribed, unsubscribed, pending
+	SourceLabels                                                map[string]string // app, import, api, form, integration
+	EmptyTitle, EmptyBody, NoMatchTitle, NoMatchBody            string
+	Email, Name, FirstName, LastName, Address, Zip, City        string
+	Phone, Note, Tags, TagsHint, Lists, ListsHint, Created      string
+	Updated, Source, Confirmed, Unsubscribed                    string
+	Fields, CustomFields, CustomHint, CustomKey, CustomValue    string
+	NoCustomFields, NoTags, NoLists, NoName                     string
+	NewTitle, EditTitle, Create, Exists                         string // EditTitle %s: email; Exists: address already has a contact
+	ShowExisting                                                string
+	Created1, Updated1                                          string // flashes, %s: email
+	AddTag, AddTagLabel, RemoveTag                              string // RemoveTag %s: tag
+	JoinList, JoinListLabel, LeaveList, ChooseList, AllJoined   string // LeaveList %s: list
+	Activity, ActivityEmpty, ActivityMore                       string // ActivityMore %d: further entries
+	ActivityLabels                                              map[string]string
+	ActorLabels                                                 map[string]string
+	Unsubscribe, UnsubscribeQ, UnsubscribeDetail, UnsubscribeOK string // UnsubscribeQ %s: email
+	UnsubscribedFlash                                           string // %s: email
+	Delete, DeleteQ, DeleteDetail, DeleteOK, DeletedFlash       string // DeleteQ, DeletedFlash %s: email
+	LimitReached                                                string // %d: max contacts
+	BackToList                                                  string
+	ExportHint                                                  string
+	UnknownList, CustomKeyMissing                               string
+}
+
+// ListsText holds the list pages.
+type ListsText struct {
+	Title, Lead, New, Caption, EmptyTitle, EmptyBody               string
+	Name, NameHint, Color, ColorHint, Description, DescriptionHint string
+	DoubleOptIn, DoubleOptInHint, DOIOn, DOIOff, Members, Created  string
+	NewTitle, EditTitle, Create, CreatedFlash, UpdatedFlash        string // EditTitle, flashes %s: name
+	Delete, DeleteQ, DeleteDetail, DeleteOK, DeletedFlash          string // DeleteQ, DeletedFlash %s: name
+	LimitReached                                                   string // %d: max lists
+	MembersTitle, MembersLead, MembersCaption                      string // MembersTitle %s: name; MembersLead %d: count
+	MembersEmptyTitle, MembersEmptyBody                            string
+	AddMembers, AddMembersLabel, AddMembersHint, AddMembersSubmit  string
+	AddMembersEmpty, AddMembersTooMany                             string // AddMembersTooMany %d: max
+	AddedFlash                                                     string // %d, %d, %d, %d: added, created, already, failed
+	AddFailed                                                      string // %s: email, %s: message
+	Remove, RemovedFlash                                           string // RemovedFlash %s: email
+	ShowMembers                                                    string
+}
+
+// ImportText holds the CSV import: upload, column mapping, progress, summary.
+type ImportText struct {
+	Title, Lead, File, FileHint, Upload                   string
+	FileMissing, FileTooLarge, FileUnreadable             string // FileTooLarge %d: MB
+	Recent, RecentCaption, RecentEmpty                    string
+	MapTitle, MapLead, Column, Sample, Target             string // MapLead %s: file, %d rows, %s delimiter
+	TargetIgnore, TargetCustom, CustomKey                 string
+	TargetLabels                                          map[string]string
+	Lists, ListsHint, Tags, TagsHint, Start               string
+	DelimiterNames                                        map[string]string
+	ProgressTitle, Queued, Running, Progress              string // Progress %d, %d: processed, total
+	Refresh                                               string
+	DoneTitle, FailedTitle, Created, Updated, Failed      string
+	RowErrors, RowErrorsCaption, Row, Email, Message      string
+	MoreErrors                                            string // %d: errors not listed
+	StatusLabels                                          map[string]string
+	FileName, Rows, When, Status, Open, ToContacts, Again string
+}
+
+// SMTPText holds the SMTP servers pages.
+type SMTPText struct {
+	Title, Lead, New, NewTitle, EditTitle, Create string // EditTitle: %s server name
+	EmptyTitle, EmptyBody, Caption                string
+	DevOutboxNote                                 string
+	Name, NameHint                                string
+	Server, Host, HostHint, Port, PortHint        string
+	Encryption, EncryptionHint                    string
+	EncryptionLabels                              map[string]string // none, starttls, tls
+	Username, UsernameHint                        string
+	Password, PasswordHint, PasswordKeepHint      string
+	RemovePassword, PasswordStored                string
+	Sender, FromEmail, FromEmailHint              string
+	FromName, FromNameHint                        string
+	Rate, RateHint, PortNumber, RateNumber        string
+	IsDefault, IsDefaultHint, Default             string
+	Login, NoLogin                                string
+	LastTest, NeverTested, Test, Testing          string
+	TestCodes                                     map[string]string // ok, connect_failed, tls_failed, auth_failed
+	TestedIn                                      string            // %s time, %s milliseconds
+	Delete, DeleteQuestion, DeleteDetail          string            // DeleteQuestion: %s name
+	DeleteDefaultDetail                           string
+	CreatedFlash, UpdatedFlash, DeletedFlash      string // %s name
+	TestUnavailable                               string
+}
+
+// WebhooksText holds the webhook pages and the delivery log.
+type WebhooksText struct {
+	Title, Lead, New, NewTitle, EditTitle, Create string // EditTitle: %s URL
+	EmptyTitle, EmptyBody, Caption                string
+	URL, URLHint, Description, DescriptionHint    string
+	Events, EventsHint, AllEvents, AllEventsLong  string
+	EventGroups                                   map[string]string // contact, list, email, campaign, other
+	EventLabels                                   map[string]string // by event name
+	Status, Active, Paused, Created               string
+	PauseReasons                                  map[string]string // manual, failures, gone
+	Failures                                      string            // %d failed attempts in a row
+	PreviousSecret                                string            // %s: until when the old secret still signs
+	Deliveries, Pause, Resume, Rotate, Delete     string
+	PausedFlash, ResumedFlash                     string // %s URL
+	CreatedFlash, UpdatedFlash, DeletedFlash      string // %s URL
+	RotateQuestion, RotateDetail, RotateConfirm   string // RotateQuestion: %s URL
+	DeleteQuestion, DeleteDetail                  string // DeleteQuestion: %s URL
+	LimitReached                                  string // %d max webhooks
+	RevealTitle, RevealBody, RevealLabel          string // RevealLabel: %s URL
+	RevealUsage                                   string
+	DeliveriesTitle, BackToList                   string
+	TestTitle, TestLead, TestEvent, TestSend      string
+	TestSentFlash                                 string // %s status label, %s response code or "–"
+	TestBadge                                     string
+	DeliveriesCaption                             string
+	DeliveriesEmptyTitle, DeliveriesEmptyBody     string
+	NoMatchBody, AnyEvent                         string
+	Time, Event, ResponseCode, Duration, Attempts string
+	DeliveryStatuses                              map[string]string // pending, retrying, succeeded, failed
+	NextAttempt                                   string            // %s time
+	Resend, ResentFlash                           string            // ResentFlash: %s status label
+	ShowDetails, Payload, ResponseBody            string
+	NoResponse, AttemptLog, NoStatus              string
+	Unavailable                                   string
+}
+
+// OutboxText holds the development outbox.
+type OutboxText struct {
+	Title, Lead, Caption, EmptyTitle, EmptyBody string
+	Time, Subject, From, To, Size, NoSubject    string
+	MailLead                                    string // %s recipient, %s time
+	Back, Headers, TextPart, HTMLPart, HTMLNote string
+	ReadError                                   string
+}
+
 // ErrorsText holds the error pages.
 type ErrorsText struct {
 	NotFoundTitle   string
@@ -360,13 +513,20 @@ func German() Text {
 			CopyFailed:   "Kopieren nicht möglich – bitte markieren und mit Strg+C kopieren.",
 		},
 		Nav: NavText{
-			Label:          "Hauptnavigation",
-			Dashboard:      "Übersicht",
-			SectionDev:     "Entwickler",
-			APIKeys:        "API-Schlüssel",
-			APILog:         "API-Protokoll",
-			SectionAccount: "Konto",
-			Password:       "Passwort ändern",
+			Label:           "Hauptnavigation",
+			Dashboard:       "Übersicht",
+			Contacts:        "Kontakte",
+			Lists:           "Listen",
+			SectionDev:      "Entwickler",
+			APIKeys:         "API-Schlüssel",
+			APILog:          "API-Protokoll",
+			SectionAccount:  "Konto",
+			Password:        "Passwort ändern",
+			SectionSettings: "Einstellungen",
+			SMTP:            "SMTP-Server",
+			Webhooks:        "Webhooks",
+			Activity:        "Aktivitätsprotokoll",
+			Users:           "Benutzer",
 		},
 		Shell: ShellText{
 			Account:    "Benutzerkonto",
@@ -511,6 +671,236 @@ func German() Text {
 			NoMatchTitle:  "Keine passenden Einträge",
 			NoMatchBody:   "Für diesen Filter gibt es keine Anfragen. Ändern oder entfernen Sie den Filter.",
 		},
+		Contacts: ContactsText{
+			Title:      "Kontakte",
+			Lead:       "Alle Kontakte Ihres Kontos: suchen, filtern, bearbeiten, importieren und exportieren.",
+			New:        "Neuer Kontakt",
+			Import:     "CSV importieren",
+			Export:     "Als CSV exportieren",
+			Caption:    "Kontakte, neueste zuerst",
+			Search:     "Suche",
+			SearchHint: "E-Mail-Adresse oder Name",
+			List:       "Liste",
+			AnyList:    "Alle Listen",
+			Tag:        "Schlagwort",
+			TagHint:    "z. B. kunde",
+			Status:     "Status",
+			AnyStatus:  "Jeder Status",
+			StatusLabels: map[string]string{
+				"subscribed":   "Angemeldet",
+				"unsubscribed": "Abgemeldet",
+				"pending":      "Unbestätigt",
+			},
+			SourceLabels: map[string]string{
+				"app":         "Portal",
+				"import":      "Import",
+				"api":         "API",
+				"form":        "Anmeldeformular",
+				"integration": "Integration",
+			},
+			EmptyTitle:     "Noch keine Kontakte",
+			EmptyBody:      "Legen Sie einen Kontakt an oder importieren Sie Ihre bestehenden Kontakte aus einer CSV-Datei.",
+			NoMatchTitle:   "Keine passenden Kontakte",
+			NoMatchBody:    "Für diese Suche und diesen Filter gibt es keine Kontakte. Ändern oder entfernen Sie den Filter.",
+			Email:          "E-Mail-Adresse",
+			Name:           "Name",
+			FirstName:      "Vorname",
+			LastName:       "Nachname",
+			Address:        "Adresse",
+			Zip:            "PLZ",
+			City:           "Ort",
+			Phone:          "Telefon",
+			Note:           "Notiz",
+			Tags:           "Schlagwörter",
+			TagsHint:       "Durch Kommas getrennt, z. B. kunde, newsletter.",
+			Lists:          "Listen",
+			ListsHint:      "Listen mit Double-Opt-in senden neuen Kontakten eine Bestätigungs-E-Mail.",
+			Created:        "Angelegt",
+			Updated:        "Geändert",
+			Source:         "Herkunft",
+			Confirmed:      "Bestätigt am",
+			Unsubscribed:   "Abgemeldet am",
+			Fields:         "Angaben",
+			CustomFields:   "Eigene Felder",
+			CustomHint:     "Feldname aus a–z, 0–9, _ und - (nutzbar als Platzhalter). Leeren Sie den Namen, um ein Feld zu entfernen.",
+			CustomKey:      "Feldname",
+			CustomValue:    "Wert",
+			NoCustomFields: "Keine eigenen Felder.",
+			NoTags:         "Keine Schlagwörter.",
+			NoLists:        "In keiner Liste.",
+			NoName:         "Ohne Namen",
+			NewTitle:       "Neuen Kontakt anlegen",
+			EditTitle:      "Kontakt %s bearbeiten",
+			Create:         "Kontakt anlegen",
+			Exists:         "Zu dieser Adresse gibt es schon einen Kontakt.",
+			ShowExisting:   "Vorhandenen Kontakt öffnen",
+			Created1:       "Der Kontakt %s wurde angelegt.",
+			Updated1:       "Der Kontakt %s wurde gespeichert.",
+			AddTag:         "Hinzufügen",
+			AddTagLabel:    "Schlagwort hinzufügen",
+			RemoveTag:      "Schlagwort „%s“ entfernen",
+			JoinList:       "Eintragen",
+			JoinListLabel:  "In Liste eintragen",
+			LeaveList:      "Aus „%s“ austragen",
+			ChooseList:     "Liste wählen …",
+			AllJoined:      "Der Kontakt ist in allen Listen.",
+			Activity:       "Verlauf",
+			ActivityEmpty:  "Noch keine Einträge.",
+			ActivityMore:   "%d ältere Einträge werden nicht angezeigt.",
+			ActivityLabels: map[string]string{
+				"contact.created":           "Angelegt",
+				"contact.updated":           "Geändert",
+				"contact.unsubscribed":      "Abgemeldet",
+				"contact.confirmed":         "Anmeldung bestätigt",
+				"contact.signed_up":         "Über ein Formular angemeldet",
+				"contact.confirmation_sent": "Bestätigungs-E-Mail verschickt",
+				"list.joined":               "In Liste eingetragen",
+				"list.left":                 "Aus Liste ausgetragen",
+				"email.sent":                "E-Mail verschickt",
+				"email.bounced":             "E-Mail unzustellbar",
+			},
+			ActorLabels: map[string]string{
+				"key":    "API-Schlüssel",
+				"user":   "Portal",
+				"system": "System",
+				"public": "Kontakt selbst",
+			},
+			Unsubscribe:       "Abmelden",
+			UnsubscribeQ:      "%s abmelden?",
+			UnsubscribeDetail: "Der Kontakt erhält keine E-Mails mehr; die Adresse kommt auf die Sperrliste. Erst eine neue Anmeldung mit Bestätigung hebt das auf.",
+			UnsubscribeOK:     "Jetzt abmelden",
+			UnsubscribedFlash: "%s wurde abgemeldet.",
+			Delete:            "Löschen",
+			DeleteQ:           "Kontakt %s löschen?",
+			DeleteDetail:      "Der Kontakt, seine Listen und sein Verlauf werden gelöscht. Eine gesperrte Adresse bleibt gesperrt. Das lässt sich nicht rückgängig machen.",
+			DeleteOK:          "Endgültig löschen",
+			DeletedFlash:      "Der Kontakt %s wurde gelöscht.",
+			LimitReached:      "Ihr Tarif erlaubt höchstens %d Kontakte. Löschen Sie Kontakte oder wechseln Sie den Tarif.",
+			BackToList:        "Zur Kontaktliste",
+			UnknownList:       "Diese Liste gibt es nicht.",
+			CustomKeyMissing:  "Bitte jedem Wert einen Feldnamen geben.",
+			ExportHint:        "Exportiert alle Kontakte des aktuellen Filters mit allen Feldern, Schlagwörtern und Listen.",
+		},
+		Lists: ListsText{
+			Title:             "Listen",
+			Lead:              "Listen ordnen Ihre Kontakte, etwa nach Interesse. Newsletter gehen an eine oder mehrere Listen.",
+			New:               "Neue Liste",
+			Caption:           "Listen dieses Kontos",
+			EmptyTitle:        "Noch keine Listen",
+			EmptyBody:         "Legen Sie eine Liste an, um Kontakte zu gruppieren und Newsletter gezielt zu versenden.",
+			Name:              "Name",
+			NameHint:          "z. B. „Stammkunden“.",
+			Color:             "Farbe",
+			ColorHint:         "Kennzeichnet die Liste in Tabellen, Format #rrggbb.",
+			Description:       "Beschreibung",
+			DescriptionHint:   "Nur für Sie sichtbar.",
+			DoubleOptIn:       "Double-Opt-in",
+			DoubleOptInHint:   "Neue Kontakte erhalten eine Bestätigungs-E-Mail und sind bis zur Bestätigung unbestätigt.",
+			DOIOn:             "Mit Bestätigung",
+			DOIOff:            "Ohne Bestätigung",
+			Members:           "Kontakte",
+			Created:           "Angelegt",
+			NewTitle:          "Neue Liste anlegen",
+			EditTitle:         "Liste „%s“ bearbeiten",
+			Create:            "Liste anlegen",
+			CreatedFlash:      "Die Liste „%s“ wurde angelegt.",
+			UpdatedFlash:      "Die Liste „%s“ wurde gespeichert.",
+			Delete:            "Löschen",
+			DeleteQ:           "Liste „%s“ löschen?",
+			DeleteDetail:      "Die Liste wird gelöscht; ihre Kontakte bleiben erhalten. Das lässt sich nicht rückgängig machen.",
+			DeleteOK:          "Endgültig löschen",
+			DeletedFlash:      "Die Liste „%s“ wurde gelöscht.",
+			LimitReached:      "Ihr Tarif erlaubt höchstens %d Listen. Löschen Sie eine Liste oder wechseln Sie den Tarif.",
+			MembersTitle:      "Liste „%s“",
+			MembersLead:       "%s Kontakte in dieser Liste.",
+			MembersCaption:    "Kontakte dieser Liste, neueste zuerst",
+			MembersEmptyTitle: "Noch keine Kontakte in dieser Liste",
+			MembersEmptyBody:  "Tragen Sie Kontakte per E-Mail-Adresse ein oder importieren Sie eine CSV-Datei in diese Liste.",
+			AddMembers:        "Kontakte eintragen",
+			AddMembersLabel:   "E-Mail-Adressen",
+			AddMembersHint:    "Eine Adresse pro Zeile (oder durch Kommas getrennt). Unbekannte Adressen werden als neue Kontakte angelegt.",
+			AddMembersSubmit:  "Eintragen",
+			AddMembersEmpty:   "Bitte mindestens eine E-Mail-Adresse angeben.",
+			AddMembersTooMany: "Höchstens %d Adressen auf einmal; für mehr nutzen Sie den CSV-Import.",
+			AddedFlash:        "%d eingetragen, %d neu angelegt, %d schon in der Liste, %d fehlgeschlagen.",
+			AddFailed:         "%s: %s",
+			Remove:            "Austragen",
+			RemovedFlash:      "%s wurde aus der Liste ausgetragen.",
+			ShowMembers:       "Kontakte anzeigen",
+		},
+		Import: ImportText{
+			Title:          "Kontakte importieren",
+			Lead:           "Laden Sie eine CSV-Datei hoch (UTF-8, mit Kopfzeile). Im nächsten Schritt ordnen Sie die Spalten den Kontaktfeldern zu.",
+			File:           "CSV-Datei",
+			FileHint:       "Höchstens 50 MB. Trennzeichen (Komma, Semikolon, Tabulator) wird erkannt.",
+			Upload:         "Hochladen und weiter",
+			FileMissing:    "Bitte eine CSV-Datei auswählen.",
+			FileTooLarge:   "Die Datei ist größer als %d MB. Bitte teilen Sie sie in mehrere Dateien auf.",
+			FileUnreadable: "Die Datei konnte nicht gelesen werden. Bitte laden Sie sie erneut hoch.",
+			Recent:         "Letzte Importe",
+			RecentCaption:  "Letzte Importe, neueste zuerst",
+			RecentEmpty:    "Noch keine Importe.",
+			MapTitle:       "Spalten zuordnen",
+			MapLead:        "%s: %s Zeilen, Trennzeichen %s. Wählen Sie für jede Spalte, wohin sie gehört.",
+			Column:         "Spalte",
+			Sample:         "Beispielwerte",
+			Target:         "Zuordnung",
+			TargetIgnore:   "Nicht importieren",
+			TargetCustom:   "Eigenes Feld …",
+			CustomKey:      "Name des eigenen Felds",
+			TargetLabels: map[string]string{
+				"email":      "E-Mail-Adresse",
+				"first_name": "Vorname",
+				"last_name":  "Nachname",
+				"address":    "Adresse",
+				"zip":        "PLZ",
+				"city":       "Ort",
+				"phone":      "Telefon",
+				"note":       "Notiz",
+				"tags":       "Schlagwörter",
+			},
+			Lists:     "In Listen eintragen",
+			ListsHint: "Alle importierten Kontakte kommen in diese Listen. Listen mit Double-Opt-in senden neuen Kontakten eine Bestätigungs-E-Mail.",
+			Tags:      "Schlagwörter für alle",
+			TagsHint:  "Durch Kommas getrennt, z. B. import-2026.",
+			Start:     "Import starten",
+			DelimiterNames: map[string]string{
+				",":  "Komma",
+				";":  "Semikolon",
+				"\t": "Tabulator",
+				"|":  "senkrechter Strich",
+			},
+			ProgressTitle:    "Import läuft",
+			Queued:           "Der Import wartet auf den Start …",
+			Running:          "Kontakte werden importiert …",
+			Progress:         "%s von %s Zeilen verarbeitet",
+			Refresh:          "Aktualisieren",
+			DoneTitle:        "Import abgeschlossen",
+			FailedTitle:      "Import abgebrochen",
+			Created:          "Neu angelegt",
+			Updated:          "Aktualisiert",
+			Failed:           "Fehlgeschlagen",
+			RowErrors:        "Fehlerhafte Zeilen",
+			RowErrorsCaption: "Zeilen, die nicht importiert wurden",
+			Row:              "Zeile",
+			Email:            "E-Mail-Adresse",
+			Message:          "Fehler",
+			MoreErrors:       "%d weitere Fehler werden nicht angezeigt.",
+			StatusLabels: map[string]string{
+				"uploaded": "Zuordnung offen",
+				"queued":   "Wartet",
+				"running":  "Läuft",
+				"done":     "Abgeschlossen",
+				"failed":   "Abgebrochen",
+			},
+			FileName:   "Datei",
+			Rows:       "Zeilen",
+			When:       "Hochgeladen",
+			Status:     "Status",
+			Open:       "Öffnen",
+			ToContacts: "Zu den Kontakten",
+			Again:      "Weitere Datei importieren",
+		},
 		Errors: ErrorsText{
 			NotFoundTitle:   "Nicht gefunden",
 			NotFound:        "Diese Seite oder dieses Objekt gibt es nicht (mehr).",
@@ -523,6 +913,203 @@ func German() Text {
 			BadRequestTitle: "Fehlerhafte Anfrage",
 			BadRequest:      "Das Formular konnte nicht gelesen werden (zu groß oder beschädigt). Bitte laden Sie die Seite neu.",
 			BackToDashboard: "Zur Übersicht",
+		},
+		SMTP: SMTPText{
+			Title:         "SMTP-Server",
+			Lead:          "Über Ihre eigenen SMTP-Server verschickt Rundbrief die E-Mails dieses Kontos. Der Standardserver wird benutzt, wenn ein Versand keinen anderen nennt.",
+			New:           "SMTP-Server hinzufügen",
+			NewTitle:      "SMTP-Server hinzufügen",
+			EditTitle:     "SMTP-Server „%s“ bearbeiten",
+			Create:        "Server hinzufügen",
+			EmptyTitle:    "Noch keine eigenen SMTP-Server",
+			EmptyBody:     "Ohne eigenen Server gehen E-Mails über den Server des Betreibers. Fügen Sie einen hinzu, um mit Ihrer eigenen Domain und Ihrem eigenen Anbieter zu versenden.",
+			Caption:       "SMTP-Server dieses Kontos",
+			DevOutboxNote: "Entwicklungsmodus: Es ist kein Server des Betreibers eingerichtet. E-Mails ohne eigenen SMTP-Server werden nicht verschickt, sondern im Postausgang gesammelt:",
+			Name:          "Name",
+			NameHint:      "Zur Unterscheidung, z. B. „Mailjet“ oder „Eigener Server“.",
+			Server:        "Server",
+			Host:          "Hostname",
+			HostHint:      "Ohne Schema und Port, z. B. smtp.example.com.",
+			Port:          "Port",
+			PortHint:      "Leer: der übliche Port der Verschlüsselung (587, 465 oder 25).",
+			Encryption:    "Verschlüsselung",
+			EncryptionHint: "STARTTLS (meist Port 587) oder TLS von Anfang an (meist Port 465). " +
+				"Unverschlüsselt nur für Server im eigenen Netz.",
+			EncryptionLabels: map[string]string{
+				"starttls": "STARTTLS",
+				"tls":      "TLS (SMTPS)",
+				"none":     "Keine (unverschlüsselt)",
+			},
+			Username:         "Benutzername",
+			UsernameHint:     "Leer, wenn der Server keine Anmeldung verlangt.",
+			Password:         "Passwort",
+			PasswordHint:     "Wird verschlüsselt gespeichert und nie wieder angezeigt.",
+			PasswordKeepHint: "Ein Passwort ist gespeichert (es wird nie angezeigt). Leer lassen, um es zu behalten; oder ein neues eingeben.",
+			RemovePassword:   "Gespeichertes Passwort entfernen",
+			PasswordStored:   "Passwort gespeichert",
+			Sender:           "Absender",
+			FromEmail:        "Absenderadresse",
+			FromEmailHint:    "Die Adresse, von der die E-Mails kommen; der Server muss sie verschicken dürfen.",
+			FromName:         "Absendername",
+			FromNameHint:     "Optional, z. B. Ihr Firmenname.",
+			Rate:             "Höchstens E-Mails pro Sekunde",
+			RateHint:         "0 oder leer: unbegrenzt. Viele Anbieter begrenzen die Rate.",
+			PortNumber:       "Bitte eine ganze Zahl angeben.",
+			RateNumber:       "Bitte eine ganze Zahl angeben.",
+			IsDefault:        "Standardserver dieses Kontos",
+			IsDefaultHint:    "Der Standardserver verschickt alle E-Mails, die keinen anderen Server nennen. Es gibt höchstens einen.",
+			Default:          "Standard",
+			Login:            "Anmeldung",
+			NoLogin:          "ohne Anmeldung",
+			LastTest:         "Letzter Test",
+			NeverTested:      "Noch nicht getestet",
+			Test:             "Verbindung testen",
+			Testing:          "Wird geprüft …",
+			TestCodes: map[string]string{
+				"ok":             "Erfolgreich",
+				"connect_failed": "Verbindung fehlgeschlagen",
+				"tls_failed":     "Verschlüsselung fehlgeschlagen",
+				"auth_failed":    "Anmeldung fehlgeschlagen",
+			},
+			TestedIn:            "Getestet am %s in %s ms",
+			Delete:              "Löschen",
+			DeleteQuestion:      "SMTP-Server „%s“ löschen?",
+			DeleteDetail:        "E-Mails, die diesen Server nennen, gehen danach über den Standardserver.",
+			DeleteDefaultDetail: "Das ist der Standardserver: Danach wird Ihr ältester anderer Server zum Standard, ohne weitere Server gehen E-Mails über den Server des Betreibers.",
+			CreatedFlash:        "Der SMTP-Server „%s“ wurde hinzugefügt. Testen Sie jetzt die Verbindung.",
+			UpdatedFlash:        "Der SMTP-Server „%s“ wurde gespeichert.",
+			DeletedFlash:        "Der SMTP-Server „%s“ wurde gelöscht.",
+			TestUnavailable:     "Der Verbindungstest ist in diesem Prozess nicht verfügbar.",
+		},
+		Webhooks: WebhooksText{
+			Title:           "Webhooks",
+			Lead:            "Webhooks melden Ereignisse in Rundbrief sofort an Ihre Systeme: als signierte HTTP-POST-Anfrage an eine URL Ihrer Wahl.",
+			New:             "Neuer Webhook",
+			NewTitle:        "Neuen Webhook anlegen",
+			EditTitle:       "Webhook „%s“ bearbeiten",
+			Create:          "Webhook anlegen",
+			EmptyTitle:      "Noch keine Webhooks",
+			EmptyBody:       "Legen Sie einen Webhook an, damit Ihr Shop, CRM oder Automatisierungsdienst von neuen Kontakten, Abmeldungen und Öffnungen erfährt.",
+			Caption:         "Webhooks dieses Kontos",
+			URL:             "URL",
+			URLHint:         "Eine öffentlich erreichbare https-Adresse, z. B. https://shop.example.com/hooks/rundbrief.",
+			Description:     "Beschreibung",
+			DescriptionHint: "Optional: wofür der Webhook da ist.",
+			Events:          "Ereignisse",
+			EventsHint:      "Wählen Sie, welche Ereignisse gesendet werden.",
+			AllEvents:       "Alle Ereignisse",
+			AllEventsLong:   "Alle Ereignisse, auch künftig hinzukommende",
+			EventGroups: map[string]string{
+				"contact":  "Kontakte",
+				"list":     "Listen",
+				"email":    "E-Mails",
+				"campaign": "Kampagnen",
+				"other":    "Termine, Posteingang, Käufe",
+			},
+			EventLabels: map[string]string{
+				"contact.created":      "Kontakt angelegt",
+				"contact.updated":      "Kontakt geändert",
+				"contact.deleted":      "Kontakt gelöscht",
+				"contact.unsubscribed": "Kontakt abgemeldet",
+				"list.joined":          "In Liste aufgenommen",
+				"list.left":            "Aus Liste entfernt",
+				"email.sent":           "E-Mail versendet",
+				"email.opened":         "E-Mail geöffnet",
+				"email.clicked":        "Link geklickt",
+				"email.bounced":        "E-Mail unzustellbar",
+				"newsletter.sent":      "Newsletter fertig versendet",
+				"sequence.completed":   "Sequenz abgeschlossen",
+				"ab_test.completed":    "A/B-Test entschieden",
+				"appointment.booked":   "Termin gebucht",
+				"inbox.received":       "Nachricht eingegangen",
+				"inbox.replied":        "Nachricht beantwortet",
+				"order.completed":      "Kauf abgeschlossen",
+			},
+			Status:  "Status",
+			Active:  "Aktiv",
+			Paused:  "Pausiert",
+			Created: "Angelegt",
+			PauseReasons: map[string]string{
+				"manual":   "von Hand pausiert",
+				"failures": "nach 20 Fehlversuchen in Folge",
+				"gone":     "der Empfänger antwortete 410 Gone",
+			},
+			Failures:             "%d Fehlversuche in Folge",
+			PreviousSecret:       "Altes Secret signiert noch bis %s",
+			Deliveries:           "Zustellungen",
+			Pause:                "Pausieren",
+			Resume:               "Fortsetzen",
+			Rotate:               "Secret erneuern",
+			Delete:               "Löschen",
+			PausedFlash:          "Der Webhook %s ist pausiert. Neue Ereignisse werden gesammelt und nach dem Fortsetzen zugestellt.",
+			ResumedFlash:         "Der Webhook %s ist wieder aktiv.",
+			CreatedFlash:         "Der Webhook %s wurde angelegt.",
+			UpdatedFlash:         "Der Webhook %s wurde gespeichert.",
+			DeletedFlash:         "Der Webhook %s wurde gelöscht.",
+			RotateQuestion:       "Signatur-Secret von %s erneuern?",
+			RotateDetail:         "Sie erhalten ein neues Secret. Das bisherige signiert noch 24 Stunden mit, damit Sie Ihren Empfänger in Ruhe umstellen können.",
+			RotateConfirm:        "Secret erneuern",
+			DeleteQuestion:       "Webhook %s löschen?",
+			DeleteDetail:         "Der Webhook und sein Zustellprotokoll werden gelöscht; ausstehende Zustellungen entfallen.",
+			LimitReached:         "Ihr Tarif erlaubt höchstens %d Webhooks. Löschen Sie einen oder wechseln Sie den Tarif.",
+			RevealTitle:          "Ihr Signatur-Secret",
+			RevealBody:           "Kopieren Sie das Secret jetzt in Ihren Empfänger. Es wird nur dieses eine Mal angezeigt.",
+			RevealLabel:          "Signatur-Secret für %s",
+			RevealUsage:          "Jede Anfrage trägt X-Service-Signature (t=…,v1=…, HMAC-SHA256 wie bei Stripe) und die Standard-Webhooks-Kopfzeilen.",
+			DeliveriesTitle:      "Zustellungen",
+			BackToList:           "Zurück zu den Webhooks",
+			TestTitle:            "Testereignis senden",
+			TestLead:             "Sendet sofort ein Beispiel des gewählten Ereignisses (markiert mit \"test\": true), auch an einen pausierten Webhook.",
+			TestEvent:            "Ereignis",
+			TestSend:             "Testereignis senden",
+			TestSentFlash:        "Testereignis gesendet: %s, Antwort %s.",
+			TestBadge:            "Test",
+			DeliveriesCaption:    "Zustellungen dieses Webhooks, neueste zuerst",
+			DeliveriesEmptyTitle: "Noch keine Zustellungen",
+			DeliveriesEmptyBody:  "Sobald ein abonniertes Ereignis eintritt oder Sie ein Testereignis senden, erscheint die Zustellung hier.",
+			NoMatchBody:          "Für diesen Filter gibt es keine Zustellungen. Ändern oder entfernen Sie den Filter.",
+			AnyEvent:             "Alle Ereignisse",
+			Time:                 "Zeit",
+			Event:                "Ereignis",
+			ResponseCode:         "Antwort",
+			Duration:             "Dauer",
+			Attempts:             "Versuche",
+			DeliveryStatuses: map[string]string{
+				"pending":   "Ausstehend",
+				"retrying":  "Wird wiederholt",
+				"succeeded": "Zugestellt",
+				"failed":    "Fehlgeschlagen",
+			},
+			NextAttempt:  "Nächster Versuch %s",
+			Resend:       "Erneut senden",
+			ResentFlash:  "Erneut gesendet: %s.",
+			ShowDetails:  "Inhalt und Antwort anzeigen",
+			Payload:      "Gesendeter Inhalt",
+			ResponseBody: "Antwort des Empfängers",
+			NoResponse:   "Keine Antwort erhalten.",
+			AttemptLog:   "Versuche",
+			NoStatus:     "keine Antwort",
+			Unavailable:  "Webhooks sind in diesem Prozess nicht verfügbar.",
+		},
+		Outbox: OutboxText{
+			Title:      "Postausgang (Entwicklung)",
+			Lead:       "Im Entwicklungsmodus werden E-Mails ohne eigenen SMTP-Server hier gesammelt statt verschickt. Es bleiben die letzten 1.000.",
+			Caption:    "Gesammelte E-Mails, neueste zuerst",
+			EmptyTitle: "Der Postausgang ist leer",
+			EmptyBody:  "Sobald Rundbrief eine E-Mail verschickt (Test, Newsletter, Double-Opt-in), erscheint sie hier.",
+			Time:       "Zeit",
+			Subject:    "Betreff",
+			From:       "Von",
+			To:         "An",
+			Size:       "Größe",
+			NoSubject:  "(ohne Betreff)",
+			MailLead:   "An %s, gesammelt am %s",
+			Back:       "Zurück zum Postausgang",
+			Headers:    "Kopfzeilen",
+			TextPart:   "Textfassung",
+			HTMLPart:   "HTML-Fassung",
+			HTMLNote:   "Abgeschirmt angezeigt: ohne Skripte und ohne Bilder von außen (die sonst z. B. eine Öffnung zählen würden).",
+			ReadError:  "Die E-Mail ließ sich nicht vollständig zerlegen; angezeigt wird, was lesbar war.",
 		},
 		Unsubscribe: UnsubscribeText{
 			Title:        "Abmelden",

@@ -2,7 +2,6 @@ package api
 
 import (
 	"net/http"
-	"strings"
 
 	"github.com/rundbrief/rundbrief/store"
 )
@@ -191,20 +190,7 @@ func (a *API) testSMTPServer(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	srv, err := a.db.SMTPServer(r.Context(), accountID(r), id)
-	if err != nil {
-		return err
-	}
-	if msg := a.smtpGuard.CheckHost(r.Context(), srv.Host); msg != "" {
-		// Refused before any connection, and recorded like any other outcome.
-		now := a.cfg.Now()
-		if err := a.db.RecordSMTPServerTest(r.Context(), accountID(r), id, now, smtpAddressNotAllowed); err != nil {
-			return err
-		}
-		return writeData(w, r, http.StatusOK, smtpTestResponse{Code: smtpAddressNotAllowed, Message: msg,
-			Detail: "RUNDBRIEF_SMTP_ALLOW_PRIVATE is off", TestedAt: Time(now)})
-	}
-	res, err := a.mail.TestServer(r.Context(), accountID(r), id)
+	res, err := a.smtpGuard.TestServer(r.Context(), accountID(r), id)
 	if err != nil {
 		return err
 	}
@@ -214,18 +200,8 @@ func (a *API) testSMTPServer(w http.ResponseWriter, r *http.Request) error {
 	})
 }
 
-// smtpAddressNotAllowed is the connection test's code for a server whose host
-// is loopback or in a private network (see checkSMTPHost).
-const smtpAddressNotAllowed = "address_not_allowed"
-
-// checkSMTPHost refuses an SMTP server host that resolves to a loopback,
-// private, link-local or otherwise non-public address, as webhooks do:
-// otherwise an account could make the service connect into the operator's
-// network (its connection test and its sends). RUNDBRIEF_SMTP_ALLOW_PRIVATE
-// (Config.SMTPAllowPrivate) allows them, for development and tests.
+// checkSMTPHost refuses an SMTP server host that is not public (see
+// mailer.SMTPGuard).
 func (a *API) checkSMTPHost(r *http.Request, host string) error {
-	if msg := a.smtpGuard.CheckHost(r.Context(), strings.TrimSpace(host)); msg != "" {
-		return store.Invalid("host", msg)
-	}
-	return nil
+	return a.smtpGuard.CheckHost(r.Context(), host)
 }

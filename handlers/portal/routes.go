@@ -20,8 +20,10 @@ import (
 	"github.com/alexedwards/scs/v2"
 	"github.com/go-chi/chi/v5"
 
+	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/secret"
+	"github.com/rundbrief/rundbrief/store/webhook"
 	"github.com/rundbrief/rundbrief/views"
 )
 
@@ -39,6 +41,15 @@ type Deps struct {
 	Log     *slog.Logger
 	BaseURL string           // public root URL (RUNDBRIEF_BASE_URL); https makes cookies Secure
 	Now     func() time.Time // the clock; nil: time.Now
+	// Mail runs SMTP connection tests and decides whether the development
+	// outbox exists (nil: no connection tests, no outbox).
+	Mail *mailer.Transports
+	// Webhooks manages webhooks, test sends and resends (nil: the webhook
+	// pages answer with an error).
+	Webhooks *webhook.Service
+	// SMTPAllowPrivate lets accounts' SMTP servers be on loopback and private
+	// addresses (RUNDBRIEF_SMTP_ALLOW_PRIVATE; development and tests only).
+	SMTPAllowPrivate bool
 }
 
 // Portal holds the dependencies of the portal pages.
@@ -50,6 +61,10 @@ type Portal struct {
 	now      func() time.Time
 	sessions *scs.SessionManager
 	csrf     *http.CrossOriginProtection
+	mail     *mailer.Transports
+	webhooks *webhook.Service
+	// smtpGuard keeps SMTP server hosts public (the API's rule).
+	smtpGuard *mailer.SMTPGuard
 }
 
 // New returns the portal; Routes registers its pages. The sessions' cleanup runs
@@ -61,7 +76,8 @@ func New(d Deps) (*Portal, error) {
 	if d.Box == nil {
 		return nil, errors.New("portal: Deps.Box is required")
 	}
-	p := &Portal{db: d.DB, box: d.Box, log: d.Log, baseURL: strings.TrimRight(d.BaseURL, "/"), now: d.Now}
+	p := &Portal{db: d.DB, box: d.Box, log: d.Log, baseURL: strings.TrimRight(d.BaseURL, "/"), now: d.Now,
+		mail: d.Mail, webhooks: d.Webhooks, smtpGuard: mailer.NewSMTPGuard(d.DB, d.Mail, d.SMTPAllowPrivate, nil)}
 	secure := strings.HasPrefix(p.baseURL, "https://")
 
 	p.sessions = scs.New()
@@ -111,6 +127,43 @@ func (p *Portal) Routes(r chi.Router) {
 			r.Get("/account/password", p.handle(p.passwordPage))
 			r.Post("/account/password", p.handle(p.changePassword))
 			r.Get("/logs/api", p.handle(p.apiLog))
+			// The development outbox: only without an operator relay (404 otherwise).
+			r.Get("/dev/outbox", p.handle(p.devOutbox))
+			r.Get("/dev/outbox/{id}", p.handle(p.devOutboxMail))
+			r.Get("/dev/outbox/{id}/html", p.handle(p.devOutboxHTML))
+
+			// Contacts, CSV import and export.
+			r.Get("/contacts", p.handle(p.listContacts))
+			r.Get("/contacts/new", p.handle(p.newContactForm))
+			r.Post("/contacts/new", p.handle(p.createContact))
+			r.Get("/contacts/export", p.handle(p.exportContacts))
+			r.Get("/contacts/import", p.handle(p.importPage))
+			r.Post("/contacts/import", p.handle(p.uploadImport))
+			r.Get("/contacts/import/{id}", p.handle(p.showImport))
+			r.Post("/contacts/import/{id}", p.handle(p.startImport))
+			r.Get("/contacts/{id}", p.handle(p.showContact))
+			r.Get("/contacts/{id}/edit", p.handle(p.editContactForm))
+			r.Post("/contacts/{id}/edit", p.handle(p.updateContact))
+			r.Get("/contacts/{id}/unsubscribe", p.handle(p.confirmContact(views.ContactUnsubscribe)))
+			r.Post("/contacts/{id}/unsubscribe", p.handle(p.unsubscribeContact))
+			r.Get("/contacts/{id}/delete", p.handle(p.confirmContact(views.ContactDelete)))
+			r.Post("/contacts/{id}/delete", p.handle(p.deleteContact))
+			r.Post("/contacts/{id}/tags", p.handle(p.addContactTags))
+			r.Post("/contacts/{id}/tags/remove", p.handle(p.removeContactTag))
+			r.Post("/contacts/{id}/lists", p.handle(p.joinContactList))
+			r.Post("/contacts/{id}/lists/{list_id}/remove", p.handle(p.leaveContactList))
+
+			// Lists and their members.
+			r.Get("/lists", p.handle(p.listLists))
+			r.Get("/lists/new", p.handle(p.newListForm))
+			r.Post("/lists/new", p.handle(p.createList))
+			r.Get("/lists/{id}", p.handle(p.listMembers))
+			r.Get("/lists/{id}/edit", p.handle(p.editListForm))
+			r.Post("/lists/{id}/edit", p.handle(p.updateList))
+			r.Get("/lists/{id}/delete", p.handle(p.confirmDeleteList))
+			r.Post("/lists/{id}/delete", p.handle(p.deleteList))
+			r.Post("/lists/{id}/members", p.handle(p.addMembers))
+			r.Post("/lists/{id}/members/{contact_id}/remove", p.handle(p.removeMember))
 
 			// Owners and admins.
 			r.Group(func(r chi.Router) {
@@ -124,6 +177,32 @@ func (p *Portal) Routes(r chi.Router) {
 				r.Post("/api-keys/{id}/renew", p.handle(p.renewKey))
 				r.Get("/api-keys/{id}/revoke", p.handle(p.confirmKey(views.KeyRevoke)))
 				r.Post("/api-keys/{id}/revoke", p.handle(p.revokeKey))
+
+				// SMTP servers and their connection test.
+				r.Get("/smtp-servers", p.handle(p.listSMTPServers))
+				r.Get("/smtp-servers/new", p.handle(p.newSMTPForm))
+				r.Post("/smtp-servers/new", p.handle(p.createSMTPServer))
+				r.Get("/smtp-servers/{id}/edit", p.handle(p.editSMTPForm))
+				r.Post("/smtp-servers/{id}/edit", p.handle(p.updateSMTPServer))
+				r.Get("/smtp-servers/{id}/delete", p.handle(p.confirmDeleteSMTP))
+				r.Post("/smtp-servers/{id}/delete", p.handle(p.deleteSMTPServer))
+				r.Post("/smtp-servers/{id}/test", p.handle(p.testSMTPServer))
+
+				// Webhooks: secrets shown once, test sends, the delivery log and resends.
+				r.Get("/webhooks", p.handle(p.listWebhooks))
+				r.Get("/webhooks/new", p.handle(p.newWebhookForm))
+				r.Post("/webhooks/new", p.handle(p.createWebhook))
+				r.Get("/webhooks/{id}/edit", p.handle(p.editWebhookForm))
+				r.Post("/webhooks/{id}/edit", p.handle(p.updateWebhook))
+				r.Post("/webhooks/{id}/pause", p.handle(p.setWebhookStatus(store.WebhookPaused)))
+				r.Post("/webhooks/{id}/resume", p.handle(p.setWebhookStatus(store.WebhookActive)))
+				r.Get("/webhooks/{id}/rotate", p.handle(p.confirmWebhook("rotate")))
+				r.Post("/webhooks/{id}/rotate", p.handle(p.rotateWebhookSecret))
+				r.Get("/webhooks/{id}/delete", p.handle(p.confirmWebhook("delete")))
+				r.Post("/webhooks/{id}/delete", p.handle(p.deleteWebhook))
+				r.Get("/webhooks/{id}/deliveries", p.handle(p.webhookDeliveries))
+				r.Post("/webhooks/{id}/test", p.handle(p.testWebhook))
+				r.Post("/webhook-deliveries/{id}/resend", p.handle(p.resendDelivery))
 			})
 		})
 	})
