@@ -153,6 +153,9 @@ func (p *Portal) Routes(r chi.Router) {
 			r.Post("/contacts/{id}/lists", p.handle(p.joinContactList))
 			r.Post("/contacts/{id}/lists/{list_id}/remove", p.handle(p.leaveContactList))
 
+			// A newsletter's statistics (its other pages: issue 7's newsletter pages).
+			r.Get("/newsletters/{id}/stats", p.handle(p.newsletterStats))
+
 			// Lists and their members.
 			r.Get("/lists", p.handle(p.listLists))
 			r.Get("/lists/new", p.handle(p.newListForm))
