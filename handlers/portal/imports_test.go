@@ -98,7 +98,7 @@ func TestImportFlow(t *testing.T) {
 	want := []string{"email", "first_name", "last_name", "custom", "custom"}
 	for i, w := range want {
 		n := strconv.Itoa(i)
-		if got := m.Doc.Find(`select[name="map_` + n + `"] option[selected]`).AttrOr("value", "?"); got != w {
+		if got := m.Doc.Find(`select[name="map_`+n+`"] option[selected]`).AttrOr("value", "?"); got != w {
 			t.Errorf("column %d guessed %q, want %q", i, got, w)
 		}
 		if m.Doc.Find(`label[for="map-`+n+`"]`).Length() != 1 {
