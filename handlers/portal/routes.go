@@ -128,6 +128,39 @@ func (p *Portal) Routes(r chi.Router) {
 			r.Get("/dev/outbox/{id}", p.handle(p.devOutboxMail))
 			r.Get("/dev/outbox/{id}/html", p.handle(p.devOutboxHTML))
 
+			// Contacts, CSV import and export.
+			r.Get("/contacts", p.handle(p.listContacts))
+			r.Get("/contacts/new", p.handle(p.newContactForm))
+			r.Post("/contacts/new", p.handle(p.createContact))
+			r.Get("/contacts/export", p.handle(p.exportContacts))
+			r.Get("/contacts/import", p.handle(p.importPage))
+			r.Post("/contacts/import", p.handle(p.uploadImport))
+			r.Get("/contacts/import/{id}", p.handle(p.showImport))
+			r.Post("/contacts/import/{id}", p.handle(p.startImport))
+			r.Get("/contacts/{id}", p.handle(p.showContact))
+			r.Get("/contacts/{id}/edit", p.handle(p.editContactForm))
+			r.Post("/contacts/{id}/edit", p.handle(p.updateContact))
+			r.Get("/contacts/{id}/unsubscribe", p.handle(p.confirmContact(views.ContactUnsubscribe)))
+			r.Post("/contacts/{id}/unsubscribe", p.handle(p.unsubscribeContact))
+			r.Get("/contacts/{id}/delete", p.handle(p.confirmContact(views.ContactDelete)))
+			r.Post("/contacts/{id}/delete", p.handle(p.deleteContact))
+			r.Post("/contacts/{id}/tags", p.handle(p.addContactTags))
+			r.Post("/contacts/{id}/tags/remove", p.handle(p.removeContactTag))
+			r.Post("/contacts/{id}/lists", p.handle(p.joinContactList))
+			r.Post("/contacts/{id}/lists/{list_id}/remove", p.handle(p.leaveContactList))
+
+			// Lists and their members.
+			r.Get("/lists", p.handle(p.listLists))
+			r.Get("/lists/new", p.handle(p.newListForm))
+			r.Post("/lists/new", p.handle(p.createList))
+			r.Get("/lists/{id}", p.handle(p.listMembers))
+			r.Get("/lists/{id}/edit", p.handle(p.editListForm))
+			r.Post("/lists/{id}/edit", p.handle(p.updateList))
+			r.Get("/lists/{id}/delete", p.handle(p.confirmDeleteList))
+			r.Post("/lists/{id}/delete", p.handle(p.deleteList))
+			r.Post("/lists/{id}/members", p.handle(p.addMembers))
+			r.Post("/lists/{id}/members/{contact_id}/remove", p.handle(p.removeMember))
+
 			// Owners and admins.
 			r.Group(func(r chi.Router) {
 				r.Use(p.requireAdmin)
