@@ -297,9 +297,9 @@ func ActivitySection(l ActivityList) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var15 string
-				templ_7745c5c3_Var15, templ_7745c5c3_Err = templ.JoinStringErrs(activityLabel(t, a.Action))
+				templ_7745c5c3_Var15, templ_7745c5c3_Err = templ.JoinStringErrs(logActionLabel(t, a.Action))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/activity.templ`, Line: 78, Col: 89}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/activity.templ`, Line: 78, Col: 90}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var15))
 				if templ_7745c5c3_Err != nil {
@@ -384,7 +384,7 @@ func objectTypeOptions(t Text, selected string) []Option {
 	return out
 }
 
-func activityLabel(t Text, action string) string {
+func logActionLabel(t Text, action string) string {
 	if l := t.Activity.Actions[action]; l != "" {
 		return l
 	}
