@@ -5,10 +5,12 @@ import "slices"
 // Page ids of the sidebar. A page passes its id to the shell (Shell.Active) to be
 // marked as the current one; tests find an entry as data-testid="nav-<id>".
 const (
-	NavDashboard = "dashboard"
-	NavAPIKeys   = "api-keys"
-	NavAPILog    = "api-log"
-	NavPassword  = "password"
+	NavDashboard   = "dashboard"
+	NavNewsletters = "newsletters"
+	NavForms       = "forms"
+	NavAPIKeys     = "api-keys"
+	NavAPILog      = "api-log"
+	NavPassword    = "password"
 )
 
 // NavItem is one entry of the sidebar.
@@ -28,6 +30,8 @@ func Navigation(t Text) []NavItem {
 	admins := []string{"owner", "admin"}
 	return []NavItem{
 		{ID: NavDashboard, Href: "/dashboard", Label: t.Nav.Dashboard, Icon: "home"},
+		{ID: NavNewsletters, Href: "/newsletters", Label: t.Nav.Newsletters, Icon: "mail"},
+		{ID: NavForms, Href: "/forms", Label: t.Nav.Forms, Icon: "form"},
 		{ID: NavAPIKeys, Href: "/api-keys", Label: t.Nav.APIKeys, Section: t.Nav.SectionDev, Roles: admins, Icon: "key"},
 		{ID: NavAPILog, Href: "/logs/api", Label: t.Nav.APILog, Section: t.Nav.SectionDev, Icon: "log"},
 		{ID: NavPassword, Href: "/account/password", Label: t.Nav.Password, Section: t.Nav.SectionAccount, Icon: "lock"},
@@ -66,6 +70,10 @@ func iconPath(name string) string {
 		return "M12.5 3.5a4 4 0 1 1-3.3 6.3L3.5 15.5V17h2.5v-1.5h1.5V14H9l1.2-1.2A4 4 0 0 1 12.5 3.5zM13.5 6.5h.01"
 	case "log":
 		return "M4 4.5h12M4 8.5h12M4 12.5h8M4 16.5h5"
+	case "mail":
+		return "M3 5.5h14v9H3zM3.5 6l6.5 5 6.5-5"
+	case "form":
+		return "M4 3.5h12v13H4zM7 7.5h6M7 10.5h6M7 13.5h3"
 	case "lock":
 		return "M5 9h10v8H5zM7 9V6.5a3 3 0 0 1 6 0V9M10 12.5v1.5"
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/alexedwards/scs/v2"
 	"github.com/go-chi/chi/v5"
 
+	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/secret"
 	"github.com/rundbrief/rundbrief/views"
@@ -39,6 +40,9 @@ type Deps struct {
 	Log     *slog.Logger
 	BaseURL string           // public root URL (RUNDBRIEF_BASE_URL); https makes cookies Secure
 	Now     func() time.Time // the clock; nil: time.Now
+	// Campaigns sends test mails and newsletters, schedules them and renders
+	// previews (the API's service); nil: the newsletter pages cannot send.
+	Campaigns *mailer.Campaigns
 }
 
 // Portal holds the dependencies of the portal pages.
@@ -50,6 +54,8 @@ type Portal struct {
 	now      func() time.Time
 	sessions *scs.SessionManager
 	csrf     *http.CrossOriginProtection
+
+	campaigns *mailer.Campaigns
 }
 
 // New returns the portal; Routes registers its pages. The sessions' cleanup runs
@@ -61,7 +67,7 @@ func New(d Deps) (*Portal, error) {
 	if d.Box == nil {
 		return nil, errors.New("portal: Deps.Box is required")
 	}
-	p := &Portal{db: d.DB, box: d.Box, log: d.Log, baseURL: strings.TrimRight(d.BaseURL, "/"), now: d.Now}
+	p := &Portal{db: d.DB, box: d.Box, log: d.Log, baseURL: strings.TrimRight(d.BaseURL, "/"), now: d.Now, campaigns: d.Campaigns}
 	secure := strings.HasPrefix(p.baseURL, "https://")
 
 	p.sessions = scs.New()
@@ -111,6 +117,33 @@ func (p *Portal) Routes(r chi.Router) {
 			r.Get("/account/password", p.handle(p.passwordPage))
 			r.Post("/account/password", p.handle(p.changePassword))
 			r.Get("/logs/api", p.handle(p.apiLog))
+
+			// Newsletters (issue 7): drafts, preview, test mails, sending.
+			r.Get("/newsletters", p.handle(p.listNewsletters))
+			r.Get("/newsletters/new", p.handle(p.newNewsletter))
+			r.Post("/newsletters/new", p.handle(p.createNewsletter))
+			r.Post("/newsletters/preview", p.handle(p.previewNewsletter))
+			r.Get("/newsletters/{id}", p.handle(p.showNewsletter))
+			r.Post("/newsletters/{id}", p.handle(p.saveNewsletter))
+			r.Get("/newsletters/{id}/send", p.handle(p.sendConfirmation))
+			r.Post("/newsletters/{id}/send", p.handle(p.sendNewsletter))
+			r.Get("/newsletters/{id}/progress", p.handle(p.newsletterProgress))
+			r.Post("/newsletters/{id}/unschedule", p.handle(p.newsletterAction(p.unscheduleNewsletter, func(t views.Text) string { return t.Newsletters.UnscheduledFlash })))
+			r.Post("/newsletters/{id}/pause", p.handle(p.newsletterAction(p.pauseNewsletter, func(t views.Text) string { return t.Newsletters.PausedFlash })))
+			r.Post("/newsletters/{id}/resume", p.handle(p.newsletterAction(p.resumeNewsletter, func(t views.Text) string { return t.Newsletters.ResumedFlash })))
+			r.Post("/newsletters/{id}/duplicate", p.handle(p.duplicateNewsletter))
+			r.Get("/newsletters/{id}/delete", p.handle(p.confirmDeleteNewsletter))
+			r.Post("/newsletters/{id}/delete", p.handle(p.deleteNewsletter))
+
+			// Sign-up forms (issue 7): create, embed code, preview.
+			r.Get("/forms", p.handle(p.listForms))
+			r.Get("/forms/new", p.handle(p.newForm))
+			r.Post("/forms/new", p.handle(p.createForm))
+			r.Get("/forms/{id}/edit", p.handle(p.editForm))
+			r.Post("/forms/{id}/edit", p.handle(p.updateForm))
+			r.Get("/forms/{id}/embed", p.handle(p.formEmbed))
+			r.Get("/forms/{id}/delete", p.handle(p.confirmDeleteForm))
+			r.Post("/forms/{id}/delete", p.handle(p.deleteForm))
 
 			// Owners and admins.
 			r.Group(func(r chi.Router) {
