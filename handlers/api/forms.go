@@ -178,4 +178,6 @@ func (a *API) scriptURL() string { return strings.TrimRight(a.cfg.BaseURL, "/") 
 
 // signUpForm is a form as the embed snippet renders it (no stamp: signup.js
 // fetches one when the snippet is shown); the portal's embed page shows the same.
-func (a *API) signUpForm(f store.Form) views.SignUpForm { return views.NewSignUpEmbed(a.cfg.BaseURL, f) }
+func (a *API) signUpForm(f store.Form) views.SignUpForm {
+	return views.NewSignUpEmbed(a.cfg.BaseURL, f)
+}
