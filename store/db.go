@@ -22,6 +22,7 @@ type DB struct {
 	// counters and the API log. Business data never goes through it.
 	relaxed *sqlx.DB
 	keys    *keyCache
+	stmts   stmtCache
 }
 
 // Open connects to PostgreSQL and checks the connection.

@@ -11,6 +11,10 @@ const (
 	NavAPIKeys     = "api-keys"
 	NavAPILog      = "api-log"
 	NavPassword    = "password"
+	NavSMTP        = "smtp-servers"
+	NavWebhooks    = "webhooks"
+	NavActivity    = "activity-log"
+	NavUsers       = "users"
 )
 
 // NavItem is one entry of the sidebar.
@@ -33,7 +37,9 @@ func Navigation(t Text) []NavItem {
 		{ID: NavNewsletters, Href: "/newsletters", Label: t.Nav.Newsletters, Icon: "mail"},
 		{ID: NavForms, Href: "/forms", Label: t.Nav.Forms, Icon: "form"},
 		{ID: NavAPIKeys, Href: "/api-keys", Label: t.Nav.APIKeys, Section: t.Nav.SectionDev, Roles: admins, Icon: "key"},
+		{ID: NavWebhooks, Href: "/webhooks", Label: t.Nav.Webhooks, Section: t.Nav.SectionDev, Roles: admins, Icon: "webhook"},
 		{ID: NavAPILog, Href: "/logs/api", Label: t.Nav.APILog, Section: t.Nav.SectionDev, Icon: "log"},
+		{ID: NavSMTP, Href: "/smtp-servers", Label: t.Nav.SMTP, Section: t.Nav.SectionSettings, Roles: admins, Icon: "mail"},
 		{ID: NavPassword, Href: "/account/password", Label: t.Nav.Password, Section: t.Nav.SectionAccount, Icon: "lock"},
 	}
 }
@@ -71,9 +77,15 @@ func iconPath(name string) string {
 	case "log":
 		return "M4 4.5h12M4 8.5h12M4 12.5h8M4 16.5h5"
 	case "mail":
-		return "M3 5.5h14v9H3zM3.5 6l6.5 5 6.5-5"
+		return "M3 5h14v10H3zM3.5 5.5 10 11l6.5-5.5"
 	case "form":
 		return "M4 3.5h12v13H4zM7 7.5h6M7 10.5h6M7 13.5h3"
+	case "webhook":
+		return "M7 13.5a3 3 0 1 1 1.5-5.6L11 4M13 13.5h-5M13 13.5a3 3 0 1 0 0-.01M10 4a3 3 0 1 1 .01 0"
+	case "activity":
+		return "M2.5 10h3l2-5 5 10 2-5h3"
+	case "users":
+		return "M7.5 9a3 3 0 1 0 0-6 3 3 0 0 0 0 6zM2 17c0-3 2.5-5 5.5-5s5.5 2 5.5 5M13 3.3a3 3 0 0 1 0 5.4M15 12.3c1.8.7 3 2.4 3 4.7"
 	case "lock":
 		return "M5 9h10v8H5zM7 9V6.5a3 3 0 0 1 6 0V9M10 12.5v1.5"
 	}

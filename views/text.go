@@ -38,11 +38,16 @@ type Text struct {
 	Dashboard DashboardText
 	Keys      KeysText
 	Logs      LogsText
+	Errors    ErrorsText
+	// SMTP holds the SMTP servers pages, Outbox the development outbox.
+	SMTP   SMTPText
+	Outbox OutboxText
+	// Webhooks holds the webhook pages and their delivery log.
+	Webhooks WebhooksText
 	// Newsletters holds the newsletter list, editor, preview and sending pages.
 	Newsletters NewslettersText
 	// Forms holds the sign-up form pages (list, editor, embed code, preview).
-	Forms  FormsText
-	Errors ErrorsText
+	Forms FormsText
 	// Public holds the public pages (hosted sign-up form, confirmation).
 	Public PublicText
 	// Unsubscribe holds the unsubscribe page behind every mail's link.
@@ -87,15 +92,20 @@ type CommonText struct {
 
 // NavText holds the sidebar's labels.
 type NavText struct {
-	Label          string // aria-label of the navigation
-	Dashboard      string
-	Newsletters    string
-	Forms          string
-	SectionDev     string
-	APIKeys        string
-	APILog         string
-	SectionAccount string
-	Password       string
+	Label           string // aria-label of the navigation
+	Dashboard       string
+	Newsletters     string
+	Forms           string
+	SectionDev      string
+	APIKeys         string
+	APILog          string
+	SectionAccount  string
+	Password        string
+	SectionSettings string
+	SMTP            string
+	Webhooks        string
+	Activity        string
+	Users           string
 }
 
 // ShellText holds the app shell's own strings.
@@ -436,6 +446,77 @@ type FormsText struct {
 	ProtectionNone  string
 }
 
+// SMTPText holds the SMTP servers pages.
+type SMTPText struct {
+	Title, Lead, New, NewTitle, EditTitle, Create string // EditTitle: %s server name
+	EmptyTitle, EmptyBody, Caption                string
+	DevOutboxNote                                 string
+	Name, NameHint                                string
+	Server, Host, HostHint, Port, PortHint        string
+	Encryption, EncryptionHint                    string
+	EncryptionLabels                              map[string]string // none, starttls, tls
+	Username, UsernameHint                        string
+	Password, PasswordHint, PasswordKeepHint      string
+	RemovePassword, PasswordStored                string
+	Sender, FromEmail, FromEmailHint              string
+	FromName, FromNameHint                        string
+	Rate, RateHint, PortNumber, RateNumber        string
+	IsDefault, IsDefaultHint, Default             string
+	Login, NoLogin                                string
+	LastTest, NeverTested, Test, Testing          string
+	TestCodes                                     map[string]string // ok, connect_failed, tls_failed, auth_failed
+	TestedIn                                      string            // %s time, %s milliseconds
+	Delete, DeleteQuestion, DeleteDetail          string            // DeleteQuestion: %s name
+	DeleteDefaultDetail                           string
+	CreatedFlash, UpdatedFlash, DeletedFlash      string // %s name
+	TestUnavailable                               string
+}
+
+// WebhooksText holds the webhook pages and the delivery log.
+type WebhooksText struct {
+	Title, Lead, New, NewTitle, EditTitle, Create string // EditTitle: %s URL
+	EmptyTitle, EmptyBody, Caption                string
+	URL, URLHint, Description, DescriptionHint    string
+	Events, EventsHint, AllEvents, AllEventsLong  string
+	EventGroups                                   map[string]string // contact, list, email, campaign, other
+	EventLabels                                   map[string]string // by event name
+	Status, Active, Paused, Created               string
+	PauseReasons                                  map[string]string // manual, failures, gone
+	Failures                                      string            // %d failed attempts in a row
+	PreviousSecret                                string            // %s: until when the old secret still signs
+	Deliveries, Pause, Resume, Rotate, Delete     string
+	PausedFlash, ResumedFlash                     string // %s URL
+	CreatedFlash, UpdatedFlash, DeletedFlash      string // %s URL
+	RotateQuestion, RotateDetail, RotateConfirm   string // RotateQuestion: %s URL
+	DeleteQuestion, DeleteDetail                  string // DeleteQuestion: %s URL
+	LimitReached                                  string // %d max webhooks
+	RevealTitle, RevealBody, RevealLabel          string // RevealLabel: %s URL
+	RevealUsage                                   string
+	DeliveriesTitle, BackToList                   string
+	TestTitle, TestLead, TestEvent, TestSend      string
+	TestSentFlash                                 string // %s status label, %s response code or "–"
+	TestBadge                                     string
+	DeliveriesCaption                             string
+	DeliveriesEmptyTitle, DeliveriesEmptyBody     string
+	NoMatchBody, AnyEvent                         string
+	Time, Event, ResponseCode, Duration, Attempts string
+	DeliveryStatuses                              map[string]string // pending, retrying, succeeded, failed
+	NextAttempt                                   string            // %s time
+	Resend, ResentFlash                           string            // ResentFlash: %s status label
+	ShowDetails, Payload, ResponseBody            string
+	NoResponse, AttemptLog, NoStatus              string
+	Unavailable                                   string
+}
+
+// OutboxText holds the development outbox.
+type OutboxText struct {
+	Title, Lead, Caption, EmptyTitle, EmptyBody string
+	Time, Subject, From, To, Size, NoSubject    string
+	MailLead                                    string // %s recipient, %s time
+	Back, Headers, TextPart, HTMLPart, HTMLNote string
+	ReadError                                   string
+}
+
 // ErrorsText holds the error pages.
 type ErrorsText struct {
 	NotFoundTitle   string
@@ -564,15 +645,20 @@ func German() Text {
 			CopyFailed:   "Kopieren nicht möglich – bitte markieren und mit Strg+C kopieren.",
 		},
 		Nav: NavText{
-			Label:          "Hauptnavigation",
-			Dashboard:      "Übersicht",
-			Newsletters:    "Newsletter",
-			Forms:          "Anmeldeformulare",
-			SectionDev:     "Entwickler",
-			APIKeys:        "API-Schlüssel",
-			APILog:         "API-Protokoll",
-			SectionAccount: "Konto",
-			Password:       "Passwort ändern",
+			Label:           "Hauptnavigation",
+			Dashboard:       "Übersicht",
+			Newsletters:     "Newsletter",
+			Forms:           "Anmeldeformulare",
+			SectionDev:      "Entwickler",
+			APIKeys:         "API-Schlüssel",
+			APILog:          "API-Protokoll",
+			SectionAccount:  "Konto",
+			Password:        "Passwort ändern",
+			SectionSettings: "Einstellungen",
+			SMTP:            "SMTP-Server",
+			Webhooks:        "Webhooks",
+			Activity:        "Aktivitätsprotokoll",
+			Users:           "Benutzer",
 		},
 		Shell: ShellText{
 			Account:    "Benutzerkonto",
@@ -940,6 +1026,203 @@ func German() Text {
 			BadRequestTitle: "Fehlerhafte Anfrage",
 			BadRequest:      "Das Formular konnte nicht gelesen werden (zu groß oder beschädigt). Bitte laden Sie die Seite neu.",
 			BackToDashboard: "Zur Übersicht",
+		},
+		SMTP: SMTPText{
+			Title:         "SMTP-Server",
+			Lead:          "Über Ihre eigenen SMTP-Server verschickt Rundbrief die E-Mails dieses Kontos. Der Standardserver wird benutzt, wenn ein Versand keinen anderen nennt.",
+			New:           "SMTP-Server hinzufügen",
+			NewTitle:      "SMTP-Server hinzufügen",
+			EditTitle:     "SMTP-Server „%s“ bearbeiten",
+			Create:        "Server hinzufügen",
+			EmptyTitle:    "Noch keine eigenen SMTP-Server",
+			EmptyBody:     "Ohne eigenen Server gehen E-Mails über den Server des Betreibers. Fügen Sie einen hinzu, um mit Ihrer eigenen Domain und Ihrem eigenen Anbieter zu versenden.",
+			Caption:       "SMTP-Server dieses Kontos",
+			DevOutboxNote: "Entwicklungsmodus: Es ist kein Server des Betreibers eingerichtet. E-Mails ohne eigenen SMTP-Server werden nicht verschickt, sondern im Postausgang gesammelt:",
+			Name:          "Name",
+			NameHint:      "Zur Unterscheidung, z. B. „Mailjet“ oder „Eigener Server“.",
+			Server:        "Server",
+			Host:          "Hostname",
+			HostHint:      "Ohne Schema und Port, z. B. smtp.example.com.",
+			Port:          "Port",
+			PortHint:      "Leer: der übliche Port der Verschlüsselung (587, 465 oder 25).",
+			Encryption:    "Verschlüsselung",
+			EncryptionHint: "STARTTLS (meist Port 587) oder TLS von Anfang an (meist Port 465). " +
+				"Unverschlüsselt nur für Server im eigenen Netz.",
+			EncryptionLabels: map[string]string{
+				"starttls": "STARTTLS",
+				"tls":      "TLS (SMTPS)",
+				"none":     "Keine (unverschlüsselt)",
+			},
+			Username:         "Benutzername",
+			UsernameHint:     "Leer, wenn der Server keine Anmeldung verlangt.",
+			Password:         "Passwort",
+			PasswordHint:     "Wird verschlüsselt gespeichert und nie wieder angezeigt.",
+			PasswordKeepHint: "Ein Passwort ist gespeichert (es wird nie angezeigt). Leer lassen, um es zu behalten; oder ein neues eingeben.",
+			RemovePassword:   "Gespeichertes Passwort entfernen",
+			PasswordStored:   "Passwort gespeichert",
+			Sender:           "Absender",
+			FromEmail:        "Absenderadresse",
+			FromEmailHint:    "Die Adresse, von der die E-Mails kommen; der Server muss sie verschicken dürfen.",
+			FromName:         "Absendername",
+			FromNameHint:     "Optional, z. B. Ihr Firmenname.",
+			Rate:             "Höchstens E-Mails pro Sekunde",
+			RateHint:         "0 oder leer: unbegrenzt. Viele Anbieter begrenzen die Rate.",
+			PortNumber:       "Bitte eine ganze Zahl angeben.",
+			RateNumber:       "Bitte eine ganze Zahl angeben.",
+			IsDefault:        "Standardserver dieses Kontos",
+			IsDefaultHint:    "Der Standardserver verschickt alle E-Mails, die keinen anderen Server nennen. Es gibt höchstens einen.",
+			Default:          "Standard",
+			Login:            "Anmeldung",
+			NoLogin:          "ohne Anmeldung",
+			LastTest:         "Letzter Test",
+			NeverTested:      "Noch nicht getestet",
+			Test:             "Verbindung testen",
+			Testing:          "Wird geprüft …",
+			TestCodes: map[string]string{
+				"ok":             "Erfolgreich",
+				"connect_failed": "Verbindung fehlgeschlagen",
+				"tls_failed":     "Verschlüsselung fehlgeschlagen",
+				"auth_failed":    "Anmeldung fehlgeschlagen",
+			},
+			TestedIn:            "Getestet am %s in %s ms",
+			Delete:              "Löschen",
+			DeleteQuestion:      "SMTP-Server „%s“ löschen?",
+			DeleteDetail:        "E-Mails, die diesen Server nennen, gehen danach über den Standardserver.",
+			DeleteDefaultDetail: "Das ist der Standardserver: Danach wird Ihr ältester anderer Server zum Standard, ohne weitere Server gehen E-Mails über den Server des Betreibers.",
+			CreatedFlash:        "Der SMTP-Server „%s“ wurde hinzugefügt. Testen Sie jetzt die Verbindung.",
+			UpdatedFlash:        "Der SMTP-Server „%s“ wurde gespeichert.",
+			DeletedFlash:        "Der SMTP-Server „%s“ wurde gelöscht.",
+			TestUnavailable:     "Der Verbindungstest ist in diesem Prozess nicht verfügbar.",
+		},
+		Webhooks: WebhooksText{
+			Title:           "Webhooks",
+			Lead:            "Webhooks melden Ereignisse in Rundbrief sofort an Ihre Systeme: als signierte HTTP-POST-Anfrage an eine URL Ihrer Wahl.",
+			New:             "Neuer Webhook",
+			NewTitle:        "Neuen Webhook anlegen",
+			EditTitle:       "Webhook „%s“ bearbeiten",
+			Create:          "Webhook anlegen",
+			EmptyTitle:      "Noch keine Webhooks",
+			EmptyBody:       "Legen Sie einen Webhook an, damit Ihr Shop, CRM oder Automatisierungsdienst von neuen Kontakten, Abmeldungen und Öffnungen erfährt.",
+			Caption:         "Webhooks dieses Kontos",
+			URL:             "URL",
+			URLHint:         "Eine öffentlich erreichbare https-Adresse, z. B. https://shop.example.com/hooks/rundbrief.",
+			Description:     "Beschreibung",
+			DescriptionHint: "Optional: wofür der Webhook da ist.",
+			Events:          "Ereignisse",
+			EventsHint:      "Wählen Sie, welche Ereignisse gesendet werden.",
+			AllEvents:       "Alle Ereignisse",
+			AllEventsLong:   "Alle Ereignisse, auch künftig hinzukommende",
+			EventGroups: map[string]string{
+				"contact":  "Kontakte",
+				"list":     "Listen",
+				"email":    "E-Mails",
+				"campaign": "Kampagnen",
+				"other":    "Termine, Posteingang, Käufe",
+			},
+			EventLabels: map[string]string{
+				"contact.created":      "Kontakt angelegt",
+				"contact.updated":      "Kontakt geändert",
+				"contact.deleted":      "Kontakt gelöscht",
+				"contact.unsubscribed": "Kontakt abgemeldet",
+				"list.joined":          "In Liste aufgenommen",
+				"list.left":            "Aus Liste entfernt",
+				"email.sent":           "E-Mail versendet",
+				"email.opened":         "E-Mail geöffnet",
+				"email.clicked":        "Link geklickt",
+				"email.bounced":        "E-Mail unzustellbar",
+				"newsletter.sent":      "Newsletter fertig versendet",
+				"sequence.completed":   "Sequenz abgeschlossen",
+				"ab_test.completed":    "A/B-Test entschieden",
+				"appointment.booked":   "Termin gebucht",
+				"inbox.received":       "Nachricht eingegangen",
+				"inbox.replied":        "Nachricht beantwortet",
+				"order.completed":      "Kauf abgeschlossen",
+			},
+			Status:  "Status",
+			Active:  "Aktiv",
+			Paused:  "Pausiert",
+			Created: "Angelegt",
+			PauseReasons: map[string]string{
+				"manual":   "von Hand pausiert",
+				"failures": "nach 20 Fehlversuchen in Folge",
+				"gone":     "der Empfänger antwortete 410 Gone",
+			},
+			Failures:             "%d Fehlversuche in Folge",
+			PreviousSecret:       "Altes Secret signiert noch bis %s",
+			Deliveries:           "Zustellungen",
+			Pause:                "Pausieren",
+			Resume:               "Fortsetzen",
+			Rotate:               "Secret erneuern",
+			Delete:               "Löschen",
+			PausedFlash:          "Der Webhook %s ist pausiert. Neue Ereignisse werden gesammelt und nach dem Fortsetzen zugestellt.",
+			ResumedFlash:         "Der Webhook %s ist wieder aktiv.",
+			CreatedFlash:         "Der Webhook %s wurde angelegt.",
+			UpdatedFlash:         "Der Webhook %s wurde gespeichert.",
+			DeletedFlash:         "Der Webhook %s wurde gelöscht.",
+			RotateQuestion:       "Signatur-Secret von %s erneuern?",
+			RotateDetail:         "Sie erhalten ein neues Secret. Das bisherige signiert noch 24 Stunden mit, damit Sie Ihren Empfänger in Ruhe umstellen können.",
+			RotateConfirm:        "Secret erneuern",
+			DeleteQuestion:       "Webhook %s löschen?",
+			DeleteDetail:         "Der Webhook und sein Zustellprotokoll werden gelöscht; ausstehende Zustellungen entfallen.",
+			LimitReached:         "Ihr Tarif erlaubt höchstens %d Webhooks. Löschen Sie einen oder wechseln Sie den Tarif.",
+			RevealTitle:          "Ihr Signatur-Secret",
+			RevealBody:           "Kopieren Sie das Secret jetzt in Ihren Empfänger. Es wird nur dieses eine Mal angezeigt.",
+			RevealLabel:          "Signatur-Secret für %s",
+			RevealUsage:          "Jede Anfrage trägt X-Service-Signature (t=…,v1=…, HMAC-SHA256 wie bei Stripe) und die Standard-Webhooks-Kopfzeilen.",
+			DeliveriesTitle:      "Zustellungen",
+			BackToList:           "Zurück zu den Webhooks",
+			TestTitle:            "Testereignis senden",
+			TestLead:             "Sendet sofort ein Beispiel des gewählten Ereignisses (markiert mit \"test\": true), auch an einen pausierten Webhook.",
+			TestEvent:            "Ereignis",
+			TestSend:             "Testereignis senden",
+			TestSentFlash:        "Testereignis gesendet: %s, Antwort %s.",
+			TestBadge:            "Test",
+			DeliveriesCaption:    "Zustellungen dieses Webhooks, neueste zuerst",
+			DeliveriesEmptyTitle: "Noch keine Zustellungen",
+			DeliveriesEmptyBody:  "Sobald ein abonniertes Ereignis eintritt oder Sie ein Testereignis senden, erscheint die Zustellung hier.",
+			NoMatchBody:          "Für diesen Filter gibt es keine Zustellungen. Ändern oder entfernen Sie den Filter.",
+			AnyEvent:             "Alle Ereignisse",
+			Time:                 "Zeit",
+			Event:                "Ereignis",
+			ResponseCode:         "Antwort",
+			Duration:             "Dauer",
+			Attempts:             "Versuche",
+			DeliveryStatuses: map[string]string{
+				"pending":   "Ausstehend",
+				"retrying":  "Wird wiederholt",
+				"succeeded": "Zugestellt",
+				"failed":    "Fehlgeschlagen",
+			},
+			NextAttempt:  "Nächster Versuch %s",
+			Resend:       "Erneut senden",
+			ResentFlash:  "Erneut gesendet: %s.",
+			ShowDetails:  "Inhalt und Antwort anzeigen",
+			Payload:      "Gesendeter Inhalt",
+			ResponseBody: "Antwort des Empfängers",
+			NoResponse:   "Keine Antwort erhalten.",
+			AttemptLog:   "Versuche",
+			NoStatus:     "keine Antwort",
+			Unavailable:  "Webhooks sind in diesem Prozess nicht verfügbar.",
+		},
+		Outbox: OutboxText{
+			Title:      "Postausgang (Entwicklung)",
+			Lead:       "Im Entwicklungsmodus werden E-Mails ohne eigenen SMTP-Server hier gesammelt statt verschickt. Es bleiben die letzten 1.000.",
+			Caption:    "Gesammelte E-Mails, neueste zuerst",
+			EmptyTitle: "Der Postausgang ist leer",
+			EmptyBody:  "Sobald Rundbrief eine E-Mail verschickt (Test, Newsletter, Double-Opt-in), erscheint sie hier.",
+			Time:       "Zeit",
+			Subject:    "Betreff",
+			From:       "Von",
+			To:         "An",
+			Size:       "Größe",
+			NoSubject:  "(ohne Betreff)",
+			MailLead:   "An %s, gesammelt am %s",
+			Back:       "Zurück zum Postausgang",
+			Headers:    "Kopfzeilen",
+			TextPart:   "Textfassung",
+			HTMLPart:   "HTML-Fassung",
+			HTMLNote:   "Abgeschirmt angezeigt: ohne Skripte und ohne Bilder von außen (die sonst z. B. eine Öffnung zählen würden).",
+			ReadError:  "Die E-Mail ließ sich nicht vollständig zerlegen; angezeigt wird, was lesbar war.",
 		},
 		Unsubscribe: UnsubscribeText{
 			Title:        "Abmelden",

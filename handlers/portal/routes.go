@@ -23,6 +23,7 @@ import (
 	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/secret"
+	"github.com/rundbrief/rundbrief/store/webhook"
 	"github.com/rundbrief/rundbrief/views"
 )
 
@@ -40,6 +41,12 @@ type Deps struct {
 	Log     *slog.Logger
 	BaseURL string           // public root URL (RUNDBRIEF_BASE_URL); https makes cookies Secure
 	Now     func() time.Time // the clock; nil: time.Now
+	// Mail runs SMTP connection tests and decides whether the development
+	// outbox exists (nil: no connection tests, no outbox).
+	Mail *mailer.Transports
+	// Webhooks manages webhooks, test sends and resends (nil: the webhook
+	// pages answer with an error).
+	Webhooks *webhook.Service
 	// Campaigns sends test mails and newsletters, schedules them and renders
 	// previews (the API's service); nil: the newsletter pages cannot send.
 	Campaigns *mailer.Campaigns
@@ -47,14 +54,15 @@ type Deps struct {
 
 // Portal holds the dependencies of the portal pages.
 type Portal struct {
-	db       *store.DB
-	box      *secret.Box
-	log      *slog.Logger
-	baseURL  string
-	now      func() time.Time
-	sessions *scs.SessionManager
-	csrf     *http.CrossOriginProtection
-
+	db        *store.DB
+	box       *secret.Box
+	log       *slog.Logger
+	baseURL   string
+	now       func() time.Time
+	sessions  *scs.SessionManager
+	csrf      *http.CrossOriginProtection
+	mail      *mailer.Transports
+	webhooks  *webhook.Service
 	campaigns *mailer.Campaigns
 }
 
@@ -67,7 +75,8 @@ func New(d Deps) (*Portal, error) {
 	if d.Box == nil {
 		return nil, errors.New("portal: Deps.Box is required")
 	}
-	p := &Portal{db: d.DB, box: d.Box, log: d.Log, baseURL: strings.TrimRight(d.BaseURL, "/"), now: d.Now, campaigns: d.Campaigns}
+	p := &Portal{db: d.DB, box: d.Box, log: d.Log, baseURL: strings.TrimRight(d.BaseURL, "/"), now: d.Now,
+		mail: d.Mail, webhooks: d.Webhooks, campaigns: d.Campaigns}
 	secure := strings.HasPrefix(p.baseURL, "https://")
 
 	p.sessions = scs.New()
@@ -117,6 +126,10 @@ func (p *Portal) Routes(r chi.Router) {
 			r.Get("/account/password", p.handle(p.passwordPage))
 			r.Post("/account/password", p.handle(p.changePassword))
 			r.Get("/logs/api", p.handle(p.apiLog))
+			// The development outbox: only without an operator relay (404 otherwise).
+			r.Get("/dev/outbox", p.handle(p.devOutbox))
+			r.Get("/dev/outbox/{id}", p.handle(p.devOutboxMail))
+			r.Get("/dev/outbox/{id}/html", p.handle(p.devOutboxHTML))
 
 			// Newsletters (issue 7): drafts, preview, test mails, sending.
 			r.Get("/newsletters", p.handle(p.listNewsletters))
@@ -157,6 +170,32 @@ func (p *Portal) Routes(r chi.Router) {
 				r.Post("/api-keys/{id}/renew", p.handle(p.renewKey))
 				r.Get("/api-keys/{id}/revoke", p.handle(p.confirmKey(views.KeyRevoke)))
 				r.Post("/api-keys/{id}/revoke", p.handle(p.revokeKey))
+
+				// SMTP servers and their connection test.
+				r.Get("/smtp-servers", p.handle(p.listSMTPServers))
+				r.Get("/smtp-servers/new", p.handle(p.newSMTPForm))
+				r.Post("/smtp-servers/new", p.handle(p.createSMTPServer))
+				r.Get("/smtp-servers/{id}/edit", p.handle(p.editSMTPForm))
+				r.Post("/smtp-servers/{id}/edit", p.handle(p.updateSMTPServer))
+				r.Get("/smtp-servers/{id}/delete", p.handle(p.confirmDeleteSMTP))
+				r.Post("/smtp-servers/{id}/delete", p.handle(p.deleteSMTPServer))
+				r.Post("/smtp-servers/{id}/test", p.handle(p.testSMTPServer))
+
+				// Webhooks: secrets shown once, test sends, the delivery log and resends.
+				r.Get("/webhooks", p.handle(p.listWebhooks))
+				r.Get("/webhooks/new", p.handle(p.newWebhookForm))
+				r.Post("/webhooks/new", p.handle(p.createWebhook))
+				r.Get("/webhooks/{id}/edit", p.handle(p.editWebhookForm))
+				r.Post("/webhooks/{id}/edit", p.handle(p.updateWebhook))
+				r.Post("/webhooks/{id}/pause", p.handle(p.setWebhookStatus(store.WebhookPaused)))
+				r.Post("/webhooks/{id}/resume", p.handle(p.setWebhookStatus(store.WebhookActive)))
+				r.Get("/webhooks/{id}/rotate", p.handle(p.confirmWebhook("rotate")))
+				r.Post("/webhooks/{id}/rotate", p.handle(p.rotateWebhookSecret))
+				r.Get("/webhooks/{id}/delete", p.handle(p.confirmWebhook("delete")))
+				r.Post("/webhooks/{id}/delete", p.handle(p.deleteWebhook))
+				r.Get("/webhooks/{id}/deliveries", p.handle(p.webhookDeliveries))
+				r.Post("/webhooks/{id}/test", p.handle(p.testWebhook))
+				r.Post("/webhook-deliveries/{id}/resend", p.handle(p.resendDelivery))
 			})
 		})
 	})
