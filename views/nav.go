@@ -8,6 +8,8 @@ const (
 	NavDashboard   = "dashboard"
 	NavNewsletters = "newsletters"
 	NavForms       = "forms"
+	NavContacts    = "contacts"
+	NavLists       = "lists"
 	NavAPIKeys     = "api-keys"
 	NavAPILog      = "api-log"
 	NavPassword    = "password"
@@ -34,6 +36,8 @@ func Navigation(t Text) []NavItem {
 	admins := []string{"owner", "admin"}
 	return []NavItem{
 		{ID: NavDashboard, Href: "/dashboard", Label: t.Nav.Dashboard, Icon: "home"},
+		{ID: NavContacts, Href: "/contacts", Label: t.Nav.Contacts, Icon: "users"},
+		{ID: NavLists, Href: "/lists", Label: t.Nav.Lists, Icon: "lists"},
 		{ID: NavNewsletters, Href: "/newsletters", Label: t.Nav.Newsletters, Icon: "mail"},
 		{ID: NavForms, Href: "/forms", Label: t.Nav.Forms, Icon: "form"},
 		{ID: NavAPIKeys, Href: "/api-keys", Label: t.Nav.APIKeys, Section: t.Nav.SectionDev, Roles: admins, Icon: "key"},
@@ -72,6 +76,8 @@ func iconPath(name string) string {
 	switch name {
 	case "home":
 		return "M3 9.5 10 3.5l7 6V17a1 1 0 0 1-1 1h-3.5v-5h-5v5H4a1 1 0 0 1-1-1z"
+	case "lists":
+		return "M7 5h10M7 10h10M7 15h10M3 5h.01M3 10h.01M3 15h.01"
 	case "key":
 		return "M12.5 3.5a4 4 0 1 1-3.3 6.3L3.5 15.5V17h2.5v-1.5h1.5V14H9l1.2-1.2A4 4 0 0 1 12.5 3.5zM13.5 6.5h.01"
 	case "log":

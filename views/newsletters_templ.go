@@ -225,7 +225,7 @@ func NewsletterSection(l NewsletterList) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = Select(Field{Name: "status", Label: t.Newsletters.StatusFilter}, statusOptions(t, l.Status)).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = Select(Field{Name: "status", Label: t.Newsletters.StatusFilter}, newsletterStatusOptions(t, l.Status)).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -3516,7 +3516,7 @@ func newsletterStatusKind(status string) string {
 	return ""
 }
 
-func statusOptions(t Text, selected string) []Option {
+func newsletterStatusOptions(t Text, selected string) []Option {
 	out := []Option{{Value: "", Label: t.Newsletters.AllStatuses, Selected: selected == ""}}
 	for _, st := range []string{store.CampaignDraft, store.CampaignScheduled, store.CampaignSending, store.CampaignPaused,
 		store.CampaignSent, store.CampaignFailed, store.CampaignCancelled} {

@@ -38,6 +38,9 @@ type Text struct {
 	Dashboard DashboardText
 	Keys      KeysText
 	Logs      LogsText
+	Contacts  ContactsText
+	Lists     ListsText
+	Import    ImportText
 	Errors    ErrorsText
 	// SMTP holds the SMTP servers pages, Outbox the development outbox.
 	SMTP   SMTPText
@@ -94,6 +97,8 @@ type CommonText struct {
 type NavText struct {
 	Label           string // aria-label of the navigation
 	Dashboard       string
+	Contacts        string
+	Lists           string
 	Newsletters     string
 	Forms           string
 	SectionDev      string
@@ -446,6 +451,73 @@ type FormsText struct {
 	ProtectionNone  string
 }
 
+// ContactsText holds the contact pages: table, detail, form, confirmations.
+type ContactsText struct {
+	Title, Lead, New, Import, Export, Caption                   string
+	Search, SearchHint, List, AnyList, Tag, TagHint, Status     string
+	AnyStatus                                                   string
+	StatusLabels                                                map[string]string // subscribed, unsubscribed, pending
+	SourceLabels                                                map[string]string // app, import, api, form, integration
+	EmptyTitle, EmptyBody, NoMatchTitle, NoMatchBody            string
+	Email, Name, FirstName, LastName, Address, Zip, City        string
+	Phone, Note, Tags, TagsHint, Lists, ListsHint, Created      string
+	Updated, Source, Confirmed, Unsubscribed                    string
+	Fields, CustomFields, CustomHint, CustomKey, CustomValue    string
+	NoCustomFields, NoTags, NoLists, NoName                     string
+	NewTitle, EditTitle, Create, Exists                         string // EditTitle %s: email; Exists: address already has a contact
+	ShowExisting                                                string
+	Created1, Updated1                                          string // flashes, %s: email
+	AddTag, AddTagLabel, RemoveTag                              string // RemoveTag %s: tag
+	JoinList, JoinListLabel, LeaveList, ChooseList, AllJoined   string // LeaveList %s: list
+	Activity, ActivityEmpty, ActivityMore                       string // ActivityMore %d: further entries
+	ActivityLabels                                              map[string]string
+	ActorLabels                                                 map[string]string
+	Unsubscribe, UnsubscribeQ, UnsubscribeDetail, UnsubscribeOK string // UnsubscribeQ %s: email
+	UnsubscribedFlash                                           string // %s: email
+	Delete, DeleteQ, DeleteDetail, DeleteOK, DeletedFlash       string // DeleteQ, DeletedFlash %s: email
+	LimitReached                                                string // %d: max contacts
+	BackToList                                                  string
+	ExportHint                                                  string
+	UnknownList, CustomKeyMissing                               string
+}
+
+// ListsText holds the list pages.
+type ListsText struct {
+	Title, Lead, New, Caption, EmptyTitle, EmptyBody               string
+	Name, NameHint, Color, ColorHint, Description, DescriptionHint string
+	DoubleOptIn, DoubleOptInHint, DOIOn, DOIOff, Members, Created  string
+	NewTitle, EditTitle, Create, CreatedFlash, UpdatedFlash        string // EditTitle, flashes %s: name
+	Delete, DeleteQ, DeleteDetail, DeleteOK, DeletedFlash          string // DeleteQ, DeletedFlash %s: name
+	LimitReached                                                   string // %d: max lists
+	MembersTitle, MembersLead, MembersCaption                      string // MembersTitle %s: name; MembersLead %d: count
+	MembersEmptyTitle, MembersEmptyBody                            string
+	AddMembers, AddMembersLabel, AddMembersHint, AddMembersSubmit  string
+	AddMembersEmpty, AddMembersTooMany                             string // AddMembersTooMany %d: max
+	AddedFlash                                                     string // %d, %d, %d, %d: added, created, already, failed
+	AddFailed                                                      string // %s: email, %s: message
+	Remove, RemovedFlash                                           string // RemovedFlash %s: email
+	ShowMembers                                                    string
+}
+
+// ImportText holds the CSV import: upload, column mapping, progress, summary.
+type ImportText struct {
+	Title, Lead, File, FileHint, Upload                   string
+	FileMissing, FileTooLarge, FileUnreadable             string // FileTooLarge %d: MB
+	Recent, RecentCaption, RecentEmpty                    string
+	MapTitle, MapLead, Column, Sample, Target             string // MapLead %s: file, %d rows, %s delimiter
+	TargetIgnore, TargetCustom, CustomKey                 string
+	TargetLabels                                          map[string]string
+	Lists, ListsHint, Tags, TagsHint, Start               string
+	DelimiterNames                                        map[string]string
+	ProgressTitle, Queued, Running, Progress              string // Progress %d, %d: processed, total
+	Refresh                                               string
+	DoneTitle, FailedTitle, Created, Updated, Failed      string
+	RowErrors, RowErrorsCaption, Row, Email, Message      string
+	MoreErrors                                            string // %d: errors not listed
+	StatusLabels                                          map[string]string
+	FileName, Rows, When, Status, Open, ToContacts, Again string
+}
+
 // SMTPText holds the SMTP servers pages.
 type SMTPText struct {
 	Title, Lead, New, NewTitle, EditTitle, Create string // EditTitle: %s server name
@@ -647,6 +719,8 @@ func German() Text {
 		Nav: NavText{
 			Label:           "Hauptnavigation",
 			Dashboard:       "Übersicht",
+			Contacts:        "Kontakte",
+			Lists:           "Listen",
 			Newsletters:     "Newsletter",
 			Forms:           "Anmeldeformulare",
 			SectionDev:      "Entwickler",
@@ -1013,6 +1087,236 @@ func German() Text {
 			ProtectionPoW:   "Rechenaufgabe",
 			ProtectionStamp: "Mindestzeit %d s",
 			ProtectionNone:  "keiner",
+		},
+		Contacts: ContactsText{
+			Title:      "Kontakte",
+			Lead:       "Alle Kontakte Ihres Kontos: suchen, filtern, bearbeiten, importieren und exportieren.",
+			New:        "Neuer Kontakt",
+			Import:     "CSV importieren",
+			Export:     "Als CSV exportieren",
+			Caption:    "Kontakte, neueste zuerst",
+			Search:     "Suche",
+			SearchHint: "E-Mail-Adresse oder Name",
+			List:       "Liste",
+			AnyList:    "Alle Listen",
+			Tag:        "Schlagwort",
+			TagHint:    "z. B. kunde",
+			Status:     "Status",
+			AnyStatus:  "Jeder Status",
+			StatusLabels: map[string]string{
+				"subscribed":   "Angemeldet",
+				"unsubscribed": "Abgemeldet",
+				"pending":      "Unbestätigt",
+			},
+			SourceLabels: map[string]string{
+				"app":         "Portal",
+				"import":      "Import",
+				"api":         "API",
+				"form":        "Anmeldeformular",
+				"integration": "Integration",
+			},
+			EmptyTitle:     "Noch keine Kontakte",
+			EmptyBody:      "Legen Sie einen Kontakt an oder importieren Sie Ihre bestehenden Kontakte aus einer CSV-Datei.",
+			NoMatchTitle:   "Keine passenden Kontakte",
+			NoMatchBody:    "Für diese Suche und diesen Filter gibt es keine Kontakte. Ändern oder entfernen Sie den Filter.",
+			Email:          "E-Mail-Adresse",
+			Name:           "Name",
+			FirstName:      "Vorname",
+			LastName:       "Nachname",
+			Address:        "Adresse",
+			Zip:            "PLZ",
+			City:           "Ort",
+			Phone:          "Telefon",
+			Note:           "Notiz",
+			Tags:           "Schlagwörter",
+			TagsHint:       "Durch Kommas getrennt, z. B. kunde, newsletter.",
+			Lists:          "Listen",
+			ListsHint:      "Listen mit Double-Opt-in senden neuen Kontakten eine Bestätigungs-E-Mail.",
+			Created:        "Angelegt",
+			Updated:        "Geändert",
+			Source:         "Herkunft",
+			Confirmed:      "Bestätigt am",
+			Unsubscribed:   "Abgemeldet am",
+			Fields:         "Angaben",
+			CustomFields:   "Eigene Felder",
+			CustomHint:     "Feldname aus a–z, 0–9, _ und - (nutzbar als Platzhalter). Leeren Sie den Namen, um ein Feld zu entfernen.",
+			CustomKey:      "Feldname",
+			CustomValue:    "Wert",
+			NoCustomFields: "Keine eigenen Felder.",
+			NoTags:         "Keine Schlagwörter.",
+			NoLists:        "In keiner Liste.",
+			NoName:         "Ohne Namen",
+			NewTitle:       "Neuen Kontakt anlegen",
+			EditTitle:      "Kontakt %s bearbeiten",
+			Create:         "Kontakt anlegen",
+			Exists:         "Zu dieser Adresse gibt es schon einen Kontakt.",
+			ShowExisting:   "Vorhandenen Kontakt öffnen",
+			Created1:       "Der Kontakt %s wurde angelegt.",
+			Updated1:       "Der Kontakt %s wurde gespeichert.",
+			AddTag:         "Hinzufügen",
+			AddTagLabel:    "Schlagwort hinzufügen",
+			RemoveTag:      "Schlagwort „%s“ entfernen",
+			JoinList:       "Eintragen",
+			JoinListLabel:  "In Liste eintragen",
+			LeaveList:      "Aus „%s“ austragen",
+			ChooseList:     "Liste wählen …",
+			AllJoined:      "Der Kontakt ist in allen Listen.",
+			Activity:       "Verlauf",
+			ActivityEmpty:  "Noch keine Einträge.",
+			ActivityMore:   "%d ältere Einträge werden nicht angezeigt.",
+			ActivityLabels: map[string]string{
+				"contact.created":           "Angelegt",
+				"contact.updated":           "Geändert",
+				"contact.unsubscribed":      "Abgemeldet",
+				"contact.confirmed":         "Anmeldung bestätigt",
+				"contact.signed_up":         "Über ein Formular angemeldet",
+				"contact.confirmation_sent": "Bestätigungs-E-Mail verschickt",
+				"list.joined":               "In Liste eingetragen",
+				"list.left":                 "Aus Liste ausgetragen",
+				"email.sent":                "E-Mail verschickt",
+				"email.bounced":             "E-Mail unzustellbar",
+			},
+			ActorLabels: map[string]string{
+				"key":    "API-Schlüssel",
+				"user":   "Portal",
+				"system": "System",
+				"public": "Kontakt selbst",
+			},
+			Unsubscribe:       "Abmelden",
+			UnsubscribeQ:      "%s abmelden?",
+			UnsubscribeDetail: "Der Kontakt erhält keine E-Mails mehr; die Adresse kommt auf die Sperrliste. Erst eine neue Anmeldung mit Bestätigung hebt das auf.",
+			UnsubscribeOK:     "Jetzt abmelden",
+			UnsubscribedFlash: "%s wurde abgemeldet.",
+			Delete:            "Löschen",
+			DeleteQ:           "Kontakt %s löschen?",
+			DeleteDetail:      "Der Kontakt, seine Listen und sein Verlauf werden gelöscht. Eine gesperrte Adresse bleibt gesperrt. Das lässt sich nicht rückgängig machen.",
+			DeleteOK:          "Endgültig löschen",
+			DeletedFlash:      "Der Kontakt %s wurde gelöscht.",
+			LimitReached:      "Ihr Tarif erlaubt höchstens %d Kontakte. Löschen Sie Kontakte oder wechseln Sie den Tarif.",
+			BackToList:        "Zur Kontaktliste",
+			UnknownList:       "Diese Liste gibt es nicht.",
+			CustomKeyMissing:  "Bitte jedem Wert einen Feldnamen geben.",
+			ExportHint:        "Exportiert alle Kontakte des aktuellen Filters mit allen Feldern, Schlagwörtern und Listen.",
+		},
+		Lists: ListsText{
+			Title:             "Listen",
+			Lead:              "Listen ordnen Ihre Kontakte, etwa nach Interesse. Newsletter gehen an eine oder mehrere Listen.",
+			New:               "Neue Liste",
+			Caption:           "Listen dieses Kontos",
+			EmptyTitle:        "Noch keine Listen",
+			EmptyBody:         "Legen Sie eine Liste an, um Kontakte zu gruppieren und Newsletter gezielt zu versenden.",
+			Name:              "Name",
+			NameHint:          "z. B. „Stammkunden“.",
+			Color:             "Farbe",
+			ColorHint:         "Kennzeichnet die Liste in Tabellen, Format #rrggbb.",
+			Description:       "Beschreibung",
+			DescriptionHint:   "Nur für Sie sichtbar.",
+			DoubleOptIn:       "Double-Opt-in",
+			DoubleOptInHint:   "Neue Kontakte erhalten eine Bestätigungs-E-Mail und sind bis zur Bestätigung unbestätigt.",
+			DOIOn:             "Mit Bestätigung",
+			DOIOff:            "Ohne Bestätigung",
+			Members:           "Kontakte",
+			Created:           "Angelegt",
+			NewTitle:          "Neue Liste anlegen",
+			EditTitle:         "Liste „%s“ bearbeiten",
+			Create:            "Liste anlegen",
+			CreatedFlash:      "Die Liste „%s“ wurde angelegt.",
+			UpdatedFlash:      "Die Liste „%s“ wurde gespeichert.",
+			Delete:            "Löschen",
+			DeleteQ:           "Liste „%s“ löschen?",
+			DeleteDetail:      "Die Liste wird gelöscht; ihre Kontakte bleiben erhalten. Das lässt sich nicht rückgängig machen.",
+			DeleteOK:          "Endgültig löschen",
+			DeletedFlash:      "Die Liste „%s“ wurde gelöscht.",
+			LimitReached:      "Ihr Tarif erlaubt höchstens %d Listen. Löschen Sie eine Liste oder wechseln Sie den Tarif.",
+			MembersTitle:      "Liste „%s“",
+			MembersLead:       "%s Kontakte in dieser Liste.",
+			MembersCaption:    "Kontakte dieser Liste, neueste zuerst",
+			MembersEmptyTitle: "Noch keine Kontakte in dieser Liste",
+			MembersEmptyBody:  "Tragen Sie Kontakte per E-Mail-Adresse ein oder importieren Sie eine CSV-Datei in diese Liste.",
+			AddMembers:        "Kontakte eintragen",
+			AddMembersLabel:   "E-Mail-Adressen",
+			AddMembersHint:    "Eine Adresse pro Zeile (oder durch Kommas getrennt). Unbekannte Adressen werden als neue Kontakte angelegt.",
+			AddMembersSubmit:  "Eintragen",
+			AddMembersEmpty:   "Bitte mindestens eine E-Mail-Adresse angeben.",
+			AddMembersTooMany: "Höchstens %d Adressen auf einmal; für mehr nutzen Sie den CSV-Import.",
+			AddedFlash:        "%d eingetragen, %d neu angelegt, %d schon in der Liste, %d fehlgeschlagen.",
+			AddFailed:         "%s: %s",
+			Remove:            "Austragen",
+			RemovedFlash:      "%s wurde aus der Liste ausgetragen.",
+			ShowMembers:       "Kontakte anzeigen",
+		},
+		Import: ImportText{
+			Title:          "Kontakte importieren",
+			Lead:           "Laden Sie eine CSV-Datei hoch (UTF-8, mit Kopfzeile). Im nächsten Schritt ordnen Sie die Spalten den Kontaktfeldern zu.",
+			File:           "CSV-Datei",
+			FileHint:       "Höchstens 50 MB. Trennzeichen (Komma, Semikolon, Tabulator) wird erkannt.",
+			Upload:         "Hochladen und weiter",
+			FileMissing:    "Bitte eine CSV-Datei auswählen.",
+			FileTooLarge:   "Die Datei ist größer als %d MB. Bitte teilen Sie sie in mehrere Dateien auf.",
+			FileUnreadable: "Die Datei konnte nicht gelesen werden. Bitte laden Sie sie erneut hoch.",
+			Recent:         "Letzte Importe",
+			RecentCaption:  "Letzte Importe, neueste zuerst",
+			RecentEmpty:    "Noch keine Importe.",
+			MapTitle:       "Spalten zuordnen",
+			MapLead:        "%s: %s Zeilen, Trennzeichen %s. Wählen Sie für jede Spalte, wohin sie gehört.",
+			Column:         "Spalte",
+			Sample:         "Beispielwerte",
+			Target:         "Zuordnung",
+			TargetIgnore:   "Nicht importieren",
+			TargetCustom:   "Eigenes Feld …",
+			CustomKey:      "Name des eigenen Felds",
+			TargetLabels: map[string]string{
+				"email":      "E-Mail-Adresse",
+				"first_name": "Vorname",
+				"last_name":  "Nachname",
+				"address":    "Adresse",
+				"zip":        "PLZ",
+				"city":       "Ort",
+				"phone":      "Telefon",
+				"note":       "Notiz",
+				"tags":       "Schlagwörter",
+			},
+			Lists:     "In Listen eintragen",
+			ListsHint: "Alle importierten Kontakte kommen in diese Listen. Listen mit Double-Opt-in senden neuen Kontakten eine Bestätigungs-E-Mail.",
+			Tags:      "Schlagwörter für alle",
+			TagsHint:  "Durch Kommas getrennt, z. B. import-2026.",
+			Start:     "Import starten",
+			DelimiterNames: map[string]string{
+				",":  "Komma",
+				";":  "Semikolon",
+				"\t": "Tabulator",
+				"|":  "senkrechter Strich",
+			},
+			ProgressTitle:    "Import läuft",
+			Queued:           "Der Import wartet auf den Start …",
+			Running:          "Kontakte werden importiert …",
+			Progress:         "%s von %s Zeilen verarbeitet",
+			Refresh:          "Aktualisieren",
+			DoneTitle:        "Import abgeschlossen",
+			FailedTitle:      "Import abgebrochen",
+			Created:          "Neu angelegt",
+			Updated:          "Aktualisiert",
+			Failed:           "Fehlgeschlagen",
+			RowErrors:        "Fehlerhafte Zeilen",
+			RowErrorsCaption: "Zeilen, die nicht importiert wurden",
+			Row:              "Zeile",
+			Email:            "E-Mail-Adresse",
+			Message:          "Fehler",
+			MoreErrors:       "%d weitere Fehler werden nicht angezeigt.",
+			StatusLabels: map[string]string{
+				"uploaded": "Zuordnung offen",
+				"queued":   "Wartet",
+				"running":  "Läuft",
+				"done":     "Abgeschlossen",
+				"failed":   "Abgebrochen",
+			},
+			FileName:   "Datei",
+			Rows:       "Zeilen",
+			When:       "Hochgeladen",
+			Status:     "Status",
+			Open:       "Öffnen",
+			ToContacts: "Zu den Kontakten",
+			Again:      "Weitere Datei importieren",
 		},
 		Errors: ErrorsText{
 			NotFoundTitle:   "Nicht gefunden",

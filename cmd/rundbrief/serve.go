@@ -82,6 +82,10 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	startWorker("campaign sender", sendWorker.Run)
 	startWorker("campaign scheduler", mailer.NewScheduler(db.DB, campaigns, mailer.SchedulerOptions{Log: log}).Run)
 
+	// CSV imports of contacts: uploaded files and the jobs' progress live in
+	// PostgreSQL, so any serve process runs (or resumes) any job.
+	startWorker("contact import", store.NewImportWorker(db.DB, store.ImportWorkerOptions{Log: log}).Run)
+
 	// Portal sessions live in PostgreSQL; this worker deletes expired ones.
 	startWorker("session cleanup", store.NewSessionStore(db.DB, log).Run)
 	portalApp, err := portal.New(portal.Deps{DB: db.DB, Box: box, Log: log, BaseURL: cfg.BaseURL, Mail: mail, Webhooks: webhooks, Campaigns: campaigns})
