@@ -501,6 +501,9 @@ func startCampaign(ctx context.Context, tx *sqlx.Tx, c *Campaign, opts StartOpti
 			}
 		}
 	}
+	if err := startABTestTx(ctx, tx, c, opts, now); err != nil {
+		return StartResult{}, err
+	}
 	status, finished := CampaignSending, (*time.Time)(nil)
 	if res.Queued == 0 {
 		status, finished = CampaignSent, &now
@@ -676,6 +679,7 @@ const finishCampaign = `UPDATE campaigns c SET
   finished_at = now(), updated_at = now()
 WHERE c.id = $1 AND c.status = 'sending'
   AND NOT EXISTS (SELECT 1 FROM campaign_recipients r WHERE r.campaign_id = $1 AND r.status IN ('queued', 'sending'))
+  AND NOT EXISTS (SELECT 1 FROM campaign_recipients r WHERE r.campaign_id = $1 AND r.status = 'waiting')
 RETURNING ` + campaignColumns
 
 // newsletterSent is the payload of newsletter.sent.
