@@ -236,6 +236,9 @@ func (w *Worker) compile(ctx context.Context, id int64) (*compiledCampaign, erro
 	if cc, err = compileCampaign(c, composeOptions{Tracking: true, Links: links}); err != nil {
 		return nil, err
 	}
+	if err := w.compileVariants(ctx, cc, links); err != nil {
+		return nil, err
+	}
 	w.mu.Lock()
 	if len(w.compiled) >= maxCompiled {
 		for k := range w.compiled {
@@ -565,7 +568,7 @@ func (l *lane) sendOne(ctx context.Context, cc *compiledCampaign, sender Sender,
 	if err != nil {
 		return fail(err.Error())
 	}
-	msg, err := cc.message(&l.st, l.w.opts.Links, data, route)
+	msg, err := cc.variant(r.Variant).message(&l.st, l.w.opts.Links, data, route)
 	if err != nil {
 		return fail(err.Error())
 	}
