@@ -36,8 +36,8 @@ func TestSendOverEveryServerKind(t *testing.T) {
 		t.Run(mode.name, func(t *testing.T) {
 			srv := smtptest.Start(t, smtptest.Options{
 				NoPipelining: mode.noPipelining, NoChunking: mode.noChunking, Trace: true,
-				Reject:       map[string]int{"gone@example.org": 550, "busy@example.org": 451},
-				RejectData:   map[string]int{"spam@example.org": 554},
+				Reject:     map[string]int{"gone@example.org": 550, "busy@example.org": 451},
+				RejectData: map[string]int{"spam@example.org": 554},
 			})
 			s := mailer.NewSMTPSender(configFor(srv, mailer.EncryptionNone, "", ""))
 			defer s.Close()

@@ -96,13 +96,13 @@ type Server struct {
 	Host string // "127.0.0.1"
 	Port int
 
-	opts    Options
-	srv     *smtp.Server
-	ln      net.Listener
-	roots   *x509.CertPool
-	done    chan struct{}
-	conns   atomic.Int64
-	msgs    atomic.Int64
+	opts       Options
+	srv        *smtp.Server
+	ln         net.Listener
+	roots      *x509.CertPool
+	done       chan struct{}
+	conns      atomic.Int64
+	msgs       atomic.Int64
 	mu         sync.Mutex
 	open       map[*trackedConn]struct{}
 	records    []Message
