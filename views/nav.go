@@ -5,16 +5,18 @@ import "slices"
 // Page ids of the sidebar. A page passes its id to the shell (Shell.Active) to be
 // marked as the current one; tests find an entry as data-testid="nav-<id>".
 const (
-	NavDashboard = "dashboard"
-	NavContacts  = "contacts"
-	NavLists     = "lists"
-	NavAPIKeys   = "api-keys"
-	NavAPILog    = "api-log"
-	NavPassword  = "password"
-	NavSMTP      = "smtp-servers"
-	NavWebhooks  = "webhooks"
-	NavActivity  = "activity-log"
-	NavUsers     = "users"
+	NavDashboard   = "dashboard"
+	NavNewsletters = "newsletters"
+	NavForms       = "forms"
+	NavContacts    = "contacts"
+	NavLists       = "lists"
+	NavAPIKeys     = "api-keys"
+	NavAPILog      = "api-log"
+	NavPassword    = "password"
+	NavSMTP        = "smtp-servers"
+	NavWebhooks    = "webhooks"
+	NavActivity    = "activity-log"
+	NavUsers       = "users"
 )
 
 // NavItem is one entry of the sidebar.
@@ -36,10 +38,14 @@ func Navigation(t Text) []NavItem {
 		{ID: NavDashboard, Href: "/dashboard", Label: t.Nav.Dashboard, Icon: "home"},
 		{ID: NavContacts, Href: "/contacts", Label: t.Nav.Contacts, Icon: "users"},
 		{ID: NavLists, Href: "/lists", Label: t.Nav.Lists, Icon: "lists"},
+		{ID: NavNewsletters, Href: "/newsletters", Label: t.Nav.Newsletters, Icon: "mail"},
+		{ID: NavForms, Href: "/forms", Label: t.Nav.Forms, Icon: "form"},
 		{ID: NavAPIKeys, Href: "/api-keys", Label: t.Nav.APIKeys, Section: t.Nav.SectionDev, Roles: admins, Icon: "key"},
 		{ID: NavWebhooks, Href: "/webhooks", Label: t.Nav.Webhooks, Section: t.Nav.SectionDev, Roles: admins, Icon: "webhook"},
 		{ID: NavAPILog, Href: "/logs/api", Label: t.Nav.APILog, Section: t.Nav.SectionDev, Icon: "log"},
+		{ID: NavActivity, Href: "/logs/activity", Label: t.Nav.Activity, Section: t.Nav.SectionDev, Icon: "activity"},
 		{ID: NavSMTP, Href: "/smtp-servers", Label: t.Nav.SMTP, Section: t.Nav.SectionSettings, Roles: admins, Icon: "mail"},
+		{ID: NavUsers, Href: "/users", Label: t.Nav.Users, Section: t.Nav.SectionSettings, Roles: admins, Icon: "users"},
 		{ID: NavPassword, Href: "/account/password", Label: t.Nav.Password, Section: t.Nav.SectionAccount, Icon: "lock"},
 	}
 }
@@ -80,6 +86,8 @@ func iconPath(name string) string {
 		return "M4 4.5h12M4 8.5h12M4 12.5h8M4 16.5h5"
 	case "mail":
 		return "M3 5h14v10H3zM3.5 5.5 10 11l6.5-5.5"
+	case "form":
+		return "M4 3.5h12v13H4zM7 7.5h6M7 10.5h6M7 13.5h3"
 	case "webhook":
 		return "M7 13.5a3 3 0 1 1 1.5-5.6L11 4M13 13.5h-5M13 13.5a3 3 0 1 0 0-.01M10 4a3 3 0 1 1 .01 0"
 	case "activity":

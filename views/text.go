@@ -47,6 +47,13 @@ type Text struct {
 	Outbox OutboxText
 	// Webhooks holds the webhook pages and their delivery log.
 	Webhooks WebhooksText
+	// Activity holds the activity log, Users the user management.
+	Activity ActivityText
+	Users    UsersText
+	// Newsletters holds the newsletter list, editor, preview and sending pages.
+	Newsletters NewslettersText
+	// Forms holds the sign-up form pages (list, editor, embed code, preview).
+	Forms FormsText
 	// Public holds the public pages (hosted sign-up form, confirmation).
 	Public PublicText
 	// Unsubscribe holds the unsubscribe page behind every mail's link.
@@ -171,6 +178,8 @@ type NavText struct {
 	Dashboard       string
 	Contacts        string
 	Lists           string
+	Newsletters     string
+	Forms           string
 	SectionDev      string
 	APIKeys         string
 	APILog          string
@@ -323,6 +332,204 @@ type LogsText struct {
 	NoMatchBody   string
 }
 
+// NewslettersText holds the newsletter pages: the list, the editor with its
+// live preview and placeholder picker, test mails, sending and scheduling.
+type NewslettersText struct {
+	Title        string
+	Lead         string
+	New          string
+	NewTitle     string
+	EditTitle    string // %s: newsletter name
+	Caption      string
+	EmptyTitle   string
+	EmptyBody    string
+	NoMatchTitle string
+	NoMatchBody  string
+	StatusFilter string
+	AllStatuses  string
+	// StatusLabels names the statuses (store.Campaign…), as the API's status_label.
+	StatusLabels map[string]string
+
+	Name                string
+	NameHint            string
+	Subject             string
+	SubjectHint         string
+	Preheader           string
+	PreheaderHint       string
+	Format              string
+	FormatMarkdown      string
+	FormatHTML          string
+	Content             string
+	ContentHintMarkdown string
+	ContentHintHTML     string
+	Lists               string
+	ListsHint           string
+	NoLists             string
+	ListMembers         string // %s: number of members
+	SMTPServer          string
+	SMTPDefault         string
+	SMTPHint            string
+	FromName            string
+	FromNameHint        string
+	ReplyTo             string
+	ReplyToHint         string
+	Tracking            string
+	TrackOpens          string
+	TrackClicks         string
+	SectionContent      string
+	SectionSettings     string
+	SectionActions      string
+	SaveDraft           string
+	CreateDraft         string
+	CreatedFlash        string // %s: name
+	SavedFlash          string // %s: name
+	NotEditable         string // %s: status label
+	TemplateConflict    string
+
+	Placeholders      string
+	PlaceholdersHint  string
+	PlaceholderLabels map[string]string // placeholder name (German) → meaning
+
+	Preview             string
+	PreviewHint         string
+	PreviewContact      string
+	PreviewContactHint  string
+	PreviewFor          string // %s: contact address
+	PreviewSample       string
+	PreviewEmpty        string
+	PreviewSubject      string
+	PreviewPreheader    string
+	PreviewText         string
+	PreviewFrame        string // title of the iframe
+	PreviewUnknown      string // %s: address without a contact
+	PreviewUpdate       string // button without JavaScript
+	PreviewSavedVersion string
+
+	TestTitle    string
+	TestTo       string
+	TestToHint   string // %d: max addresses
+	TestSend     string
+	TestResult   string // %d, %d: sent, total
+	TestOK       string
+	TestFailed   string
+	TestFailedAt string // %s: error
+
+	SendNow          string
+	SendTitle        string // %s: name
+	SendLead         string
+	SendCount        string // %s: number of recipients
+	SendSkipped      string // %s: blocked addresses
+	SendLists        string
+	SendSubject      string
+	SendServer       string
+	SendConfirm      string
+	SendNotReady     string
+	SendNoRecipients string
+	SendStartedFlash string // %s: name
+	SendingOff       string
+	LimitReached     string // %s: sends per day
+
+	Schedule            string
+	ScheduleAt          string
+	ScheduleHint        string
+	ScheduleButton      string
+	ScheduleInvalid     string
+	ScheduledFlash      string // %s: time
+	ScheduledFor        string // %s: time
+	Unschedule          string
+	UnscheduledFlash    string
+	Pause               string
+	PausedFlash         string
+	Resume              string
+	ResumedFlash        string
+	Duplicate           string
+	DuplicatedFlash     string // %s: name of the copy
+	Delete              string
+	DeleteQuestion      string // %s: name
+	DeleteDetail        string
+	DeleteConfirm       string
+	DeletedFlash        string // %s: name
+	Stats               string
+	Progress            string // %s, %s: sent, total
+	ProgressLabel       string
+	Recipients          string
+	Sent                string
+	Failed              string
+	Skipped             string
+	StartedAt           string
+	FinishedAt          string
+	LastError           string
+	Created             string
+	Updated             string
+	Overview            string
+	EditLink            string
+	Open                string
+	ConflictFlash       string // the service's 409 message follows
+	ChosenLists         string
+	NoneChosen          string
+	DefaultRoute        string
+	ContentMissingShort string
+}
+
+// FormsText holds the sign-up form pages.
+type FormsText struct {
+	Title           string
+	Lead            string
+	New             string
+	NewTitle        string
+	EditTitle       string // %s: name
+	Caption         string
+	EmptyTitle      string
+	EmptyBody       string
+	Name            string
+	NameHint        string
+	Lists           string
+	ListsHint       string
+	NoLists         string
+	DoubleOptIn     string
+	DoubleOptInHint string
+	Fields          string
+	FieldsHint      string
+	Tags            string
+	TagsHint        string
+	SuccessRedirect string
+	RedirectHint    string
+	SuccessMessage  string
+	MessageHint     string
+	BotProtection   string
+	ProofOfWork     string
+	ProofOfWorkHint string
+	MinFillSeconds  string
+	MinFillHint     string
+	MinFillNumber   string
+	Create          string
+	CreatedFlash    string // %s: name
+	SavedFlash      string // %s: name
+	Submissions     string
+	Created         string
+	On              string
+	Off             string
+	Embed           string
+	EmbedTitle      string // %s: name
+	EmbedLead       string
+	EmbedCode       string
+	EmbedHint       string
+	HostedURL       string
+	HostedHint      string
+	PreviewTitle    string
+	PreviewFrame    string // title of the iframe
+	Delete          string
+	DeleteQuestion  string // %s: name
+	DeleteDetail    string
+	DeleteConfirm   string
+	DeletedFlash    string // %s: name
+	NoListsChosen   string
+	Protection      string
+	ProtectionPoW   string
+	ProtectionStamp string // %d: seconds
+	ProtectionNone  string
+}
+
 // ContactsText holds the contact pages: table, detail, form, confirmations.
 type ContactsText struct {
 	Title, Lead, New, Import, Export, Caption                   string
@@ -450,6 +657,31 @@ type WebhooksText struct {
 	ShowDetails, Payload, ResponseBody            string
 	NoResponse, AttemptLog, NoStatus              string
 	Unavailable                                   string
+}
+
+// ActivityText holds the activity log page.
+type ActivityText struct {
+	Title, Lead, Caption, EmptyTitle, EmptyBody, NoMatchBody string
+	Time, Action, Object, Actor, Details                     string
+	ObjectType, AnyObject                                    string
+	ObjectTypes                                              map[string]string // by store object type
+	ActorTypes                                               map[string]string // key, user, system, public
+	KeyActor                                                 string            // %s key name
+	RemovedUser                                              string            // %d user id
+	Actions                                                  map[string]string // by action, e.g. contact.created
+}
+
+// UsersText holds the user management pages.
+type UsersText struct {
+	Title, Lead, New, NewTitle, NewLead, Create, Caption string
+	Email, Name, NameHint, Role, RoleOf, Since, You      string // RoleOf: %s address
+	Roles                                                map[string]string
+	RolesHelp                                            string
+	Password, PasswordHint                               string // PasswordHint: %d minimum length
+	PasswordTooShort                                     string // %d minimum length
+	ChangeRole, Remove, RemoveQuestion, RemoveDetail     string // RemoveQuestion: %s address
+	CreatedFlash, RoleFlash, RemovedFlash                string // %s address; RoleFlash: %s address, %s role
+	RevealTitle, RevealBody, RevealLabel                 string // RevealLabel: %s address
 }
 
 // OutboxText holds the development outbox.
@@ -593,6 +825,8 @@ func German() Text {
 			Dashboard:       "Übersicht",
 			Contacts:        "Kontakte",
 			Lists:           "Listen",
+			Newsletters:     "Newsletter",
+			Forms:           "Anmeldeformulare",
 			SectionDev:      "Entwickler",
 			APIKeys:         "API-Schlüssel",
 			APILog:          "API-Protokoll",
@@ -747,6 +981,217 @@ func German() Text {
 			NoMatchTitle:  "Keine passenden Einträge",
 			NoMatchBody:   "Für diesen Filter gibt es keine Anfragen. Ändern oder entfernen Sie den Filter.",
 		},
+		Newsletters: NewslettersText{
+			Title:        "Newsletter",
+			Lead:         "Schreiben, testen und versenden Sie Newsletter an Ihre Listen – sofort oder zu einem geplanten Zeitpunkt.",
+			New:          "Neuer Newsletter",
+			NewTitle:     "Neuer Newsletter",
+			EditTitle:    "„%s“ bearbeiten",
+			Caption:      "Newsletter dieses Kontos, neueste zuerst",
+			EmptyTitle:   "Noch keine Newsletter",
+			EmptyBody:    "Legen Sie Ihren ersten Newsletter als Entwurf an. Versendet wird erst, wenn Sie es bestätigen.",
+			NoMatchTitle: "Keine Newsletter mit diesem Status",
+			NoMatchBody:  "Wählen Sie einen anderen Status oder zeigen Sie alle Newsletter.",
+			StatusFilter: "Status",
+			AllStatuses:  "Alle Status",
+			StatusLabels: map[string]string{
+				"draft":     "Entwurf",
+				"scheduled": "Geplant",
+				"sending":   "Wird versendet",
+				"sent":      "Versendet",
+				"paused":    "Pausiert",
+				"failed":    "Fehlgeschlagen",
+				"cancelled": "Abgebrochen",
+			},
+
+			Name:                "Interner Name",
+			NameHint:            "Nur für Sie sichtbar. Leer: der Betreff.",
+			Subject:             "Betreff",
+			SubjectHint:         "Platzhalter wie {{vorname}} sind erlaubt.",
+			Preheader:           "Vorschauzeile",
+			PreheaderHint:       "Der kurze Text, den viele Postfächer neben dem Betreff zeigen.",
+			Format:              "Format des Inhalts",
+			FormatMarkdown:      "Markdown",
+			FormatHTML:          "HTML",
+			Content:             "Inhalt",
+			ContentHintMarkdown: "Markdown: **fett**, *kursiv*, [Link](https://…), Listen mit „-“, Überschriften mit „#“.",
+			ContentHintHTML:     "Vollständiges HTML oder ein Ausschnitt. Eine Abmeldezeile wird angefügt, wenn {{abmelde_link}} fehlt.",
+			Lists:               "Empfängerlisten",
+			ListsHint:           "Der Newsletter geht an alle angemeldeten Kontakte dieser Listen (jede Adresse einmal).",
+			NoLists:             "Es gibt noch keine Listen. Legen Sie zuerst eine Liste mit Kontakten an.",
+			ListMembers:         "%s Mitglieder",
+			SMTPServer:          "SMTP-Server",
+			SMTPDefault:         "Standard des Kontos",
+			SMTPHint:            "Über welchen Server die E-Mails verschickt werden.",
+			FromName:            "Absendername",
+			FromNameHint:        "Leer: der Absendername des SMTP-Servers.",
+			ReplyTo:             "Antwortadresse",
+			ReplyToHint:         "Optional: wohin Antworten gehen sollen.",
+			Tracking:            "Auswertung",
+			TrackOpens:          "Öffnungen messen",
+			TrackClicks:         "Klicks messen",
+			SectionContent:      "Inhalt",
+			SectionSettings:     "Empfänger und Absender",
+			SectionActions:      "Testen und versenden",
+			SaveDraft:           "Entwurf speichern",
+			CreateDraft:         "Entwurf anlegen",
+			CreatedFlash:        "Der Entwurf „%s“ wurde angelegt.",
+			SavedFlash:          "Der Entwurf „%s“ wurde gespeichert.",
+			NotEditable:         "Nur Entwürfe können bearbeitet werden. Dieser Newsletter ist: %s.",
+			TemplateConflict:    "Dieser Newsletter verwendet eine Vorlage; eigener Inhalt ersetzt sie nicht. Leeren Sie den Inhalt oder entfernen Sie die Vorlage über die API.",
+
+			Placeholders:     "Platzhalter",
+			PlaceholdersHint: "Wird für jeden Empfänger ersetzt. Mit {{vorname|Hallo}} geben Sie einen Ersatztext für leere Werte an.",
+			PlaceholderLabels: map[string]string{
+				"vorname":      "Vorname",
+				"nachname":     "Nachname",
+				"name":         "Vollständiger Name",
+				"email":        "E-Mail-Adresse",
+				"adresse":      "Straße und Hausnummer",
+				"plz":          "Postleitzahl",
+				"ort":          "Ort",
+				"telefon":      "Telefon",
+				"notiz":        "Notiz",
+				"datum":        "Heutiges Datum",
+				"abmelde_link": "Persönlicher Abmeldelink",
+			},
+
+			Preview:             "Vorschau",
+			PreviewHint:         "So sieht der Newsletter für einen Empfänger aus. Links und Öffnungen werden in der Vorschau nicht gezählt.",
+			PreviewContact:      "Vorschau für Kontakt",
+			PreviewContactHint:  "E-Mail-Adresse eines Kontakts. Leer: der erste Empfänger der Listen, sonst ein Beispielkontakt.",
+			PreviewFor:          "Personalisiert für %s",
+			PreviewSample:       "Personalisiert für einen Beispielkontakt (Max Mustermann)",
+			PreviewEmpty:        "Sobald der Newsletter Inhalt hat, erscheint hier die Vorschau.",
+			PreviewSubject:      "Betreff",
+			PreviewPreheader:    "Vorschauzeile",
+			PreviewText:         "Textversion anzeigen",
+			PreviewFrame:        "Vorschau des Newsletters",
+			PreviewUnknown:      "Es gibt keinen Kontakt mit der Adresse %s.",
+			PreviewUpdate:       "Vorschau aktualisieren",
+			PreviewSavedVersion: "Die Vorschau zeigt die gespeicherte Fassung.",
+
+			TestTitle:    "Testmail",
+			TestTo:       "Testempfänger",
+			TestToHint:   "Bis zu %d Adressen, durch Komma oder Zeilenumbruch getrennt. Der Entwurf wird vorher gespeichert; der Betreff beginnt mit [TEST].",
+			TestSend:     "Speichern und Test senden",
+			TestResult:   "%d von %d Testmails verschickt.",
+			TestOK:       "verschickt",
+			TestFailed:   "fehlgeschlagen",
+			TestFailedAt: "Fehler: %s",
+
+			SendNow:          "Jetzt versenden …",
+			SendTitle:        "„%s“ jetzt versenden?",
+			SendLead:         "Bitte prüfen Sie die Angaben. Der Versand beginnt sofort und lässt sich nur pausieren, nicht zurücknehmen.",
+			SendCount:        "%s Empfänger",
+			SendSkipped:      "%s gesperrte Adressen werden übersprungen.",
+			SendLists:        "Listen",
+			SendSubject:      "Betreff",
+			SendServer:       "Versand über",
+			SendConfirm:      "Ja, jetzt an alle versenden",
+			SendNotReady:     "Der Newsletter kann noch nicht versendet werden:",
+			SendNoRecipients: "Die gewählten Listen haben keine angemeldeten Empfänger.",
+			SendStartedFlash: "Der Versand von „%s“ hat begonnen.",
+			SendingOff:       "Der Versand ist in diesem Dienst nicht eingerichtet.",
+			LimitReached:     "Ihr Tarif erlaubt höchstens %s E-Mails pro Tag. Versenden Sie morgen oder wechseln Sie den Tarif.",
+
+			Schedule:         "Planen",
+			ScheduleAt:       "Versandzeitpunkt",
+			ScheduleHint:     "Datum und Uhrzeit in deutscher Zeit (Europe/Berlin). Der Entwurf wird vorher gespeichert.",
+			ScheduleButton:   "Speichern und planen",
+			ScheduleInvalid:  "Bitte Datum und Uhrzeit angeben, z. B. 01.12.2026, 09:00.",
+			ScheduledFlash:   "Der Newsletter wird am %s versendet.",
+			ScheduledFor:     "Geplant für %s",
+			Unschedule:       "Planung aufheben",
+			UnscheduledFlash: "Die Planung wurde aufgehoben; der Newsletter ist wieder ein Entwurf.",
+			Pause:            "Pausieren",
+			PausedFlash:      "Der Versand ist pausiert.",
+			Resume:           "Fortsetzen",
+			ResumedFlash:     "Der Versand wird fortgesetzt.",
+			Duplicate:        "Duplizieren",
+			DuplicatedFlash:  "Die Kopie „%s“ wurde als Entwurf angelegt.",
+			Delete:           "Löschen",
+			DeleteQuestion:   "Entwurf „%s“ löschen?",
+			DeleteDetail:     "Der Entwurf wird endgültig gelöscht.",
+			DeleteConfirm:    "Endgültig löschen",
+			DeletedFlash:     "Der Entwurf „%s“ wurde gelöscht.",
+			Stats:            "Auswertung ansehen",
+			Progress:         "%s von %s E-Mails verschickt",
+			ProgressLabel:    "Versandfortschritt",
+			Recipients:       "Empfänger",
+			Sent:             "Verschickt",
+			Failed:           "Fehlgeschlagen",
+			Skipped:          "Übersprungen",
+			StartedAt:        "Versand begonnen",
+			FinishedAt:       "Versand beendet",
+			LastError:        "Letzter Fehler",
+			Created:          "Erstellt",
+			Updated:          "Geändert",
+			Overview:         "Übersicht",
+			EditLink:         "Bearbeiten",
+			Open:             "Öffnen",
+			ConflictFlash:    "Das ging nicht: %s",
+			ChosenLists:      "Listen",
+			NoneChosen:       "keine",
+			DefaultRoute:     "Standard des Kontos",
+		},
+		Forms: FormsText{
+			Title:           "Anmeldeformulare",
+			Lead:            "Formulare für Ihre Website: neue Kontakte landen direkt in den gewählten Listen, auf Wunsch mit Double-Opt-in.",
+			New:             "Neues Formular",
+			NewTitle:        "Neues Anmeldeformular",
+			EditTitle:       "Formular „%s“ bearbeiten",
+			Caption:         "Anmeldeformulare dieses Kontos, neueste zuerst",
+			EmptyTitle:      "Noch keine Anmeldeformulare",
+			EmptyBody:       "Erstellen Sie ein Formular und binden Sie es mit einem kurzen HTML-Code auf Ihrer Website ein.",
+			Name:            "Name",
+			NameHint:        "Nur für Sie sichtbar, z. B. „Newsletter Fußzeile“.",
+			Lists:           "Listen",
+			ListsHint:       "Neue Kontakte werden in diese Listen eingetragen.",
+			NoLists:         "Es gibt noch keine Listen. Kontakte werden dann nur angelegt.",
+			DoubleOptIn:     "Double-Opt-in",
+			DoubleOptInHint: "Neue Kontakte bestätigen ihre Anmeldung über einen Link per E-Mail (empfohlen).",
+			Fields:          "Weitere Felder",
+			FieldsHint:      "Die E-Mail-Adresse ist immer dabei; diese Felder sind für Besucher freiwillig.",
+			Tags:            "Tags",
+			TagsHint:        "Werden jedem neuen Kontakt gegeben, durch Komma getrennt.",
+			SuccessRedirect: "Weiterleitung nach der Anmeldung",
+			RedirectHint:    "Optional: vollständige Adresse Ihrer Danke-Seite, z. B. https://example.com/danke.",
+			SuccessMessage:  "Danke-Text",
+			MessageHint:     "Wird ohne Weiterleitung nach der Anmeldung angezeigt. Leer: ein Standardtext.",
+			BotProtection:   "Schutz vor Bots",
+			ProofOfWork:     "Rechenaufgabe (Proof of Work)",
+			ProofOfWorkHint: "Der Browser löst unsichtbar eine kleine Rechenaufgabe; kein Captcha. Braucht JavaScript und HTTPS.",
+			MinFillSeconds:  "Mindestzeit zum Ausfüllen (Sekunden)",
+			MinFillHint:     "Anmeldungen, die schneller abgeschickt werden, gelten als Bot. 0 schaltet die Prüfung ab.",
+			MinFillNumber:   "Bitte eine ganze Zahl angeben.",
+			Create:          "Formular erstellen",
+			CreatedFlash:    "Das Formular „%s“ wurde erstellt. Kopieren Sie jetzt den Einbettungscode.",
+			SavedFlash:      "Das Formular „%s“ wurde gespeichert.",
+			Submissions:     "Anmeldungen",
+			Created:         "Erstellt",
+			On:              "an",
+			Off:             "aus",
+			Embed:           "Einbetten",
+			EmbedTitle:      "Formular „%s“ einbetten",
+			EmbedLead:       "Fügen Sie diesen Code an der Stelle Ihrer Website ein, an der das Formular erscheinen soll.",
+			EmbedCode:       "Einbettungscode (HTML)",
+			EmbedHint:       "Der Code enthält das Formular und, wenn nötig, ein kleines Skript für den Bot-Schutz.",
+			HostedURL:       "Gehostete Anmeldeseite",
+			HostedHint:      "Ohne eigene Website: verlinken Sie einfach diese Seite.",
+			PreviewTitle:    "Vorschau",
+			PreviewFrame:    "Vorschau der Anmeldeseite",
+			Delete:          "Löschen",
+			DeleteQuestion:  "Formular „%s“ löschen?",
+			DeleteDetail:    "Eingebettete Formulare und die Anmeldeseite funktionieren sofort nicht mehr. Bereits angemeldete Kontakte bleiben erhalten.",
+			DeleteConfirm:   "Endgültig löschen",
+			DeletedFlash:    "Das Formular „%s“ wurde gelöscht.",
+			NoListsChosen:   "keine Liste",
+			Protection:      "Bot-Schutz",
+			ProtectionPoW:   "Rechenaufgabe",
+			ProtectionStamp: "Mindestzeit %d s",
+			ProtectionNone:  "keiner",
+		},
 		Contacts: ContactsText{
 			Title:      "Kontakte",
 			Lead:       "Alle Kontakte Ihres Kontos: suchen, filtern, bearbeiten, importieren und exportieren.",
@@ -833,7 +1278,10 @@ func German() Text {
 				"list.joined":               "In Liste eingetragen",
 				"list.left":                 "Aus Liste ausgetragen",
 				"email.sent":                "E-Mail verschickt",
+				"email.opened":              "E-Mail geöffnet",
+				"email.clicked":             "Link in E-Mail geklickt",
 				"email.bounced":             "E-Mail unzustellbar",
+				"address.blocked":           "Adresse gesperrt",
 			},
 			ActorLabels: map[string]string{
 				"key":    "API-Schlüssel",
@@ -1167,6 +1615,123 @@ func German() Text {
 			NoStatus:     "keine Antwort",
 			Unavailable:  "Webhooks sind in diesem Prozess nicht verfügbar.",
 		},
+		Activity: ActivityText{
+			Title:       "Aktivitätsprotokoll",
+			Lead:        "Wer hat wann was geändert: über das Portal, die API, Formulare oder Rundbrief selbst.",
+			Caption:     "Aktivitäten, neueste zuerst",
+			EmptyTitle:  "Noch keine Aktivitäten",
+			EmptyBody:   "Sobald Kontakte, Listen, Newsletter oder Einstellungen geändert werden, erscheint es hier.",
+			NoMatchBody: "Für diese Objektart gibt es keine Einträge. Ändern oder entfernen Sie den Filter.",
+			Time:        "Zeit",
+			Action:      "Aktion",
+			Object:      "Objekt",
+			Actor:       "Durch",
+			Details:     "Details",
+			ObjectType:  "Objektart",
+			AnyObject:   "Alle Objekte",
+			ObjectTypes: map[string]string{
+				"contact":         "Kontakt",
+				"list":            "Liste",
+				"blocked_address": "Gesperrte Adresse",
+				"newsletter":      "Newsletter",
+				"email":           "Einzel-E-Mail",
+				"form":            "Formular",
+				"webhook":         "Webhook",
+				"user":            "Benutzer",
+			},
+			ActorTypes: map[string]string{
+				"key":    "API-Schlüssel",
+				"user":   "Benutzer",
+				"system": "Rundbrief (automatisch)",
+				"public": "Öffentlich (Formular oder Link)",
+			},
+			KeyActor:    "API-Schlüssel „%s“",
+			RemovedUser: "Benutzer #%d (entfernt)",
+			Actions: map[string]string{
+				"contact.created":           "Kontakt angelegt",
+				"contact.updated":           "Kontakt geändert",
+				"contact.deleted":           "Kontakt gelöscht",
+				"contact.unsubscribed":      "Abgemeldet",
+				"contact.signed_up":         "Über ein Formular angemeldet",
+				"contact.confirmation_sent": "Bestätigungs-E-Mail (Double-Opt-in) verschickt",
+				"contact.confirmed":         "Anmeldung bestätigt",
+				"list.joined":               "In Liste aufgenommen",
+				"list.left":                 "Aus Liste entfernt",
+				"list.created":              "Liste angelegt",
+				"list.updated":              "Liste geändert",
+				"list.deleted":              "Liste gelöscht",
+				"address.blocked":           "Adresse gesperrt",
+				"address.unblocked":         "Adresssperre aufgehoben",
+				"email.opened":              "E-Mail geöffnet",
+				"email.clicked":             "Link geklickt",
+				"email.queued":              "Einzel-E-Mail eingereiht",
+				"email.scheduled":           "Einzel-E-Mail geplant",
+				"email.cancelled":           "Einzel-E-Mail abgebrochen",
+				"email.started":             "Einzel-E-Mail wird versendet",
+				"email.finished":            "Einzel-E-Mail versendet",
+				"email.failed":              "Einzel-E-Mail fehlgeschlagen",
+				"newsletter.created":        "Newsletter angelegt",
+				"newsletter.updated":        "Newsletter geändert",
+				"newsletter.deleted":        "Newsletter gelöscht",
+				"newsletter.duplicated":     "Newsletter dupliziert",
+				"newsletter.scheduled":      "Newsletter geplant",
+				"newsletter.unscheduled":    "Planung aufgehoben",
+				"newsletter.started":        "Versand gestartet",
+				"newsletter.finished":       "Versand abgeschlossen",
+				"newsletter.failed":         "Versand fehlgeschlagen",
+				"newsletter.paused":         "Versand pausiert",
+				"newsletter.resumed":        "Versand fortgesetzt",
+				"newsletter.retried":        "Fehlgeschlagene erneut versucht",
+				"form.created":              "Formular angelegt",
+				"form.updated":              "Formular geändert",
+				"form.deleted":              "Formular gelöscht",
+				"webhook.created":           "Webhook angelegt",
+				"webhook.updated":           "Webhook geändert",
+				"webhook.deleted":           "Webhook gelöscht",
+				"webhook.paused":            "Webhook pausiert",
+				"webhook.resumed":           "Webhook fortgesetzt",
+				"webhook.secret_rotated":    "Webhook-Secret erneuert",
+				"user.created":              "Benutzer hinzugefügt",
+				"user.role_changed":         "Rolle geändert",
+				"user.removed":              "Benutzer entfernt",
+			},
+		},
+		Users: UsersText{
+			Title:    "Benutzer",
+			Lead:     "Wer sich mit eigener E-Mail-Adresse und eigenem Passwort für dieses Konto anmeldet.",
+			New:      "Benutzer hinzufügen",
+			NewTitle: "Benutzer hinzufügen",
+			NewLead:  "Der neue Benutzer meldet sich mit seiner E-Mail-Adresse und dem Anfangspasswort an und kann es danach selbst ändern.",
+			Create:   "Benutzer hinzufügen",
+			Caption:  "Benutzer dieses Kontos",
+			Email:    "E-Mail-Adresse",
+			Name:     "Name",
+			NameHint: "Optional.",
+			Role:     "Rolle",
+			RoleOf:   "Rolle von %s",
+			Since:    "Dabei seit",
+			You:      "Sie",
+			Roles: map[string]string{
+				"owner":  "Inhaber",
+				"admin":  "Administrator",
+				"member": "Mitglied",
+			},
+			RolesHelp: "Inhaber und Administratoren verwalten API-Schlüssel, SMTP-Server, Webhooks und Benutzer; " +
+				"nur Inhaber vergeben die Rolle „Inhaber“. Mitglieder arbeiten mit Kontakten, Listen und Newslettern.",
+			Password:         "Anfangspasswort",
+			PasswordHint:     "Mindestens %d Zeichen. Leer lassen: Rundbrief erzeugt ein sicheres Passwort und zeigt es Ihnen einmal an.",
+			PasswordTooShort: "Das Passwort muss mindestens %d Zeichen lang sein.",
+			ChangeRole:       "Rolle ändern",
+			Remove:           "Entfernen",
+			RemoveQuestion:   "%s aus dem Konto entfernen?",
+			RemoveDetail:     "Der Zugang endet sofort, auch laufende Sitzungen. Was der Benutzer angelegt hat, bleibt erhalten.",
+			CreatedFlash:     "%s wurde hinzugefügt.",
+			RoleFlash:        "%s ist jetzt %s.",
+			RemovedFlash:     "%s wurde aus dem Konto entfernt.",
+			RevealTitle:      "Anfangspasswort",
+			RevealBody:       "Geben Sie dieses Passwort sicher weiter. Es wird nur dieses eine Mal angezeigt.",
+			RevealLabel:      "Anfangspasswort für %s",
+		},
 		Outbox: OutboxText{
 			Title:      "Postausgang (Entwicklung)",
 			Lead:       "Im Entwicklungsmodus werden E-Mails ohne eigenen SMTP-Server hier gesammelt statt verschickt. Es bleiben die letzten 1.000.",
@@ -1205,7 +1770,7 @@ func German() Text {
 		Stats: StatsText{
 			Title:         "Statistik: %s",
 			Lead:          "Betreff: %s",
-			Back:          "Zurück zur Übersicht",
+			Back:          "Zurück zum Newsletter",
 			Status:        "Status",
 			Started:       "Versand gestartet",
 			Finished:      "Versand beendet",

@@ -82,11 +82,20 @@ func newServerWith(tb testing.TB, dbURL string, clk *clock, baseURL string, opts
 	box := testBox(tb)
 	mail := mailer.NewTransports(db, box, mailer.TransportOptions{Relay: opts.Relay, TLSConfig: &tls.Config{RootCAs: roots}, HELO: "rundbrief.test"})
 	hooks := webhook.New(db, webhook.Config{Box: box, AllowPrivate: true, Now: now, Log: log})
-	p, err := portal.New(portal.Deps{DB: db, Box: box, Log: log, BaseURL: baseURL, Now: now, Mail: mail, Webhooks: hooks, SMTPAllowPrivate: !opts.SMTPDenyPrivate})
+	// Sending as `serve` wires it: an account's own SMTP server (tests point one
+	// at mailer/smtptest), else the relay or the development outbox; a send
+	// worker delivers what a send queues beyond its first batch.
+	links := mailer.LinkBuilder{BaseURL: baseURL, Tokens: mustTokens(tb)}
+	sendWorker := mailer.NewWorker(db, mail, mailer.WorkerOptions{Links: links, PollInterval: 20 * time.Millisecond, Log: log})
+	campaigns := mailer.NewCampaigns(db, mail, sendWorker, mailer.CampaignsOptions{Links: links, Log: log})
+	wg.Go(func() { _ = sendWorker.Run(ctx) })
+	p, err := portal.New(portal.Deps{DB: db, Box: box, Log: log, BaseURL: baseURL, Now: now, Mail: mail, Webhooks: hooks, Campaigns: campaigns,
+		SMTPAllowPrivate: !opts.SMTPDenyPrivate})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	a := api.New(api.Deps{DB: db, APILog: apiLog, Log: log, Box: box, Mail: mail, Webhooks: hooks}, api.Config{BaseURL: baseURL, RateLimit: 1_000_000, SMTPAllowPrivate: !opts.SMTPDenyPrivate})
+	a := api.New(api.Deps{DB: db, APILog: apiLog, Log: log, Box: box, Mail: mail, Webhooks: hooks, Campaigns: campaigns}, api.Config{BaseURL: baseURL, RateLimit: 1_000_000,
+		SMTPAllowPrivate: !opts.SMTPDenyPrivate})
 	pub, err := public.New(public.Deps{DB: db, Guard: botguard.New("portal tests secret", time.Now), Tokens: mustTokens(tb), Log: log, BaseURL: baseURL})
 	if err != nil {
 		tb.Fatal(err)

@@ -47,6 +47,9 @@ type Deps struct {
 	// Webhooks manages webhooks, test sends and resends (nil: the webhook
 	// pages answer with an error).
 	Webhooks *webhook.Service
+	// Campaigns sends test mails and newsletters, schedules them and renders
+	// previews (the API's service); nil: the newsletter pages cannot send.
+	Campaigns *mailer.Campaigns
 	// SMTPAllowPrivate lets accounts' SMTP servers be on loopback and private
 	// addresses (RUNDBRIEF_SMTP_ALLOW_PRIVATE; development and tests only).
 	SMTPAllowPrivate bool
@@ -54,15 +57,16 @@ type Deps struct {
 
 // Portal holds the dependencies of the portal pages.
 type Portal struct {
-	db       *store.DB
-	box      *secret.Box
-	log      *slog.Logger
-	baseURL  string
-	now      func() time.Time
-	sessions *scs.SessionManager
-	csrf     *http.CrossOriginProtection
-	mail     *mailer.Transports
-	webhooks *webhook.Service
+	db        *store.DB
+	box       *secret.Box
+	log       *slog.Logger
+	baseURL   string
+	now       func() time.Time
+	sessions  *scs.SessionManager
+	csrf      *http.CrossOriginProtection
+	mail      *mailer.Transports
+	webhooks  *webhook.Service
+	campaigns *mailer.Campaigns
 	// smtpGuard keeps SMTP server hosts public (the API's rule).
 	smtpGuard *mailer.SMTPGuard
 }
@@ -77,7 +81,7 @@ func New(d Deps) (*Portal, error) {
 		return nil, errors.New("portal: Deps.Box is required")
 	}
 	p := &Portal{db: d.DB, box: d.Box, log: d.Log, baseURL: strings.TrimRight(d.BaseURL, "/"), now: d.Now,
-		mail: d.Mail, webhooks: d.Webhooks, smtpGuard: mailer.NewSMTPGuard(d.DB, d.Mail, d.SMTPAllowPrivate, nil)}
+		mail: d.Mail, webhooks: d.Webhooks, campaigns: d.Campaigns, smtpGuard: mailer.NewSMTPGuard(d.DB, d.Mail, d.SMTPAllowPrivate, nil)}
 	secure := strings.HasPrefix(p.baseURL, "https://")
 
 	p.sessions = scs.New()
@@ -127,6 +131,7 @@ func (p *Portal) Routes(r chi.Router) {
 			r.Get("/account/password", p.handle(p.passwordPage))
 			r.Post("/account/password", p.handle(p.changePassword))
 			r.Get("/logs/api", p.handle(p.apiLog))
+			r.Get("/logs/activity", p.handle(p.activityLog))
 			// The development outbox: only without an operator relay (404 otherwise).
 			r.Get("/dev/outbox", p.handle(p.devOutbox))
 			r.Get("/dev/outbox/{id}", p.handle(p.devOutboxMail))
@@ -153,9 +158,6 @@ func (p *Portal) Routes(r chi.Router) {
 			r.Post("/contacts/{id}/lists", p.handle(p.joinContactList))
 			r.Post("/contacts/{id}/lists/{list_id}/remove", p.handle(p.leaveContactList))
 
-			// A newsletter's statistics (its other pages: issue 7's newsletter pages).
-			r.Get("/newsletters/{id}/stats", p.handle(p.newsletterStats))
-
 			// Lists and their members.
 			r.Get("/lists", p.handle(p.listLists))
 			r.Get("/lists/new", p.handle(p.newListForm))
@@ -167,6 +169,35 @@ func (p *Portal) Routes(r chi.Router) {
 			r.Post("/lists/{id}/delete", p.handle(p.deleteList))
 			r.Post("/lists/{id}/members", p.handle(p.addMembers))
 			r.Post("/lists/{id}/members/{contact_id}/remove", p.handle(p.removeMember))
+
+			// Newsletters (issue 7): drafts, preview, test mails, sending.
+			r.Get("/newsletters", p.handle(p.listNewsletters))
+			r.Get("/newsletters/new", p.handle(p.newNewsletter))
+			r.Post("/newsletters/new", p.handle(p.createNewsletter))
+			r.Post("/newsletters/preview", p.handle(p.previewNewsletter))
+			r.Get("/newsletters/{id}", p.handle(p.showNewsletter))
+			r.Post("/newsletters/{id}", p.handle(p.saveNewsletter))
+			r.Get("/newsletters/{id}/send", p.handle(p.sendConfirmation))
+			r.Post("/newsletters/{id}/send", p.handle(p.sendNewsletter))
+			r.Get("/newsletters/{id}/progress", p.handle(p.newsletterProgress))
+			r.Post("/newsletters/{id}/unschedule", p.handle(p.newsletterAction(p.unscheduleNewsletter, func(t views.Text) string { return t.Newsletters.UnscheduledFlash })))
+			r.Post("/newsletters/{id}/pause", p.handle(p.newsletterAction(p.pauseNewsletter, func(t views.Text) string { return t.Newsletters.PausedFlash })))
+			r.Post("/newsletters/{id}/resume", p.handle(p.newsletterAction(p.resumeNewsletter, func(t views.Text) string { return t.Newsletters.ResumedFlash })))
+			r.Post("/newsletters/{id}/duplicate", p.handle(p.duplicateNewsletter))
+			r.Get("/newsletters/{id}/delete", p.handle(p.confirmDeleteNewsletter))
+			r.Post("/newsletters/{id}/delete", p.handle(p.deleteNewsletter))
+			// Its statistics: the figures of GET /v1/newsletters/{id}/stats, over time, per link.
+			r.Get("/newsletters/{id}/stats", p.handle(p.newsletterStats))
+
+			// Sign-up forms (issue 7): create, embed code, preview.
+			r.Get("/forms", p.handle(p.listForms))
+			r.Get("/forms/new", p.handle(p.newForm))
+			r.Post("/forms/new", p.handle(p.createForm))
+			r.Get("/forms/{id}/edit", p.handle(p.editForm))
+			r.Post("/forms/{id}/edit", p.handle(p.updateForm))
+			r.Get("/forms/{id}/embed", p.handle(p.formEmbed))
+			r.Get("/forms/{id}/delete", p.handle(p.confirmDeleteForm))
+			r.Post("/forms/{id}/delete", p.handle(p.deleteForm))
 
 			// Owners and admins.
 			r.Group(func(r chi.Router) {
@@ -206,6 +237,14 @@ func (p *Portal) Routes(r chi.Router) {
 				r.Get("/webhooks/{id}/deliveries", p.handle(p.webhookDeliveries))
 				r.Post("/webhooks/{id}/test", p.handle(p.testWebhook))
 				r.Post("/webhook-deliveries/{id}/resend", p.handle(p.resendDelivery))
+
+				// The account's users: add, change role, remove (the store's rules).
+				r.Get("/users", p.handle(p.listUsers))
+				r.Get("/users/new", p.handle(p.newUserForm))
+				r.Post("/users/new", p.handle(p.addUser))
+				r.Post("/users/{id}/role", p.handle(p.changeUserRole))
+				r.Get("/users/{id}/remove", p.handle(p.confirmRemoveUser))
+				r.Post("/users/{id}/remove", p.handle(p.removeUser))
 			})
 		})
 	})

@@ -9,10 +9,6 @@ import (
 	"github.com/rundbrief/rundbrief/views"
 )
 
-// navNewsletters is the sidebar entry the statistics page belongs to (the
-// newsletter pages' entry).
-const navNewsletters = "newsletters"
-
 // maxLinkRows bounds the links the statistics page lists.
 const maxLinkRows = 100
 
@@ -40,7 +36,7 @@ func (p *Portal) newsletterStats(w http.ResponseWriter, r *http.Request) error {
 		Counts: st.Counts, Engagement: st.Engagement, Links: links,
 		Timeline: timelineChart(ctx, c.Name, st.Days),
 	}
-	p.render(w, r, http.StatusOK, views.NewsletterStatsPage(p.shell(r, sprintf(t.Title, c.Name), navNewsletters), page))
+	p.render(w, r, http.StatusOK, views.NewsletterStatsPage(p.shell(r, sprintf(t.Title, c.Name), views.NavNewsletters), page))
 	return nil
 }
 
