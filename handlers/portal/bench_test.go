@@ -12,7 +12,7 @@ import (
 	"github.com/rundbrief/rundbrief/store/dbtest"
 )
 
-// BenchmarkPortalPages renders the dashboard and the API keys page server-side,
+// BenchmarkPortalPages renders the dashboard, the API keys and the A/B tests page server-side,
 // through the whole stack (session lookup and commit in PostgreSQL, the signed-in
 // user, the page's queries, templ rendering), for an account with 25 keys, and
 // reports milliseconds per page (target: well under 50 ms).
@@ -44,7 +44,7 @@ func BenchmarkPortalPages(b *testing.B) {
 		n, _ := io.Copy(io.Discard, resp.Body)
 		return resp.StatusCode, n
 	}
-	for _, path := range []string{"/dashboard", "/api-keys"} {
+	for _, path := range []string{"/dashboard", "/api-keys", "/ab-tests"} {
 		b.Run(path[1:], func(b *testing.B) {
 			if st, n := get(path); st != http.StatusOK || n < 2000 {
 				b.Fatalf("GET %s: %d, %d bytes", path, st, n)

@@ -79,7 +79,8 @@ func newServerWith(tb testing.TB, dbURL string, clk *clock, baseURL string, opts
 	box := testBox(tb)
 	mail := mailer.NewTransports(db, box, mailer.TransportOptions{Relay: opts.Relay, TLSConfig: &tls.Config{RootCAs: roots}, HELO: "rundbrief.test"})
 	hooks := webhook.New(db, webhook.Config{Box: box, AllowPrivate: true, Now: now, Log: log})
-	p, err := portal.New(portal.Deps{DB: db, Box: box, Log: log, BaseURL: baseURL, Now: now, Mail: mail, Webhooks: hooks})
+	p, err := portal.New(portal.Deps{DB: db, Box: box, Log: log, BaseURL: baseURL, Now: now, Mail: mail, Webhooks: hooks,
+		ABTests: mailer.NewABTests(db, nil, mailer.ABTestsOptions{Now: now})})
 	if err != nil {
 		tb.Fatal(err)
 	}
