@@ -5,17 +5,19 @@ import "slices"
 // Page ids of the sidebar. A page passes its id to the shell (Shell.Active) to be
 // marked as the current one; tests find an entry as data-testid="nav-<id>".
 const (
-	NavDashboard = "dashboard"
-	NavContacts  = "contacts"
-	NavLists     = "lists"
-	NavAPIKeys   = "api-keys"
-	NavAPILog    = "api-log"
-	NavPassword  = "password"
-	NavSMTP      = "smtp-servers"
-	NavWebhooks  = "webhooks"
-	NavActivity  = "activity-log"
-	NavUsers     = "users"
-	NavABTests   = "ab-tests"
+	NavDashboard   = "dashboard"
+	NavNewsletters = "newsletters"
+	NavForms       = "forms"
+	NavContacts    = "contacts"
+	NavLists       = "lists"
+	NavAPIKeys     = "api-keys"
+	NavAPILog      = "api-log"
+	NavPassword    = "password"
+	NavSMTP        = "smtp-servers"
+	NavWebhooks    = "webhooks"
+	NavActivity    = "activity-log"
+	NavUsers       = "users"
+	NavABTests     = "ab-tests"
 )
 
 // NavItem is one entry of the sidebar.
@@ -37,6 +39,8 @@ func Navigation(t Text) []NavItem {
 		{ID: NavDashboard, Href: "/dashboard", Label: t.Nav.Dashboard, Icon: "home"},
 		{ID: NavContacts, Href: "/contacts", Label: t.Nav.Contacts, Icon: "users"},
 		{ID: NavLists, Href: "/lists", Label: t.Nav.Lists, Icon: "lists"},
+		{ID: NavNewsletters, Href: "/newsletters", Label: t.Nav.Newsletters, Icon: "mail"},
+		{ID: NavForms, Href: "/forms", Label: t.Nav.Forms, Icon: "form"},
 		{ID: NavABTests, Href: "/ab-tests", Label: t.Nav.ABTests, Icon: "split"},
 		{ID: NavAPIKeys, Href: "/api-keys", Label: t.Nav.APIKeys, Section: t.Nav.SectionDev, Roles: admins, Icon: "key"},
 		{ID: NavWebhooks, Href: "/webhooks", Label: t.Nav.Webhooks, Section: t.Nav.SectionDev, Roles: admins, Icon: "webhook"},
@@ -82,6 +86,8 @@ func iconPath(name string) string {
 		return "M4 4.5h12M4 8.5h12M4 12.5h8M4 16.5h5"
 	case "mail":
 		return "M3 5h14v10H3zM3.5 5.5 10 11l6.5-5.5"
+	case "form":
+		return "M4 3.5h12v13H4zM7 7.5h6M7 10.5h6M7 13.5h3"
 	case "webhook":
 		return "M7 13.5a3 3 0 1 1 1.5-5.6L11 4M13 13.5h-5M13 13.5a3 3 0 1 0 0-.01M10 4a3 3 0 1 1 .01 0"
 	case "activity":

@@ -49,6 +49,10 @@ type Text struct {
 	Webhooks WebhooksText
 	// AB holds the A/B test pages.
 	AB ABText
+	// Newsletters holds the newsletter list, editor, preview and sending pages.
+	Newsletters NewslettersText
+	// Forms holds the sign-up form pages (list, editor, embed code, preview).
+	Forms FormsText
 	// Public holds the public pages (hosted sign-up form, confirmation).
 	Public PublicText
 	// Unsubscribe holds the unsubscribe page behind every mail's link.
@@ -97,6 +101,8 @@ type NavText struct {
 	Dashboard       string
 	Contacts        string
 	Lists           string
+	Newsletters     string
+	Forms           string
 	SectionDev      string
 	APIKeys         string
 	APILog          string
@@ -248,6 +254,204 @@ type LogsText struct {
 	EmptyBody     string
 	NoMatchTitle  string
 	NoMatchBody   string
+}
+
+// NewslettersText holds the newsletter pages: the list, the editor with its
+// live preview and placeholder picker, test mails, sending and scheduling.
+type NewslettersText struct {
+	Title        string
+	Lead         string
+	New          string
+	NewTitle     string
+	EditTitle    string // %s: newsletter name
+	Caption      string
+	EmptyTitle   string
+	EmptyBody    string
+	NoMatchTitle string
+	NoMatchBody  string
+	StatusFilter string
+	AllStatuses  string
+	// StatusLabels names the statuses (store.Campaign…), as the API's status_label.
+	StatusLabels map[string]string
+
+	Name                string
+	NameHint            string
+	Subject             string
+	SubjectHint         string
+	Preheader           string
+	PreheaderHint       string
+	Format              string
+	FormatMarkdown      string
+	FormatHTML          string
+	Content             string
+	ContentHintMarkdown string
+	ContentHintHTML     string
+	Lists               string
+	ListsHint           string
+	NoLists             string
+	ListMembers         string // %s: number of members
+	SMTPServer          string
+	SMTPDefault         string
+	SMTPHint            string
+	FromName            string
+	FromNameHint        string
+	ReplyTo             string
+	ReplyToHint         string
+	Tracking            string
+	TrackOpens          string
+	TrackClicks         string
+	SectionContent      string
+	SectionSettings     string
+	SectionActions      string
+	SaveDraft           string
+	CreateDraft         string
+	CreatedFlash        string // %s: name
+	SavedFlash          string // %s: name
+	NotEditable         string // %s: status label
+	TemplateConflict    string
+
+	Placeholders      string
+	PlaceholdersHint  string
+	PlaceholderLabels map[string]string // placeholder name (German) → meaning
+
+	Preview             string
+	PreviewHint         string
+	PreviewContact      string
+	PreviewContactHint  string
+	PreviewFor          string // %s: contact address
+	PreviewSample       string
+	PreviewEmpty        string
+	PreviewSubject      string
+	PreviewPreheader    string
+	PreviewText         string
+	PreviewFrame        string // title of the iframe
+	PreviewUnknown      string // %s: address without a contact
+	PreviewUpdate       string // button without JavaScript
+	PreviewSavedVersion string
+
+	TestTitle    string
+	TestTo       string
+	TestToHint   string // %d: max addresses
+	TestSend     string
+	TestResult   string // %d, %d: sent, total
+	TestOK       string
+	TestFailed   string
+	TestFailedAt string // %s: error
+
+	SendNow          string
+	SendTitle        string // %s: name
+	SendLead         string
+	SendCount        string // %s: number of recipients
+	SendSkipped      string // %s: blocked addresses
+	SendLists        string
+	SendSubject      string
+	SendServer       string
+	SendConfirm      string
+	SendNotReady     string
+	SendNoRecipients string
+	SendStartedFlash string // %s: name
+	SendingOff       string
+	LimitReached     string // %s: sends per day
+
+	Schedule            string
+	ScheduleAt          string
+	ScheduleHint        string
+	ScheduleButton      string
+	ScheduleInvalid     string
+	ScheduledFlash      string // %s: time
+	ScheduledFor        string // %s: time
+	Unschedule          string
+	UnscheduledFlash    string
+	Pause               string
+	PausedFlash         string
+	Resume              string
+	ResumedFlash        string
+	Duplicate           string
+	DuplicatedFlash     string // %s: name of the copy
+	Delete              string
+	DeleteQuestion      string // %s: name
+	DeleteDetail        string
+	DeleteConfirm       string
+	DeletedFlash        string // %s: name
+	Stats               string
+	Progress            string // %s, %s: sent, total
+	ProgressLabel       string
+	Recipients          string
+	Sent                string
+	Failed              string
+	Skipped             string
+	StartedAt           string
+	FinishedAt          string
+	LastError           string
+	Created             string
+	Updated             string
+	Overview            string
+	EditLink            string
+	Open                string
+	ConflictFlash       string // the service's 409 message follows
+	ChosenLists         string
+	NoneChosen          string
+	DefaultRoute        string
+	ContentMissingShort string
+}
+
+// FormsText holds the sign-up form pages.
+type FormsText struct {
+	Title           string
+	Lead            string
+	New             string
+	NewTitle        string
+	EditTitle       string // %s: name
+	Caption         string
+	EmptyTitle      string
+	EmptyBody       string
+	Name            string
+	NameHint        string
+	Lists           string
+	ListsHint       string
+	NoLists         string
+	DoubleOptIn     string
+	DoubleOptInHint string
+	Fields          string
+	FieldsHint      string
+	Tags            string
+	TagsHint        string
+	SuccessRedirect string
+	RedirectHint    string
+	SuccessMessage  string
+	MessageHint     string
+	BotProtection   string
+	ProofOfWork     string
+	ProofOfWorkHint string
+	MinFillSeconds  string
+	MinFillHint     string
+	MinFillNumber   string
+	Create          string
+	CreatedFlash    string // %s: name
+	SavedFlash      string // %s: name
+	Submissions     string
+	Created         string
+	On              string
+	Off             string
+	Embed           string
+	EmbedTitle      string // %s: name
+	EmbedLead       string
+	EmbedCode       string
+	EmbedHint       string
+	HostedURL       string
+	HostedHint      string
+	PreviewTitle    string
+	PreviewFrame    string // title of the iframe
+	Delete          string
+	DeleteQuestion  string // %s: name
+	DeleteDetail    string
+	DeleteConfirm   string
+	DeletedFlash    string // %s: name
+	NoListsChosen   string
+	Protection      string
+	ProtectionPoW   string
+	ProtectionStamp string // %d: seconds
+	ProtectionNone  string
 }
 
 // ContactsText holds the contact pages: table, detail, form, confirmations.
@@ -562,6 +766,8 @@ func German() Text {
 			Dashboard:       "Übersicht",
 			Contacts:        "Kontakte",
 			Lists:           "Listen",
+			Newsletters:     "Newsletter",
+			Forms:           "Anmeldeformulare",
 			SectionDev:      "Entwickler",
 			APIKeys:         "API-Schlüssel",
 			APILog:          "API-Protokoll",
@@ -716,6 +922,217 @@ func German() Text {
 			EmptyBody:     "Sobald ein API-Schlüssel benutzt wird, erscheinen die Anfragen hier.",
 			NoMatchTitle:  "Keine passenden Einträge",
 			NoMatchBody:   "Für diesen Filter gibt es keine Anfragen. Ändern oder entfernen Sie den Filter.",
+		},
+		Newsletters: NewslettersText{
+			Title:        "Newsletter",
+			Lead:         "Schreiben, testen und versenden Sie Newsletter an Ihre Listen – sofort oder zu einem geplanten Zeitpunkt.",
+			New:          "Neuer Newsletter",
+			NewTitle:     "Neuer Newsletter",
+			EditTitle:    "„%s“ bearbeiten",
+			Caption:      "Newsletter dieses Kontos, neueste zuerst",
+			EmptyTitle:   "Noch keine Newsletter",
+			EmptyBody:    "Legen Sie Ihren ersten Newsletter als Entwurf an. Versendet wird erst, wenn Sie es bestätigen.",
+			NoMatchTitle: "Keine Newsletter mit diesem Status",
+			NoMatchBody:  "Wählen Sie einen anderen Status oder zeigen Sie alle Newsletter.",
+			StatusFilter: "Status",
+			AllStatuses:  "Alle Status",
+			StatusLabels: map[string]string{
+				"draft":     "Entwurf",
+				"scheduled": "Geplant",
+				"sending":   "Wird versendet",
+				"sent":      "Versendet",
+				"paused":    "Pausiert",
+				"failed":    "Fehlgeschlagen",
+				"cancelled": "Abgebrochen",
+			},
+
+			Name:                "Interner Name",
+			NameHint:            "Nur für Sie sichtbar. Leer: der Betreff.",
+			Subject:             "Betreff",
+			SubjectHint:         "Platzhalter wie {{vorname}} sind erlaubt.",
+			Preheader:           "Vorschauzeile",
+			PreheaderHint:       "Der kurze Text, den viele Postfächer neben dem Betreff zeigen.",
+			Format:              "Format des Inhalts",
+			FormatMarkdown:      "Markdown",
+			FormatHTML:          "HTML",
+			Content:             "Inhalt",
+			ContentHintMarkdown: "Markdown: **fett**, *kursiv*, [Link](https://…), Listen mit „-“, Überschriften mit „#“.",
+			ContentHintHTML:     "Vollständiges HTML oder ein Ausschnitt. Eine Abmeldezeile wird angefügt, wenn {{abmelde_link}} fehlt.",
+			Lists:               "Empfängerlisten",
+			ListsHint:           "Der Newsletter geht an alle angemeldeten Kontakte dieser Listen (jede Adresse einmal).",
+			NoLists:             "Es gibt noch keine Listen. Legen Sie zuerst eine Liste mit Kontakten an.",
+			ListMembers:         "%s Mitglieder",
+			SMTPServer:          "SMTP-Server",
+			SMTPDefault:         "Standard des Kontos",
+			SMTPHint:            "Über welchen Server die E-Mails verschickt werden.",
+			FromName:            "Absendername",
+			FromNameHint:        "Leer: der Absendername des SMTP-Servers.",
+			ReplyTo:             "Antwortadresse",
+			ReplyToHint:         "Optional: wohin Antworten gehen sollen.",
+			Tracking:            "Auswertung",
+			TrackOpens:          "Öffnungen messen",
+			TrackClicks:         "Klicks messen",
+			SectionContent:      "Inhalt",
+			SectionSettings:     "Empfänger und Absender",
+			SectionActions:      "Testen und versenden",
+			SaveDraft:           "Entwurf speichern",
+			CreateDraft:         "Entwurf anlegen",
+			CreatedFlash:        "Der Entwurf „%s“ wurde angelegt.",
+			SavedFlash:          "Der Entwurf „%s“ wurde gespeichert.",
+			NotEditable:         "Nur Entwürfe können bearbeitet werden. Dieser Newsletter ist: %s.",
+			TemplateConflict:    "Dieser Newsletter verwendet eine Vorlage; eigener Inhalt ersetzt sie nicht. Leeren Sie den Inhalt oder entfernen Sie die Vorlage über die API.",
+
+			Placeholders:     "Platzhalter",
+			PlaceholdersHint: "Wird für jeden Empfänger ersetzt. Mit {{vorname|Hallo}} geben Sie einen Ersatztext für leere Werte an.",
+			PlaceholderLabels: map[string]string{
+				"vorname":      "Vorname",
+				"nachname":     "Nachname",
+				"name":         "Vollständiger Name",
+				"email":        "E-Mail-Adresse",
+				"adresse":      "Straße und Hausnummer",
+				"plz":          "Postleitzahl",
+				"ort":          "Ort",
+				"telefon":      "Telefon",
+				"notiz":        "Notiz",
+				"datum":        "Heutiges Datum",
+				"abmelde_link": "Persönlicher Abmeldelink",
+			},
+
+			Preview:             "Vorschau",
+			PreviewHint:         "So sieht der Newsletter für einen Empfänger aus. Links und Öffnungen werden in der Vorschau nicht gezählt.",
+			PreviewContact:      "Vorschau für Kontakt",
+			PreviewContactHint:  "E-Mail-Adresse eines Kontakts. Leer: der erste Empfänger der Listen, sonst ein Beispielkontakt.",
+			PreviewFor:          "Personalisiert für %s",
+			PreviewSample:       "Personalisiert für einen Beispielkontakt (Max Mustermann)",
+			PreviewEmpty:        "Sobald der Newsletter Inhalt hat, erscheint hier die Vorschau.",
+			PreviewSubject:      "Betreff",
+			PreviewPreheader:    "Vorschauzeile",
+			PreviewText:         "Textversion anzeigen",
+			PreviewFrame:        "Vorschau des Newsletters",
+			PreviewUnknown:      "Es gibt keinen Kontakt mit der Adresse %s.",
+			PreviewUpdate:       "Vorschau aktualisieren",
+			PreviewSavedVersion: "Die Vorschau zeigt die gespeicherte Fassung.",
+
+			TestTitle:    "Testmail",
+			TestTo:       "Testempfänger",
+			TestToHint:   "Bis zu %d Adressen, durch Komma oder Zeilenumbruch getrennt. Der Entwurf wird vorher gespeichert; der Betreff beginnt mit [TEST].",
+			TestSend:     "Speichern und Test senden",
+			TestResult:   "%d von %d Testmails verschickt.",
+			TestOK:       "verschickt",
+			TestFailed:   "fehlgeschlagen",
+			TestFailedAt: "Fehler: %s",
+
+			SendNow:          "Jetzt versenden …",
+			SendTitle:        "„%s“ jetzt versenden?",
+			SendLead:         "Bitte prüfen Sie die Angaben. Der Versand beginnt sofort und lässt sich nur pausieren, nicht zurücknehmen.",
+			SendCount:        "%s Empfänger",
+			SendSkipped:      "%s gesperrte Adressen werden übersprungen.",
+			SendLists:        "Listen",
+			SendSubject:      "Betreff",
+			SendServer:       "Versand über",
+			SendConfirm:      "Ja, jetzt an alle versenden",
+			SendNotReady:     "Der Newsletter kann noch nicht versendet werden:",
+			SendNoRecipients: "Die gewählten Listen haben keine angemeldeten Empfänger.",
+			SendStartedFlash: "Der Versand von „%s“ hat begonnen.",
+			SendingOff:       "Der Versand ist in diesem Dienst nicht eingerichtet.",
+			LimitReached:     "Ihr Tarif erlaubt höchstens %s E-Mails pro Tag. Versenden Sie morgen oder wechseln Sie den Tarif.",
+
+			Schedule:         "Planen",
+			ScheduleAt:       "Versandzeitpunkt",
+			ScheduleHint:     "Datum und Uhrzeit in deutscher Zeit (Europe/Berlin). Der Entwurf wird vorher gespeichert.",
+			ScheduleButton:   "Speichern und planen",
+			ScheduleInvalid:  "Bitte Datum und Uhrzeit angeben, z. B. 01.12.2026, 09:00.",
+			ScheduledFlash:   "Der Newsletter wird am %s versendet.",
+			ScheduledFor:     "Geplant für %s",
+			Unschedule:       "Planung aufheben",
+			UnscheduledFlash: "Die Planung wurde aufgehoben; der Newsletter ist wieder ein Entwurf.",
+			Pause:            "Pausieren",
+			PausedFlash:      "Der Versand ist pausiert.",
+			Resume:           "Fortsetzen",
+			ResumedFlash:     "Der Versand wird fortgesetzt.",
+			Duplicate:        "Duplizieren",
+			DuplicatedFlash:  "Die Kopie „%s“ wurde als Entwurf angelegt.",
+			Delete:           "Löschen",
+			DeleteQuestion:   "Entwurf „%s“ löschen?",
+			DeleteDetail:     "Der Entwurf wird endgültig gelöscht.",
+			DeleteConfirm:    "Endgültig löschen",
+			DeletedFlash:     "Der Entwurf „%s“ wurde gelöscht.",
+			Stats:            "Auswertung ansehen",
+			Progress:         "%s von %s E-Mails verschickt",
+			ProgressLabel:    "Versandfortschritt",
+			Recipients:       "Empfänger",
+			Sent:             "Verschickt",
+			Failed:           "Fehlgeschlagen",
+			Skipped:          "Übersprungen",
+			StartedAt:        "Versand begonnen",
+			FinishedAt:       "Versand beendet",
+			LastError:        "Letzter Fehler",
+			Created:          "Erstellt",
+			Updated:          "Geändert",
+			Overview:         "Übersicht",
+			EditLink:         "Bearbeiten",
+			Open:             "Öffnen",
+			ConflictFlash:    "Das ging nicht: %s",
+			ChosenLists:      "Listen",
+			NoneChosen:       "keine",
+			DefaultRoute:     "Standard des Kontos",
+		},
+		Forms: FormsText{
+			Title:           "Anmeldeformulare",
+			Lead:            "Formulare für Ihre Website: neue Kontakte landen direkt in den gewählten Listen, auf Wunsch mit Double-Opt-in.",
+			New:             "Neues Formular",
+			NewTitle:        "Neues Anmeldeformular",
+			EditTitle:       "Formular „%s“ bearbeiten",
+			Caption:         "Anmeldeformulare dieses Kontos, neueste zuerst",
+			EmptyTitle:      "Noch keine Anmeldeformulare",
+			EmptyBody:       "Erstellen Sie ein Formular und binden Sie es mit einem kurzen HTML-Code auf Ihrer Website ein.",
+			Name:            "Name",
+			NameHint:        "Nur für Sie sichtbar, z. B. „Newsletter Fußzeile“.",
+			Lists:           "Listen",
+			ListsHint:       "Neue Kontakte werden in diese Listen eingetragen.",
+			NoLists:         "Es gibt noch keine Listen. Kontakte werden dann nur angelegt.",
+			DoubleOptIn:     "Double-Opt-in",
+			DoubleOptInHint: "Neue Kontakte bestätigen ihre Anmeldung über einen Link per E-Mail (empfohlen).",
+			Fields:          "Weitere Felder",
+			FieldsHint:      "Die E-Mail-Adresse ist immer dabei; diese Felder sind für Besucher freiwillig.",
+			Tags:            "Tags",
+			TagsHint:        "Werden jedem neuen Kontakt gegeben, durch Komma getrennt.",
+			SuccessRedirect: "Weiterleitung nach der Anmeldung",
+			RedirectHint:    "Optional: vollständige Adresse Ihrer Danke-Seite, z. B. https://example.com/danke.",
+			SuccessMessage:  "Danke-Text",
+			MessageHint:     "Wird ohne Weiterleitung nach der Anmeldung angezeigt. Leer: ein Standardtext.",
+			BotProtection:   "Schutz vor Bots",
+			ProofOfWork:     "Rechenaufgabe (Proof of Work)",
+			ProofOfWorkHint: "Der Browser löst unsichtbar eine kleine Rechenaufgabe; kein Captcha. Braucht JavaScript und HTTPS.",
+			MinFillSeconds:  "Mindestzeit zum Ausfüllen (Sekunden)",
+			MinFillHint:     "Anmeldungen, die schneller abgeschickt werden, gelten als Bot. 0 schaltet die Prüfung ab.",
+			MinFillNumber:   "Bitte eine ganze Zahl angeben.",
+			Create:          "Formular erstellen",
+			CreatedFlash:    "Das Formular „%s“ wurde erstellt. Kopieren Sie jetzt den Einbettungscode.",
+			SavedFlash:      "Das Formular „%s“ wurde gespeichert.",
+			Submissions:     "Anmeldungen",
+			Created:         "Erstellt",
+			On:              "an",
+			Off:             "aus",
+			Embed:           "Einbetten",
+			EmbedTitle:      "Formular „%s“ einbetten",
+			EmbedLead:       "Fügen Sie diesen Code an der Stelle Ihrer Website ein, an der das Formular erscheinen soll.",
+			EmbedCode:       "Einbettungscode (HTML)",
+			EmbedHint:       "Der Code enthält das Formular und, wenn nötig, ein kleines Skript für den Bot-Schutz.",
+			HostedURL:       "Gehostete Anmeldeseite",
+			HostedHint:      "Ohne eigene Website: verlinken Sie einfach diese Seite.",
+			PreviewTitle:    "Vorschau",
+			PreviewFrame:    "Vorschau der Anmeldeseite",
+			Delete:          "Löschen",
+			DeleteQuestion:  "Formular „%s“ löschen?",
+			DeleteDetail:    "Eingebettete Formulare und die Anmeldeseite funktionieren sofort nicht mehr. Bereits angemeldete Kontakte bleiben erhalten.",
+			DeleteConfirm:   "Endgültig löschen",
+			DeletedFlash:    "Das Formular „%s“ wurde gelöscht.",
+			NoListsChosen:   "keine Liste",
+			Protection:      "Bot-Schutz",
+			ProtectionPoW:   "Rechenaufgabe",
+			ProtectionStamp: "Mindestzeit %d s",
+			ProtectionNone:  "keiner",
 		},
 		Contacts: ContactsText{
 			Title:      "Kontakte",

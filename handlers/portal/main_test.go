@@ -79,12 +79,19 @@ func newServerWith(tb testing.TB, dbURL string, clk *clock, baseURL string, opts
 	box := testBox(tb)
 	mail := mailer.NewTransports(db, box, mailer.TransportOptions{Relay: opts.Relay, TLSConfig: &tls.Config{RootCAs: roots}, HELO: "rundbrief.test"})
 	hooks := webhook.New(db, webhook.Config{Box: box, AllowPrivate: true, Now: now, Log: log})
-	p, err := portal.New(portal.Deps{DB: db, Box: box, Log: log, BaseURL: baseURL, Now: now, Mail: mail, Webhooks: hooks,
-		ABTests: mailer.NewABTests(db, nil, mailer.ABTestsOptions{Now: now})})
+	// Sending as `serve` wires it: an account's own SMTP server (tests point one
+	// at mailer/smtptest), else the relay or the development outbox; a send
+	// worker delivers what a send queues beyond its first batch.
+	links := mailer.LinkBuilder{BaseURL: baseURL, Tokens: mustTokens(tb)}
+	sendWorker := mailer.NewWorker(db, mail, mailer.WorkerOptions{Links: links, PollInterval: 20 * time.Millisecond, Log: log})
+	campaigns := mailer.NewCampaigns(db, mail, sendWorker, mailer.CampaignsOptions{Links: links, Log: log})
+	wg.Go(func() { _ = sendWorker.Run(ctx) })
+	p, err := portal.New(portal.Deps{DB: db, Box: box, Log: log, BaseURL: baseURL, Now: now, Mail: mail, Webhooks: hooks, Campaigns: campaigns,
+		ABTests: mailer.NewABTests(db, sendWorker, mailer.ABTestsOptions{Now: now})})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	a := api.New(api.Deps{DB: db, APILog: apiLog, Log: log, Box: box, Mail: mail, Webhooks: hooks}, api.Config{BaseURL: baseURL, RateLimit: 1_000_000})
+	a := api.New(api.Deps{DB: db, APILog: apiLog, Log: log, Box: box, Mail: mail, Webhooks: hooks, Campaigns: campaigns}, api.Config{BaseURL: baseURL, RateLimit: 1_000_000})
 	pub, err := public.New(public.Deps{DB: db, Guard: botguard.New("portal tests secret", time.Now), Tokens: mustTokens(tb), Log: log, BaseURL: baseURL})
 	if err != nil {
 		tb.Fatal(err)

@@ -50,20 +50,24 @@ type Deps struct {
 	// ABTests decides A/B test winners and stops tests (nil: those buttons
 	// answer with an error).
 	ABTests *mailer.ABTests
+	// Campaigns sends test mails and newsletters, schedules them and renders
+	// previews (the API's service); nil: the newsletter pages cannot send.
+	Campaigns *mailer.Campaigns
 }
 
 // Portal holds the dependencies of the portal pages.
 type Portal struct {
-	db       *store.DB
-	box      *secret.Box
-	log      *slog.Logger
-	baseURL  string
-	now      func() time.Time
-	sessions *scs.SessionManager
-	csrf     *http.CrossOriginProtection
-	mail     *mailer.Transports
-	webhooks *webhook.Service
-	abTests  *mailer.ABTests
+	db        *store.DB
+	box       *secret.Box
+	log       *slog.Logger
+	baseURL   string
+	now       func() time.Time
+	sessions  *scs.SessionManager
+	csrf      *http.CrossOriginProtection
+	mail      *mailer.Transports
+	webhooks  *webhook.Service
+	campaigns *mailer.Campaigns
+	abTests   *mailer.ABTests
 }
 
 // New returns the portal; Routes registers its pages. The sessions' cleanup runs
@@ -76,7 +80,7 @@ func New(d Deps) (*Portal, error) {
 		return nil, errors.New("portal: Deps.Box is required")
 	}
 	p := &Portal{db: d.DB, box: d.Box, log: d.Log, baseURL: strings.TrimRight(d.BaseURL, "/"), now: d.Now,
-		mail: d.Mail, webhooks: d.Webhooks, abTests: d.ABTests}
+		mail: d.Mail, webhooks: d.Webhooks, campaigns: d.Campaigns, abTests: d.ABTests}
 	secure := strings.HasPrefix(p.baseURL, "https://")
 
 	p.sessions = scs.New()
@@ -163,6 +167,33 @@ func (p *Portal) Routes(r chi.Router) {
 			r.Post("/lists/{id}/delete", p.handle(p.deleteList))
 			r.Post("/lists/{id}/members", p.handle(p.addMembers))
 			r.Post("/lists/{id}/members/{contact_id}/remove", p.handle(p.removeMember))
+
+			// Newsletters (issue 7): drafts, preview, test mails, sending.
+			r.Get("/newsletters", p.handle(p.listNewsletters))
+			r.Get("/newsletters/new", p.handle(p.newNewsletter))
+			r.Post("/newsletters/new", p.handle(p.createNewsletter))
+			r.Post("/newsletters/preview", p.handle(p.previewNewsletter))
+			r.Get("/newsletters/{id}", p.handle(p.showNewsletter))
+			r.Post("/newsletters/{id}", p.handle(p.saveNewsletter))
+			r.Get("/newsletters/{id}/send", p.handle(p.sendConfirmation))
+			r.Post("/newsletters/{id}/send", p.handle(p.sendNewsletter))
+			r.Get("/newsletters/{id}/progress", p.handle(p.newsletterProgress))
+			r.Post("/newsletters/{id}/unschedule", p.handle(p.newsletterAction(p.unscheduleNewsletter, func(t views.Text) string { return t.Newsletters.UnscheduledFlash })))
+			r.Post("/newsletters/{id}/pause", p.handle(p.newsletterAction(p.pauseNewsletter, func(t views.Text) string { return t.Newsletters.PausedFlash })))
+			r.Post("/newsletters/{id}/resume", p.handle(p.newsletterAction(p.resumeNewsletter, func(t views.Text) string { return t.Newsletters.ResumedFlash })))
+			r.Post("/newsletters/{id}/duplicate", p.handle(p.duplicateNewsletter))
+			r.Get("/newsletters/{id}/delete", p.handle(p.confirmDeleteNewsletter))
+			r.Post("/newsletters/{id}/delete", p.handle(p.deleteNewsletter))
+
+			// Sign-up forms (issue 7): create, embed code, preview.
+			r.Get("/forms", p.handle(p.listForms))
+			r.Get("/forms/new", p.handle(p.newForm))
+			r.Post("/forms/new", p.handle(p.createForm))
+			r.Get("/forms/{id}/edit", p.handle(p.editForm))
+			r.Post("/forms/{id}/edit", p.handle(p.updateForm))
+			r.Get("/forms/{id}/embed", p.handle(p.formEmbed))
+			r.Get("/forms/{id}/delete", p.handle(p.confirmDeleteForm))
+			r.Post("/forms/{id}/delete", p.handle(p.deleteForm))
 
 			// A/B tests of newsletters: create from a draft, results, winner (issue 6).
 			r.Get("/ab-tests", p.needAB(p.listABTests))
