@@ -395,9 +395,33 @@ func NewImportWorker(db *DB, opts ImportWorkerOptions) *ImportWorker {
 	return &ImportWorker{db: db, opts: opts}
 }
 
-// Run works through the queue until ctx ends.
+// staleUpload is how long an uploaded file waits for its column mapping
+// before the worker deletes the job with its file.
+const staleUpload = 24 * time.Hour
+
+const purgeStaleImports = `DELETE FROM import_jobs WHERE status = 'uploaded' AND created_at < now() - $1 * interval '1 millisecond'`
+
+// PurgeStaleImports deletes jobs whose column mapping was not given within
+// maxAge: their files would otherwise stay in the database for good.
+func (db *DB) PurgeStaleImports(ctx context.Context, maxAge time.Duration) (int64, error) {
+	res, err := db.ExecContext(ctx, purgeStaleImports, maxAge.Milliseconds())
+	if err != nil {
+		return 0, fmt.Errorf("store: purge imports: %w", err)
+	}
+	return res.RowsAffected()
+}
+
+// Run works through the queue until ctx ends; when idle it deletes stale
+// uploads, at most once an hour.
 func (w *ImportWorker) Run(ctx context.Context) error {
+	var purged time.Time
 	for {
+		if time.Since(purged) > time.Hour {
+			purged = time.Now()
+			if _, err := w.db.PurgeStaleImports(ctx, staleUpload); err != nil && ctx.Err() == nil {
+				w.opts.Log.Error("import worker", "err", err)
+			}
+		}
 		ran, err := w.RunOnce(ctx)
 		if err != nil && ctx.Err() == nil {
 			w.opts.Log.Error("import worker", "err", err)

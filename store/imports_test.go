@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/dbtest"
@@ -243,5 +244,34 @@ func TestImportWorkersShareTheQueue(t *testing.T) {
 	}
 	if u := usageOf(t, db, acct); u.Contacts != 480 {
 		t.Errorf("usage counts %d contacts, want 480", u.Contacts)
+	}
+}
+
+func TestPurgeStaleImports(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.Open(t, dbtest.URL(t))
+	acct := newAccount(t, db, "")
+	old, err := db.CreateImport(ctx, acct, 0, "alt.csv", []byte("email\na@example.com\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := db.CreateImport(ctx, acct, 0, "neu.csv", []byte("email\na@example.com\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := startedImport(t, db, acct, "email\na@example.com\n", store.ImportSettings{Mapping: []string{"email"}})
+	if _, err := db.ExecContext(ctx, `UPDATE import_jobs SET created_at = now() - interval '2 days' WHERE id IN ($1, $2)`, old.ID, started.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := db.PurgeStaleImports(ctx, 24*time.Hour); err != nil || n != 1 {
+		t.Fatalf("purged %d (%v), want the one old upload", n, err)
+	}
+	if _, err := db.ImportJob(ctx, acct, old.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Error("the stale upload is still there")
+	}
+	for _, id := range []int64{fresh.ID, started.ID} {
+		if _, err := db.ImportJob(ctx, acct, id); err != nil {
+			t.Errorf("job %d was purged: %v", id, err)
+		}
 	}
 }

@@ -102,3 +102,76 @@ func TestEventPicker(t *testing.T) {
 		t.Error("all events")
 	}
 }
+
+// A user row offers the role form and removal only where the rules allow:
+// never for oneself, for owners only to owners; admins are not offered "owner".
+func TestUserRow(t *testing.T) {
+	owner := store.User{ID: 1, Email: "chefin@example.com", Role: "owner"}
+	member := store.User{ID: 2, Email: "m@example.com", Role: "member", Name: "Max"}
+	for _, tc := range []struct {
+		name         string
+		u            store.User
+		meID         int64
+		myRole       string
+		editable     bool
+		offersOwner  bool
+		wantRoleText string
+	}{
+		{"self", owner, 1, "owner", false, false, "Inhaber"},
+		{"owner by admin", owner, 3, "admin", false, false, "Inhaber"},
+		{"member by owner", member, 1, "owner", true, true, ""},
+		{"member by admin", member, 3, "admin", true, false, ""},
+	} {
+		doc := renderRows(t, views.UserRow(tc.u, tc.meID, tc.myRole))
+		form := tid(doc, "user-role-form")
+		if (form.Length() == 1) != tc.editable || (tid(doc, "user-remove").Length() == 1) != tc.editable {
+			t.Errorf("%s: editable %v", tc.name, form.Length() == 1)
+		}
+		if got := doc.Find(`option[value="owner"]`).Length() == 1; got != tc.offersOwner {
+			t.Errorf("%s: offers owner %v", tc.name, got)
+		}
+		if tc.editable {
+			sel := doc.Find("select")
+			if doc.Find(`label[for="`+sel.AttrOr("id", "x")+`"]`).Length() != 1 || form.AttrOr("hx-target", "") != "#user-2" {
+				t.Errorf("%s: select unlabelled or form not htmx", tc.name)
+			}
+		} else if got := text(tid(doc, "user-role")); got != tc.wantRoleText {
+			t.Errorf("%s: role %q", tc.name, got)
+		}
+	}
+}
+
+func TestActivitySection(t *testing.T) {
+	keyID, userID, gone := int64(5), int64(7), int64(99)
+	obj := int64(42)
+	at := time.Date(2026, 3, 1, 9, 30, 0, 0, time.UTC)
+	l := views.ActivityList{
+		Entries: []store.Activity{
+			{ID: 1, ActorType: "key", ActorID: &keyID, Action: "contact.created", ObjectType: "contact", ObjectID: &obj, Details: []byte(`{"email": "a@b.de"}`), CreatedAt: at},
+			{ID: 2, ActorType: "user", ActorID: &userID, Action: "webhook.paused", ObjectType: "webhook", ObjectID: &obj, Details: []byte(`{}`), CreatedAt: at},
+			{ID: 3, ActorType: "user", ActorID: &gone, Action: "something.new", ObjectType: "thing", CreatedAt: at},
+			{ID: 4, ActorType: "public", Action: "contact.signed_up", ObjectType: "contact", ObjectID: &obj, CreatedAt: at},
+		},
+		Keys:  []store.APIKey{{ID: 5, Name: "Shop"}},
+		Users: []store.User{{ID: 7, Email: "anna@example.com"}},
+		Pager: views.Pager{Page: 1, PerPage: 25, Total: 4, URL: func(int) string { return "/logs/activity" }},
+	}
+	doc := render(t, views.ActivitySection(l))
+	var got []string
+	tid(doc, "activity-row").Each(func(_ int, r *goquery.Selection) {
+		got = append(got, text(r.Find(`[data-testid="activity-action"]`))+" | "+text(r.Find(`[data-testid="activity-object"]`))+" | "+
+			text(r.Find(`[data-testid="activity-actor"]`))+" | "+text(r.Find("code")))
+	})
+	want := []string{
+		`Kontakt angelegt | Kontakt #42 | API-Schlüssel „Shop“ | {"email": "a@b.de"}`,
+		`Webhook pausiert | Webhook #42 | anna@example.com | `,
+		`something.new | thing | Benutzer #99 (entfernt) | `,
+		`Über ein Formular angemeldet | Kontakt #42 | Öffentlich (Formular oder Link) | `,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if opts := doc.Find(`select[name="object_type"] option`).Length(); opts != len(views.ActivityObjectTypes())+1 {
+		t.Errorf("%d filter options", opts)
+	}
+}

@@ -146,6 +146,13 @@ func TestContactFormErrors(t *testing.T) {
 	if doc.Find(`input[name="list_ids"][checked]`).AttrOr("value", "") != "2" {
 		t.Error("checked list lost")
 	}
+	if doc.Find("[autofocus]").Length() != 1 || doc.Find("#field-email[autofocus]").Length() != 1 {
+		t.Error("the focus is not on the field with the error")
+	}
+	f.Errors = map[string]string{"zip": "Höchstens 20 Zeichen."}
+	if doc := render(t, views.ContactFormPage(contactShell(), f)); doc.Find("[autofocus]").Length() != 1 || doc.Find("#field-zip[autofocus]").Length() != 1 {
+		t.Error("the focus is not on the first field with an error")
+	}
 	for _, in := range []string{"first_name", "last_name", "zip", "city", "phone", "tags"} {
 		if doc.Find(`label[for="field-`+in+`"]`).Length() != 1 {
 			t.Errorf("%s has no label", in)

@@ -597,12 +597,12 @@ func ListFormPage(s Shell, f ListForm) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			templ_7745c5c3_Err = Input(Field{Name: "name", Label: t.Lists.Name, Value: f.Name, Hint: t.Lists.NameHint, Error: f.Errors["name"], Required: true,
-				Autocomplete: "off", Attrs: templ.Attributes{"maxlength": 100, "autofocus": true}}).Render(ctx, templ_7745c5c3_Buffer)
+				Autocomplete: "off", Attrs: templ.Attributes{"maxlength": 100, "autofocus": f.Errors["name"] != "" || len(f.Errors) == 0}}).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 			templ_7745c5c3_Err = Input(Field{Name: "color", Label: t.Lists.Color, Type: "color", Value: f.Color, Hint: t.Lists.ColorHint, Error: f.Errors["color"],
-				Attrs: templ.Attributes{"class": "input-color"}}).Render(ctx, templ_7745c5c3_Buffer)
+				Attrs: templ.Attributes{"class": "input-color", "autofocus": f.Errors["name"] == "" && f.Errors["color"] != ""}}).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

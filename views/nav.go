@@ -45,7 +45,9 @@ func Navigation(t Text) []NavItem {
 		{ID: NavAPIKeys, Href: "/api-keys", Label: t.Nav.APIKeys, Section: t.Nav.SectionDev, Roles: admins, Icon: "key"},
 		{ID: NavWebhooks, Href: "/webhooks", Label: t.Nav.Webhooks, Section: t.Nav.SectionDev, Roles: admins, Icon: "webhook"},
 		{ID: NavAPILog, Href: "/logs/api", Label: t.Nav.APILog, Section: t.Nav.SectionDev, Icon: "log"},
+		{ID: NavActivity, Href: "/logs/activity", Label: t.Nav.Activity, Section: t.Nav.SectionDev, Icon: "activity"},
 		{ID: NavSMTP, Href: "/smtp-servers", Label: t.Nav.SMTP, Section: t.Nav.SectionSettings, Roles: admins, Icon: "mail"},
+		{ID: NavUsers, Href: "/users", Label: t.Nav.Users, Section: t.Nav.SectionSettings, Roles: admins, Icon: "users"},
 		{ID: NavPassword, Href: "/account/password", Label: t.Nav.Password, Section: t.Nav.SectionAccount, Icon: "lock"},
 	}
 }

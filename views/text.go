@@ -49,6 +49,9 @@ type Text struct {
 	Webhooks WebhooksText
 	// AB holds the A/B test pages.
 	AB ABText
+	// Activity holds the activity log, Users the user management.
+	Activity ActivityText
+	Users    UsersText
 	// Newsletters holds the newsletter list, editor, preview and sending pages.
 	Newsletters NewslettersText
 	// Forms holds the sign-up form pages (list, editor, embed code, preview).
@@ -623,6 +626,31 @@ type WebhooksText struct {
 	ShowDetails, Payload, ResponseBody            string
 	NoResponse, AttemptLog, NoStatus              string
 	Unavailable                                   string
+}
+
+// ActivityText holds the activity log page.
+type ActivityText struct {
+	Title, Lead, Caption, EmptyTitle, EmptyBody, NoMatchBody string
+	Time, Action, Object, Actor, Details                     string
+	ObjectType, AnyObject                                    string
+	ObjectTypes                                              map[string]string // by store object type
+	ActorTypes                                               map[string]string // key, user, system, public
+	KeyActor                                                 string            // %s key name
+	RemovedUser                                              string            // %d user id
+	Actions                                                  map[string]string // by action, e.g. contact.created
+}
+
+// UsersText holds the user management pages.
+type UsersText struct {
+	Title, Lead, New, NewTitle, NewLead, Create, Caption string
+	Email, Name, NameHint, Role, RoleOf, Since, You      string // RoleOf: %s address
+	Roles                                                map[string]string
+	RolesHelp                                            string
+	Password, PasswordHint                               string // PasswordHint: %d minimum length
+	PasswordTooShort                                     string // %d minimum length
+	ChangeRole, Remove, RemoveQuestion, RemoveDetail     string // RemoveQuestion: %s address
+	CreatedFlash, RoleFlash, RemovedFlash                string // %s address; RoleFlash: %s address, %s role
+	RevealTitle, RevealBody, RevealLabel                 string // RevealLabel: %s address
 }
 
 // OutboxText holds the development outbox.
@@ -1642,6 +1670,123 @@ func German() Text {
 			AttemptLog:   "Versuche",
 			NoStatus:     "keine Antwort",
 			Unavailable:  "Webhooks sind in diesem Prozess nicht verfügbar.",
+		},
+		Activity: ActivityText{
+			Title:       "Aktivitätsprotokoll",
+			Lead:        "Wer hat wann was geändert: über das Portal, die API, Formulare oder Rundbrief selbst.",
+			Caption:     "Aktivitäten, neueste zuerst",
+			EmptyTitle:  "Noch keine Aktivitäten",
+			EmptyBody:   "Sobald Kontakte, Listen, Newsletter oder Einstellungen geändert werden, erscheint es hier.",
+			NoMatchBody: "Für diese Objektart gibt es keine Einträge. Ändern oder entfernen Sie den Filter.",
+			Time:        "Zeit",
+			Action:      "Aktion",
+			Object:      "Objekt",
+			Actor:       "Durch",
+			Details:     "Details",
+			ObjectType:  "Objektart",
+			AnyObject:   "Alle Objekte",
+			ObjectTypes: map[string]string{
+				"contact":         "Kontakt",
+				"list":            "Liste",
+				"blocked_address": "Gesperrte Adresse",
+				"newsletter":      "Newsletter",
+				"email":           "Einzel-E-Mail",
+				"form":            "Formular",
+				"webhook":         "Webhook",
+				"user":            "Benutzer",
+			},
+			ActorTypes: map[string]string{
+				"key":    "API-Schlüssel",
+				"user":   "Benutzer",
+				"system": "Rundbrief (automatisch)",
+				"public": "Öffentlich (Formular oder Link)",
+			},
+			KeyActor:    "API-Schlüssel „%s“",
+			RemovedUser: "Benutzer #%d (entfernt)",
+			Actions: map[string]string{
+				"contact.created":           "Kontakt angelegt",
+				"contact.updated":           "Kontakt geändert",
+				"contact.deleted":           "Kontakt gelöscht",
+				"contact.unsubscribed":      "Abgemeldet",
+				"contact.signed_up":         "Über ein Formular angemeldet",
+				"contact.confirmation_sent": "Bestätigungs-E-Mail (Double-Opt-in) verschickt",
+				"contact.confirmed":         "Anmeldung bestätigt",
+				"list.joined":               "In Liste aufgenommen",
+				"list.left":                 "Aus Liste entfernt",
+				"list.created":              "Liste angelegt",
+				"list.updated":              "Liste geändert",
+				"list.deleted":              "Liste gelöscht",
+				"address.blocked":           "Adresse gesperrt",
+				"address.unblocked":         "Adresssperre aufgehoben",
+				"email.opened":              "E-Mail geöffnet",
+				"email.clicked":             "Link geklickt",
+				"email.queued":              "Einzel-E-Mail eingereiht",
+				"email.scheduled":           "Einzel-E-Mail geplant",
+				"email.cancelled":           "Einzel-E-Mail abgebrochen",
+				"email.started":             "Einzel-E-Mail wird versendet",
+				"email.finished":            "Einzel-E-Mail versendet",
+				"email.failed":              "Einzel-E-Mail fehlgeschlagen",
+				"newsletter.created":        "Newsletter angelegt",
+				"newsletter.updated":        "Newsletter geändert",
+				"newsletter.deleted":        "Newsletter gelöscht",
+				"newsletter.duplicated":     "Newsletter dupliziert",
+				"newsletter.scheduled":      "Newsletter geplant",
+				"newsletter.unscheduled":    "Planung aufgehoben",
+				"newsletter.started":        "Versand gestartet",
+				"newsletter.finished":       "Versand abgeschlossen",
+				"newsletter.failed":         "Versand fehlgeschlagen",
+				"newsletter.paused":         "Versand pausiert",
+				"newsletter.resumed":        "Versand fortgesetzt",
+				"newsletter.retried":        "Fehlgeschlagene erneut versucht",
+				"form.created":              "Formular angelegt",
+				"form.updated":              "Formular geändert",
+				"form.deleted":              "Formular gelöscht",
+				"webhook.created":           "Webhook angelegt",
+				"webhook.updated":           "Webhook geändert",
+				"webhook.deleted":           "Webhook gelöscht",
+				"webhook.paused":            "Webhook pausiert",
+				"webhook.resumed":           "Webhook fortgesetzt",
+				"webhook.secret_rotated":    "Webhook-Secret erneuert",
+				"user.created":              "Benutzer hinzugefügt",
+				"user.role_changed":         "Rolle geändert",
+				"user.removed":              "Benutzer entfernt",
+			},
+		},
+		Users: UsersText{
+			Title:    "Benutzer",
+			Lead:     "Wer sich mit eigener E-Mail-Adresse und eigenem Passwort für dieses Konto anmeldet.",
+			New:      "Benutzer hinzufügen",
+			NewTitle: "Benutzer hinzufügen",
+			NewLead:  "Der neue Benutzer meldet sich mit seiner E-Mail-Adresse und dem Anfangspasswort an und kann es danach selbst ändern.",
+			Create:   "Benutzer hinzufügen",
+			Caption:  "Benutzer dieses Kontos",
+			Email:    "E-Mail-Adresse",
+			Name:     "Name",
+			NameHint: "Optional.",
+			Role:     "Rolle",
+			RoleOf:   "Rolle von %s",
+			Since:    "Dabei seit",
+			You:      "Sie",
+			Roles: map[string]string{
+				"owner":  "Inhaber",
+				"admin":  "Administrator",
+				"member": "Mitglied",
+			},
+			RolesHelp: "Inhaber und Administratoren verwalten API-Schlüssel, SMTP-Server, Webhooks und Benutzer; " +
+				"nur Inhaber vergeben die Rolle „Inhaber“. Mitglieder arbeiten mit Kontakten, Listen und Newslettern.",
+			Password:         "Anfangspasswort",
+			PasswordHint:     "Mindestens %d Zeichen. Leer lassen: Rundbrief erzeugt ein sicheres Passwort und zeigt es Ihnen einmal an.",
+			PasswordTooShort: "Das Passwort muss mindestens %d Zeichen lang sein.",
+			ChangeRole:       "Rolle ändern",
+			Remove:           "Entfernen",
+			RemoveQuestion:   "%s aus dem Konto entfernen?",
+			RemoveDetail:     "Der Zugang endet sofort, auch laufende Sitzungen. Was der Benutzer angelegt hat, bleibt erhalten.",
+			CreatedFlash:     "%s wurde hinzugefügt.",
+			RoleFlash:        "%s ist jetzt %s.",
+			RemovedFlash:     "%s wurde aus dem Konto entfernt.",
+			RevealTitle:      "Anfangspasswort",
+			RevealBody:       "Geben Sie dieses Passwort sicher weiter. Es wird nur dieses eine Mal angezeigt.",
+			RevealLabel:      "Anfangspasswort für %s",
 		},
 		Outbox: OutboxText{
 			Title:      "Postausgang (Entwicklung)",

@@ -130,6 +130,7 @@ func (p *Portal) Routes(r chi.Router) {
 			r.Get("/account/password", p.handle(p.passwordPage))
 			r.Post("/account/password", p.handle(p.changePassword))
 			r.Get("/logs/api", p.handle(p.apiLog))
+			r.Get("/logs/activity", p.handle(p.activityLog))
 			// The development outbox: only without an operator relay (404 otherwise).
 			r.Get("/dev/outbox", p.handle(p.devOutbox))
 			r.Get("/dev/outbox/{id}", p.handle(p.devOutboxMail))
@@ -242,6 +243,14 @@ func (p *Portal) Routes(r chi.Router) {
 				r.Get("/webhooks/{id}/deliveries", p.handle(p.webhookDeliveries))
 				r.Post("/webhooks/{id}/test", p.handle(p.testWebhook))
 				r.Post("/webhook-deliveries/{id}/resend", p.handle(p.resendDelivery))
+
+				// The account's users: add, change role, remove (the store's rules).
+				r.Get("/users", p.handle(p.listUsers))
+				r.Get("/users/new", p.handle(p.newUserForm))
+				r.Post("/users/new", p.handle(p.addUser))
+				r.Post("/users/{id}/role", p.handle(p.changeUserRole))
+				r.Get("/users/{id}/remove", p.handle(p.confirmRemoveUser))
+				r.Post("/users/{id}/remove", p.handle(p.removeUser))
 			})
 		})
 	})
