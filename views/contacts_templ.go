@@ -43,7 +43,7 @@ func (f ContactFilter) Values() url.Values {
 	return q
 }
 
-// ContactsURL is the address of the contact table (or export) under the filter.
+// URL is the address of the contact table (or export, path) under the filter.
 func (f ContactFilter) URL(path string, page int) string {
 	q := f.Values()
 	if page > 1 {

@@ -469,12 +469,12 @@ type ContactsText struct {
 	Phone, Note, Tags, TagsHint, Lists, ListsHint, Created      string
 	Updated, Source, Confirmed, Unsubscribed                    string
 	Fields, CustomFields, CustomHint, CustomKey, CustomValue    string
-	NoCustomFields, NoTags, NoLists, NoName                     string
+	NoCustomFields, NoTags, NoLists                             string
 	NewTitle, EditTitle, Create, Exists                         string // EditTitle %s: email; Exists: address already has a contact
 	ShowExisting                                                string
 	Created1, Updated1                                          string // flashes, %s: email
 	AddTag, AddTagLabel, RemoveTag                              string // RemoveTag %s: tag
-	JoinList, JoinListLabel, LeaveList, ChooseList, AllJoined   string // LeaveList %s: list
+	JoinList, JoinListLabel, LeaveList, AllJoined               string // LeaveList %s: list
 	Activity, ActivityEmpty, ActivityMore                       string // ActivityMore %d: further entries
 	ActivityLabels                                              map[string]string
 	ActorLabels                                                 map[string]string
@@ -502,26 +502,25 @@ type ListsText struct {
 	AddedFlash                                                     string // %d, %d, %d, %d: added, created, already, failed
 	AddFailed                                                      string // %s: email, %s: message
 	Remove, RemovedFlash                                           string // RemovedFlash %s: email
-	ShowMembers                                                    string
 }
 
 // ImportText holds the CSV import: upload, column mapping, progress, summary.
 type ImportText struct {
-	Title, Lead, File, FileHint, Upload                   string
-	FileMissing, FileTooLarge, FileUnreadable             string // FileTooLarge %d: MB
-	Recent, RecentCaption, RecentEmpty                    string
-	MapTitle, MapLead, Column, Sample, Target             string // MapLead %s: file, %d rows, %s delimiter
-	TargetIgnore, TargetCustom, CustomKey                 string
-	TargetLabels                                          map[string]string
-	Lists, ListsHint, Tags, TagsHint, Start               string
-	DelimiterNames                                        map[string]string
-	ProgressTitle, Queued, Running, Progress              string // Progress %d, %d: processed, total
-	Refresh                                               string
-	DoneTitle, FailedTitle, Created, Updated, Failed      string
-	RowErrors, RowErrorsCaption, Row, Email, Message      string
-	MoreErrors                                            string // %d: errors not listed
-	StatusLabels                                          map[string]string
-	FileName, Rows, When, Status, Open, ToContacts, Again string
+	Title, Lead, File, FileHint, Upload              string
+	FileMissing, FileTooLarge, FileUnreadable        string // FileTooLarge %d: MB
+	Recent, RecentCaption, RecentEmpty               string
+	MapTitle, MapLead, Column, Sample, Target        string // MapLead %s: file, %d rows, %s delimiter
+	TargetIgnore, TargetCustom, CustomKey            string
+	TargetLabels                                     map[string]string
+	Lists, ListsHint, Tags, TagsHint, Start          string
+	DelimiterNames                                   map[string]string
+	ProgressTitle, Queued, Running, Progress         string // Progress %d, %d: processed, total
+	Refresh                                          string
+	DoneTitle, FailedTitle, Created, Updated, Failed string
+	RowErrors, RowErrorsCaption, Row, Email, Message string
+	MoreErrors                                       string // %d: errors not listed
+	StatusLabels                                     map[string]string
+	FileName, Rows, When, Status, ToContacts, Again  string
 }
 
 // SMTPText holds the SMTP servers pages.
@@ -1099,7 +1098,6 @@ func German() Text {
 			Updated:          "Geändert",
 			Overview:         "Übersicht",
 			EditLink:         "Bearbeiten",
-			Open:             "Öffnen",
 			ConflictFlash:    "Das ging nicht: %s",
 			ChosenLists:      "Listen",
 			NoneChosen:       "keine",
@@ -1219,7 +1217,6 @@ func German() Text {
 			NoCustomFields: "Keine eigenen Felder.",
 			NoTags:         "Keine Schlagwörter.",
 			NoLists:        "In keiner Liste.",
-			NoName:         "Ohne Namen",
 			NewTitle:       "Neuen Kontakt anlegen",
 			EditTitle:      "Kontakt %s bearbeiten",
 			Create:         "Kontakt anlegen",
@@ -1233,7 +1230,6 @@ func German() Text {
 			JoinList:       "Eintragen",
 			JoinListLabel:  "In Liste eintragen",
 			LeaveList:      "Aus „%s“ austragen",
-			ChooseList:     "Liste wählen …",
 			AllJoined:      "Der Kontakt ist in allen Listen.",
 			Activity:       "Verlauf",
 			ActivityEmpty:  "Noch keine Einträge.",
@@ -1317,7 +1313,6 @@ func German() Text {
 			AddFailed:         "%s: %s",
 			Remove:            "Austragen",
 			RemovedFlash:      "%s wurde aus der Liste ausgetragen.",
-			ShowMembers:       "Kontakte anzeigen",
 		},
 		Import: ImportText{
 			Title:          "Kontakte importieren",
@@ -1388,7 +1383,6 @@ func German() Text {
 			Rows:       "Zeilen",
 			When:       "Hochgeladen",
 			Status:     "Status",
-			Open:       "Öffnen",
 			ToContacts: "Zu den Kontakten",
 			Again:      "Weitere Datei importieren",
 		},
