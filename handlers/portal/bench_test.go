@@ -30,6 +30,26 @@ func BenchmarkPortalPages(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	// A draft to the first list (its editor previews it for a member; its send
+	// confirmation counts the list's 33,000 recipients) and a sign-up form.
+	subject, content := "Hallo {{vorname}}", "# Neuigkeiten\n\nHallo {{vorname|Kundin}}, [zum Shop](https://shop.example.com/?k={{email}})."
+	draft, err := s.db.CreateNewsletter(context.Background(), acct.ID, apiActor, store.NewsletterInput{
+		Subject: &subject, Markdown: &content, ListIDs: &[]int64{seed.lists[0]}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	// An A/B test of the draft (its results page reads the draft's recipients).
+	bSubject := "Neu für {{vorname}}"
+	abTest, err := s.db.CreateABTest(context.Background(), acct.ID, apiActor, store.ABInput{CampaignID: &draft.ID,
+		TestType: &[]string{store.ABTypeSubject}[0], BSubject: &bSubject})
+	if err != nil {
+		b.Fatal(err)
+	}
+	formName := "Fußzeile"
+	form, err := s.db.CreateForm(context.Background(), acct.ID, apiActor, store.FormInput{Name: &formName, ListIDs: &seed.lists})
+	if err != nil {
+		b.Fatal(err)
+	}
 	c := newClient(b, s)
 	c.signIn(acct.Email, acct.Password)
 
@@ -51,7 +71,10 @@ func BenchmarkPortalPages(b *testing.B) {
 		"/contacts", "/contacts?page=2000", "/contacts?q=schmidt", "/contacts?q=k0054321", "/contacts?tag=vip",
 		fmt.Sprintf("/contacts?list_id=%d&status=subscribed", seed.lists[0]),
 		fmt.Sprintf("/contacts/%d", seed.contact), fmt.Sprintf("/contacts/%d/edit", seed.contact),
-		"/lists", fmt.Sprintf("/lists/%d", seed.lists[0]), "/contacts/import", "/ab-tests",
+		"/lists", fmt.Sprintf("/lists/%d", seed.lists[0]), "/contacts/import",
+		"/newsletters", "/newsletters/new", fmt.Sprintf("/newsletters/%d", draft.ID), fmt.Sprintf("/newsletters/%d/send", draft.ID),
+		"/forms", "/forms/new", fmt.Sprintf("/forms/%d/edit", form.ID), fmt.Sprintf("/forms/%d/embed", form.ID),
+		"/ab-tests", "/ab-tests/new", fmt.Sprintf("/ab-tests/%d", abTest.ID),
 	} {
 		b.Run(strings.ReplaceAll(path[1:], "/", "_"), func(b *testing.B) {
 			if st, n := get(path); st != http.StatusOK || n < 2000 {
