@@ -636,6 +636,7 @@ type ActivityText struct {
 	ActorTypes                                               map[string]string // key, user, system, public
 	KeyActor                                                 string            // %s key name
 	RemovedUser                                              string            // %d user id
+	Capped                                                   string            // %s: how many entries the pages hold
 	Actions                                                  map[string]string // by action, e.g. contact.created
 }
 
@@ -1697,6 +1698,7 @@ func German() Text {
 			},
 			KeyActor:    "API-Schlüssel „%s“",
 			RemovedUser: "Benutzer #%d (entfernt)",
+			Capped:      "Das Protokoll hat mehr Einträge: Hier blättern Sie durch die neuesten %s, ältere liefert die API (GET /v1/logs/activity).",
 			Actions: map[string]string{
 				"contact.created":           "Kontakt angelegt",
 				"contact.updated":           "Kontakt geändert",
