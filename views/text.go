@@ -47,6 +47,8 @@ type Text struct {
 	Outbox OutboxText
 	// Webhooks holds the webhook pages and their delivery log.
 	Webhooks WebhooksText
+	// AB holds the A/B test pages.
+	AB ABText
 	// Activity holds the activity log, Users the user management.
 	Activity ActivityText
 	Users    UsersText
@@ -112,6 +114,7 @@ type NavText struct {
 	SectionSettings string
 	SMTP            string
 	Webhooks        string
+	ABTests         string
 	Activity        string
 	Users           string
 }
@@ -546,6 +549,48 @@ type SMTPText struct {
 	TestUnavailable                               string
 }
 
+// ABText holds the A/B test pages: the list, the form that creates a test
+// from a newsletter draft, and the results page.
+type ABText struct {
+	Title, Lead, New, NewTitle, Create       string
+	EmptyTitle, EmptyBody, Caption           string
+	Name, NameHint, Target, Newsletter       string
+	TargetHint, NoDrafts                     string
+	TestType, TestTypeHint                   string
+	TestTypes                                map[string]string // subject, content, design, sender, combo
+	Mode, ModeHint                           string
+	Modes                                    map[string]string // split, winner
+	SplitA, SplitAHint                       string
+	SamplePct, SamplePctHint                 string
+	WaitHours, WaitHoursHint                 string
+	Metric, MetricHint                       string
+	Metrics                                  map[string]string // opens, clicks, ctr
+	AutoApply, AutoApplyHint                 string
+	VariantB, VariantBLead                   string
+	BSubject, BPreheader, BFromName, BHTML   string
+	BSubjectHint, BHTMLHint                  string
+	NotANumber                               string
+	Status, Created, Started, DecideAt       string
+	Statuses                                 map[string]string // draft, running, completed, stopped
+	Variant                                  string            // %s: A or B
+	Subject, Preheader, FromName, Content    string
+	Unchanged, OwnContent, ShareOfRecipients string // ShareOfRecipients: %d percent
+	Results, ResultsLead, Sent, Opens        string
+	Clicks, OpenRate, ClickRate, CTR         string
+	Confidence, ConfidenceHint, Leader       string
+	Level, Waiting, Winner, Suggested        string
+	MetricRate                               string // %s: the metric's name
+	Significant, NotSignificant              string
+	ChooseWinner, ChooseWinnerLead           string
+	WinnerA, WinnerB, WinnerAuto             string
+	Stop, StopDetail, Delete                 string
+	WinnerFlash                              string // %s winner, %d released
+	CopiedFlash, StoppedFlash, CreatedFlash  string // CreatedFlash: %s name; StoppedFlash: %d released
+	DeletedFlash                             string
+	NotRunning, Copied, Released             string // Released: %d recipients
+	PlanTitle, PlanBody                      string
+}
+
 // WebhooksText holds the webhook pages and the delivery log.
 type WebhooksText struct {
 	Title, Lead, New, NewTitle, EditTitle, Create string // EditTitle: %s URL
@@ -759,6 +804,7 @@ func German() Text {
 			SectionSettings: "Einstellungen",
 			SMTP:            "SMTP-Server",
 			Webhooks:        "Webhooks",
+			ABTests:         "A/B-Tests",
 			Activity:        "Aktivitätsprotokoll",
 			Users:           "Benutzer",
 		},
@@ -1420,6 +1466,95 @@ func German() Text {
 			UpdatedFlash:        "Der SMTP-Server „%s“ wurde gespeichert.",
 			DeletedFlash:        "Der SMTP-Server „%s“ wurde gelöscht.",
 			TestUnavailable:     "Der Verbindungstest ist in diesem Prozess nicht verfügbar.",
+		},
+		AB: ABText{
+			Title:             "A/B-Tests",
+			Lead:              "Testen Sie Betreff, Inhalt, Design oder Absender gegeneinander: Rundbrief teilt die Empfänger auf, misst Öffnungen und Klicks und ermittelt den Gewinner.",
+			New:               "Neuer A/B-Test",
+			NewTitle:          "A/B-Test anlegen",
+			Create:            "Test anlegen",
+			EmptyTitle:        "Noch keine A/B-Tests",
+			EmptyBody:         "Legen Sie einen Test für einen Newsletter-Entwurf an. Er beginnt, sobald der Newsletter versendet wird.",
+			Caption:           "A/B-Tests dieses Kontos",
+			Name:              "Name",
+			NameHint:          "Leer lassen für „A/B-Test: <Newsletter>“.",
+			Target:            "E-Mail",
+			Newsletter:        "Newsletter-Entwurf",
+			TargetHint:        "Variante A ist der aktuelle Inhalt dieses Newsletters; der Test beginnt mit seinem Versand.",
+			NoDrafts:          "Es gibt keinen Newsletter-Entwurf ohne Test. Legen Sie zuerst einen Newsletter an.",
+			TestType:          "Was wird getestet?",
+			TestTypeHint:      "Davon hängt ab, welche Änderung Variante B braucht.",
+			TestTypes:         map[string]string{"subject": "Betreff", "content": "Inhalt", "design": "Design", "sender": "Absender", "combo": "Kombination"},
+			Mode:              "Modus",
+			ModeHint:          "Aufteilung: alle Empfänger erhalten A oder B. Gewinner: erst eine Testgruppe, danach geht der Gewinner an alle übrigen.",
+			Modes:             map[string]string{"split": "Aufteilung", "winner": "Testgruppe, dann Gewinner"},
+			SplitA:            "Anteil Variante A (%)",
+			SplitAHint:        "10 bis 90; der Rest erhält Variante B.",
+			SamplePct:         "Testgruppe (%)",
+			SamplePctHint:     "Nur im Modus Gewinner: 5 bis 50 Prozent der Empfänger.",
+			WaitHours:         "Wartezeit (Stunden)",
+			WaitHoursHint:     "1 bis 72 Stunden nach dem Versand wird der Gewinner ermittelt.",
+			Metric:            "Gewinner nach",
+			MetricHint:        "Klicks pro Öffnung vergleicht, wie viele der Öffnenden klicken.",
+			Metrics:           map[string]string{"opens": "Öffnungen", "clicks": "Klicks", "ctr": "Klicks pro Öffnung"},
+			AutoApply:         "Gewinner automatisch übernehmen",
+			AutoApplyHint:     "Ohne Haken schlägt Rundbrief den Gewinner nur vor; Sie wählen ihn dann hier aus.",
+			VariantB:          "Variante B",
+			VariantBLead:      "Nur was Sie hier eintragen, unterscheidet B von A. Leere Felder übernehmen den Wert von A.",
+			BSubject:          "Betreff B",
+			BPreheader:        "Vorschautext B",
+			BFromName:         "Absendername B",
+			BHTML:             "Inhalt B (HTML)",
+			BSubjectHint:      "Platzhalter wie {{vorname}} sind erlaubt.",
+			BHTMLHint:         "Der vollständige HTML-Inhalt von Variante B.",
+			NotANumber:        "Bitte eine ganze Zahl angeben.",
+			Status:            "Status",
+			Created:           "Angelegt",
+			Started:           "Gestartet",
+			DecideAt:          "Entscheidung",
+			Statuses:          map[string]string{"draft": "Bereit", "running": "Läuft", "completed": "Abgeschlossen", "stopped": "Gestoppt"},
+			Variant:           "Variante %s",
+			Subject:           "Betreff",
+			Preheader:         "Vorschautext",
+			FromName:          "Absender",
+			Content:           "Inhalt",
+			Unchanged:         "wie A",
+			OwnContent:        "eigener Inhalt",
+			ShareOfRecipients: "%d %% der Empfänger",
+			Results:           "Ergebnisse",
+			ResultsLead:       "Es zählt nur die Testgruppe; Öffnungen und Klicks jeweils einmal pro Empfänger.",
+			Sent:              "Versendet",
+			Opens:             "Öffnungen",
+			Clicks:            "Klicks",
+			OpenRate:          "Öffnungsrate",
+			ClickRate:         "Klickrate",
+			CTR:               "Klicks pro Öffnung",
+			Confidence:        "Konfidenz",
+			ConfidenceHint:    "Wie sicher der Unterschied kein Zufall ist (z-Test für zwei Anteile); ab 95 % gilt er als signifikant.",
+			Leader:            "Vorne",
+			Level:             "Gleichstand",
+			Waiting:           "%d Empfänger warten auf den Gewinner.",
+			Winner:            "Gewinner",
+			Suggested:         "Vorschlag nach der Wartezeit: Variante %s",
+			MetricRate:        "Rate (%s)",
+			Significant:       "signifikant",
+			NotSignificant:    "noch nicht signifikant",
+			ChooseWinner:      "Gewinner festlegen",
+			ChooseWinnerLead:  "Die wartenden Empfänger erhalten den Gewinner; gewinnt B, wird sein Inhalt in den Newsletter übernommen.",
+			WinnerA:           "A gewinnt",
+			WinnerB:           "B gewinnt",
+			WinnerAuto:        "Nach den Daten",
+			Stop:              "Test stoppen",
+			StopDetail:        "Wartende Empfänger erhalten Variante A.",
+			Delete:            "Test löschen",
+			WinnerFlash:       "Variante %s hat gewonnen. %d wartende Empfänger erhalten sie jetzt.",
+			CopiedFlash:       "Der Inhalt von Variante B wurde in den Newsletter übernommen.",
+			StoppedFlash:      "Der Test wurde gestoppt. %d wartende Empfänger erhalten Variante A.",
+			CreatedFlash:      "Der A/B-Test „%s“ ist angelegt. Er beginnt mit dem Versand des Newsletters.",
+			DeletedFlash:      "Der A/B-Test wurde gelöscht.",
+			NotRunning:        "Der Test beginnt mit dem Versand des Newsletters; bis dahin gibt es keine Ergebnisse.",
+			Copied:            "Inhalt von B übernommen",
+			Released:          "%d wartende Empfänger erhielten den Gewinner.",
 		},
 		Webhooks: WebhooksText{
 			Title:           "Webhooks",

@@ -86,7 +86,8 @@ func newServerWith(tb testing.TB, dbURL string, clk *clock, baseURL string, opts
 	sendWorker := mailer.NewWorker(db, mail, mailer.WorkerOptions{Links: links, PollInterval: 20 * time.Millisecond, Log: log})
 	campaigns := mailer.NewCampaigns(db, mail, sendWorker, mailer.CampaignsOptions{Links: links, Log: log})
 	wg.Go(func() { _ = sendWorker.Run(ctx) })
-	p, err := portal.New(portal.Deps{DB: db, Box: box, Log: log, BaseURL: baseURL, Now: now, Mail: mail, Webhooks: hooks, Campaigns: campaigns})
+	p, err := portal.New(portal.Deps{DB: db, Box: box, Log: log, BaseURL: baseURL, Now: now, Mail: mail, Webhooks: hooks, Campaigns: campaigns,
+		ABTests: mailer.NewABTests(db, sendWorker, mailer.ABTestsOptions{Now: now})})
 	if err != nil {
 		tb.Fatal(err)
 	}
