@@ -122,6 +122,9 @@ func TestPortalContactsEndToEnd(t *testing.T) {
 	if got := read("tags", chromedp.Text(tid("contact-tags"))); !strings.Contains(got, "vip") || !strings.Contains(got, "messe") {
 		t.Errorf("tags section %q", got)
 	}
+	if got := read("timeline", chromedp.Text(tid("contact-activity"))); !strings.Contains(got, "Geändert: Schlagwörter") {
+		t.Errorf("timeline after tagging %q", got)
+	}
 	do("detail screenshot", screenshot(t, dir, "portal-contact-detail"))
 
 	// Import: upload, mapping, progress, summary.
