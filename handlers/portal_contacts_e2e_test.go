@@ -122,6 +122,9 @@ func TestPortalContactsEndToEnd(t *testing.T) {
 	if got := read("tags", chromedp.Text(tid("contact-tags"))); !strings.Contains(got, "vip") || !strings.Contains(got, "messe") {
 		t.Errorf("tags section %q", got)
 	}
+	if got := read("timeline", chromedp.Text(tid("contact-activity"))); !strings.Contains(got, "Geändert: Schlagwörter") {
+		t.Errorf("timeline after tagging %q", got)
+	}
 	do("detail screenshot", screenshot(t, dir, "portal-contact-detail"))
 
 	// Import: upload, mapping, progress, summary.
@@ -201,5 +204,79 @@ func TestPortalContactsEndToEnd(t *testing.T) {
 	c, err := s.db.ContactByEmail(bg, acct.Account.ID, "kunde0007@example.com")
 	if err != nil || c.CustomFields["kundennummer"] != "K-7" || c.City != "Köln" || len(c.Lists) != 1 {
 		t.Errorf("imported contact %+v %v", c, err)
+	}
+}
+
+// TestPortalListsEndToEnd creates a list with a colour and double opt-in in the
+// browser, adds members by address and pages nothing but what the list holds.
+func TestPortalListsEndToEnd(t *testing.T) {
+	s := startServer(t, 1_000_000)
+	browserCtx := webtest.Browser(t, 1360, 900)
+	ctx, cancel := context.WithTimeout(browserCtx, 90*time.Second)
+	defer cancel()
+	dir := artifactsDir(t)
+	bg := context.Background()
+	acct, err := s.db.CreateAccount(bg, store.NewAccount{Name: "Bäckerei Müller", Email: "inhaber@baeckerei-mueller.de", Password: "sauerteig-seit-1923"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.UpsertContact(bg, acct.Account.ID, store.Actor{Type: store.ActorSystem}, store.ContactInput{Email: "bekannt@example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	do := func(step string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, actions...); err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+	}
+	read := func(step string, a chromedp.Action[string]) string {
+		t.Helper()
+		v, err := chromedp.Run(ctx, a)
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		return strings.TrimSpace(v)
+	}
+	do("sign in",
+		chromedp.Navigate(s.URL+"/login"),
+		chromedp.WaitVisible(tid("sign-in-form")),
+		chromedp.SendKeys(chromedp.CSS(`#field-email`), "inhaber@baeckerei-mueller.de"),
+		chromedp.SendKeys(chromedp.CSS(`#field-password`), "sauerteig-seit-1923"),
+		chromedp.Click(tid("sign-in-submit")),
+		chromedp.WaitVisible(tid("usage-panel")),
+	)
+	do("create a list",
+		chromedp.Click(tid("nav-lists")),
+		chromedp.WaitVisible(tid("lists-empty")),
+		chromedp.Click(tid("new-list-link")),
+		chromedp.WaitVisible(tid("list-form")),
+		chromedp.SendKeys(chromedp.CSS(`#field-name`), "Brotabo"),
+		// The colour picker is the browser's own dialog: set its value as it would.
+		chromedp.SetValue(chromedp.CSS(`#field-color`), "#b45309"),
+		chromedp.Click(chromedp.CSS(`input[name="double_opt_in"]`)),
+		chromedp.Click(tid("list-submit")),
+		chromedp.WaitVisible(tid("lists-table")),
+		screenshot(t, dir, "portal-lists"),
+	)
+	if got := read("doi", chromedp.Text(tid("list-doi"))); got != "Mit Bestätigung" {
+		t.Errorf("double opt-in shows %q", got)
+	}
+	if got := read("swatch", chromedp.Evaluate[string](`getComputedStyle(document.querySelector('[data-testid="list-row"] .swatch')).backgroundColor`)); got != "rgb(180, 83, 9)" {
+		t.Errorf("swatch colour %q", got)
+	}
+	do("add members",
+		chromedp.Click(tid("list-name")),
+		chromedp.WaitVisible(tid("members-empty")),
+		chromedp.SendKeys(chromedp.CSS(`#field-emails`), "bekannt@example.com\nneu@example.com"),
+		chromedp.Click(tid("members-submit")),
+		chromedp.WaitVisible(tid("members-table")),
+		screenshot(t, dir, "portal-list-members"),
+	)
+	if got := read("members", chromedp.Text(tid("members-table"))); !strings.Contains(got, "bekannt@example.com") ||
+		!strings.Contains(got, "neu@example.com") || !strings.Contains(got, "Unbestätigt") {
+		t.Errorf("members %q", got)
+	}
+	if got := read("flash", chromedp.Text(tid("flash"))); !strings.Contains(got, "1 eingetragen, 1 neu angelegt") {
+		t.Errorf("flash %q", got)
 	}
 }

@@ -130,3 +130,38 @@ func TestLastOwnerUnderRace(t *testing.T) {
 		t.Errorf("exactly one demotion must win: %v, %v", errs[0], errs[1])
 	}
 }
+
+func TestActivityLogCapped(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	acct := signUpOwner(t, db, "log@example.com").Account.ID
+	other := signUpOwner(t, db, "fremd-log@example.com").Account.ID
+	for _, a := range []int64{acct, other} {
+		if _, err := db.ExecContext(ctx, `INSERT INTO activity_log (account_id, actor_type, action, object_type, object_id)
+SELECT $1, 'system', 'contact.created', CASE WHEN i % 3 = 0 THEN 'list' ELSE 'contact' END, i FROM generate_series(1, 30) AS i`, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		f            store.ActivityFilter
+		max, total   int
+		capped       bool
+		page, onPage int
+	}{
+		{store.ActivityFilter{}, 20, 20, true, 1, 10},
+		{store.ActivityFilter{}, 50, 30, false, 3, 10},
+		{store.ActivityFilter{}, 30, 30, false, 3, 10},
+		{store.ActivityFilter{ObjectType: "list"}, 9, 9, true, 1, 10},
+		{store.ActivityFilter{ObjectType: "list"}, 10, 10, false, 1, 10},
+	} {
+		acts, total, capped, err := db.ActivityLogCapped(ctx, acct, tc.f, store.Page{Page: tc.page, PerPage: 10}, tc.max)
+		if err != nil || total != tc.total || capped != tc.capped || len(acts) != tc.onPage {
+			t.Errorf("%+v max %d: %d entries, total %d, capped %v, %v", tc.f, tc.max, len(acts), total, capped, err)
+		}
+		for _, a := range acts {
+			if a.AccountID != acct {
+				t.Fatal("another account's entry")
+			}
+		}
+	}
+}

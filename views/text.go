@@ -47,6 +47,8 @@ type Text struct {
 	Outbox OutboxText
 	// Webhooks holds the webhook pages and their delivery log.
 	Webhooks WebhooksText
+	// AB holds the A/B test pages.
+	AB ABText
 	// Activity holds the activity log, Users the user management.
 	Activity ActivityText
 	Users    UsersText
@@ -188,6 +190,7 @@ type NavText struct {
 	SectionSettings string
 	SMTP            string
 	Webhooks        string
+	ABTests         string
 	Activity        string
 	Users           string
 }
@@ -383,27 +386,25 @@ type NewslettersText struct {
 	CreateDraft         string
 	CreatedFlash        string // %s: name
 	SavedFlash          string // %s: name
-	NotEditable         string // %s: status label
 	TemplateConflict    string
 
 	Placeholders      string
 	PlaceholdersHint  string
 	PlaceholderLabels map[string]string // placeholder name (German) → meaning
 
-	Preview             string
-	PreviewHint         string
-	PreviewContact      string
-	PreviewContactHint  string
-	PreviewFor          string // %s: contact address
-	PreviewSample       string
-	PreviewEmpty        string
-	PreviewSubject      string
-	PreviewPreheader    string
-	PreviewText         string
-	PreviewFrame        string // title of the iframe
-	PreviewUnknown      string // %s: address without a contact
-	PreviewUpdate       string // button without JavaScript
-	PreviewSavedVersion string
+	Preview            string
+	PreviewHint        string
+	PreviewContact     string
+	PreviewContactHint string
+	PreviewFor         string // %s: contact address
+	PreviewSample      string
+	PreviewEmpty       string
+	PreviewSubject     string
+	PreviewPreheader   string
+	PreviewText        string
+	PreviewFrame       string // title of the iframe
+	PreviewUnknown     string // %s: address without a contact
+	PreviewUpdate      string // button without JavaScript
 
 	TestTitle    string
 	TestTo       string
@@ -429,46 +430,44 @@ type NewslettersText struct {
 	SendingOff       string
 	LimitReached     string // %s: sends per day
 
-	Schedule            string
-	ScheduleAt          string
-	ScheduleHint        string
-	ScheduleButton      string
-	ScheduleInvalid     string
-	ScheduledFlash      string // %s: time
-	ScheduledFor        string // %s: time
-	Unschedule          string
-	UnscheduledFlash    string
-	Pause               string
-	PausedFlash         string
-	Resume              string
-	ResumedFlash        string
-	Duplicate           string
-	DuplicatedFlash     string // %s: name of the copy
-	Delete              string
-	DeleteQuestion      string // %s: name
-	DeleteDetail        string
-	DeleteConfirm       string
-	DeletedFlash        string // %s: name
-	Stats               string
-	Progress            string // %s, %s: sent, total
-	ProgressLabel       string
-	Recipients          string
-	Sent                string
-	Failed              string
-	Skipped             string
-	StartedAt           string
-	FinishedAt          string
-	LastError           string
-	Created             string
-	Updated             string
-	Overview            string
-	EditLink            string
-	Open                string
-	ConflictFlash       string // the service's 409 message follows
-	ChosenLists         string
-	NoneChosen          string
-	DefaultRoute        string
-	ContentMissingShort string
+	Schedule         string
+	ScheduleAt       string
+	ScheduleHint     string
+	ScheduleButton   string
+	ScheduleInvalid  string
+	ScheduledFlash   string // %s: time
+	ScheduledFor     string // %s: time
+	Unschedule       string
+	UnscheduledFlash string
+	Pause            string
+	PausedFlash      string
+	Resume           string
+	ResumedFlash     string
+	Duplicate        string
+	DuplicatedFlash  string // %s: name of the copy
+	Delete           string
+	DeleteQuestion   string // %s: name
+	DeleteDetail     string
+	DeleteConfirm    string
+	DeletedFlash     string // %s: name
+	Stats            string
+	Progress         string // %s, %s: sent, total
+	ProgressLabel    string
+	Recipients       string
+	Sent             string
+	Failed           string
+	Skipped          string
+	StartedAt        string
+	FinishedAt       string
+	LastError        string
+	Created          string
+	Updated          string
+	Overview         string
+	EditLink         string
+	Open             string
+	ChosenLists      string
+	NoneChosen       string
+	DefaultRoute     string
 }
 
 // FormsText holds the sign-up form pages.
@@ -542,12 +541,12 @@ type ContactsText struct {
 	Phone, Note, Tags, TagsHint, Lists, ListsHint, Created      string
 	Updated, Source, Confirmed, Unsubscribed                    string
 	Fields, CustomFields, CustomHint, CustomKey, CustomValue    string
-	NoCustomFields, NoTags, NoLists, NoName                     string
+	NoCustomFields, NoTags, NoLists                             string
 	NewTitle, EditTitle, Create, Exists                         string // EditTitle %s: email; Exists: address already has a contact
 	ShowExisting                                                string
 	Created1, Updated1                                          string // flashes, %s: email
 	AddTag, AddTagLabel, RemoveTag                              string // RemoveTag %s: tag
-	JoinList, JoinListLabel, LeaveList, ChooseList, AllJoined   string // LeaveList %s: list
+	JoinList, JoinListLabel, LeaveList, AllJoined               string // LeaveList %s: list
 	Activity, ActivityEmpty, ActivityMore                       string // ActivityMore %d: further entries
 	ActivityLabels                                              map[string]string
 	ActorLabels                                                 map[string]string
@@ -575,26 +574,25 @@ type ListsText struct {
 	AddedFlash                                                     string // %d, %d, %d, %d: added, created, already, failed
 	AddFailed                                                      string // %s: email, %s: message
 	Remove, RemovedFlash                                           string // RemovedFlash %s: email
-	ShowMembers                                                    string
 }
 
 // ImportText holds the CSV import: upload, column mapping, progress, summary.
 type ImportText struct {
-	Title, Lead, File, FileHint, Upload                   string
-	FileMissing, FileTooLarge, FileUnreadable             string // FileTooLarge %d: MB
-	Recent, RecentCaption, RecentEmpty                    string
-	MapTitle, MapLead, Column, Sample, Target             string // MapLead %s: file, %d rows, %s delimiter
-	TargetIgnore, TargetCustom, CustomKey                 string
-	TargetLabels                                          map[string]string
-	Lists, ListsHint, Tags, TagsHint, Start               string
-	DelimiterNames                                        map[string]string
-	ProgressTitle, Queued, Running, Progress              string // Progress %d, %d: processed, total
-	Refresh                                               string
-	DoneTitle, FailedTitle, Created, Updated, Failed      string
-	RowErrors, RowErrorsCaption, Row, Email, Message      string
-	MoreErrors                                            string // %d: errors not listed
-	StatusLabels                                          map[string]string
-	FileName, Rows, When, Status, Open, ToContacts, Again string
+	Title, Lead, File, FileHint, Upload              string
+	FileMissing, FileTooLarge, FileUnreadable        string // FileTooLarge %d: MB
+	Recent, RecentCaption, RecentEmpty               string
+	MapTitle, MapLead, Column, Sample, Target        string // MapLead %s: file, %d rows, %s delimiter
+	TargetIgnore, TargetCustom, CustomKey            string
+	TargetLabels                                     map[string]string
+	Lists, ListsHint, Tags, TagsHint, Start          string
+	DelimiterNames                                   map[string]string
+	ProgressTitle, Queued, Running, Progress         string // Progress %d, %d: processed, total
+	Refresh                                          string
+	DoneTitle, FailedTitle, Created, Updated, Failed string
+	RowErrors, RowErrorsCaption, Row, Email, Message string
+	MoreErrors                                       string // %d: errors not listed
+	StatusLabels                                     map[string]string
+	FileName, Rows, When, Status, ToContacts, Again  string
 }
 
 // SMTPText holds the SMTP servers pages.
@@ -621,6 +619,48 @@ type SMTPText struct {
 	DeleteDefaultDetail                           string
 	CreatedFlash, UpdatedFlash, DeletedFlash      string // %s name
 	TestUnavailable                               string
+}
+
+// ABText holds the A/B test pages: the list, the form that creates a test
+// from a newsletter draft, and the results page.
+type ABText struct {
+	Title, Lead, New, NewTitle, Create       string
+	EmptyTitle, EmptyBody, Caption           string
+	Name, NameHint, Target, Newsletter       string
+	TargetHint, NoDrafts                     string
+	TestType, TestTypeHint                   string
+	TestTypes                                map[string]string // subject, content, design, sender, combo
+	Mode, ModeHint                           string
+	Modes                                    map[string]string // split, winner
+	SplitA, SplitAHint                       string
+	SamplePct, SamplePctHint                 string
+	WaitHours, WaitHoursHint                 string
+	Metric, MetricHint                       string
+	Metrics                                  map[string]string // opens, clicks, ctr
+	AutoApply, AutoApplyHint                 string
+	VariantB, VariantBLead                   string
+	BSubject, BPreheader, BFromName, BHTML   string
+	BSubjectHint, BHTMLHint                  string
+	NotANumber                               string
+	Status, Created, Started, DecideAt       string
+	Statuses                                 map[string]string // draft, running, completed, stopped
+	Variant                                  string            // %s: A or B
+	Subject, Preheader, FromName, Content    string
+	Unchanged, OwnContent, ShareOfRecipients string // ShareOfRecipients: %d percent
+	Results, ResultsLead, Sent, Opens        string
+	Clicks, OpenRate, ClickRate, CTR         string
+	Confidence, ConfidenceHint, Leader       string
+	Level, Waiting, Winner, Suggested        string
+	MetricRate                               string // %s: the metric's name
+	Significant, NotSignificant              string
+	ChooseWinner, ChooseWinnerLead           string
+	WinnerA, WinnerB, WinnerAuto             string
+	Stop, StopDetail, Delete                 string
+	WinnerFlash                              string // %s winner, %d released
+	CopiedFlash, StoppedFlash, CreatedFlash  string // CreatedFlash: %s name; StoppedFlash: %d released
+	DeletedFlash                             string
+	NotRunning, Copied, Released             string // Released: %d recipients
+	PlanTitle, PlanBody                      string
 }
 
 // WebhooksText holds the webhook pages and the delivery log.
@@ -668,6 +708,7 @@ type ActivityText struct {
 	ActorTypes                                               map[string]string // key, user, system, public
 	KeyActor                                                 string            // %s key name
 	RemovedUser                                              string            // %d user id
+	Capped                                                   string            // %s: how many entries the pages hold
 	Actions                                                  map[string]string // by action, e.g. contact.created
 }
 
@@ -835,6 +876,7 @@ func German() Text {
 			SectionSettings: "Einstellungen",
 			SMTP:            "SMTP-Server",
 			Webhooks:        "Webhooks",
+			ABTests:         "A/B-Tests",
 			Activity:        "Aktivitätsprotokoll",
 			Users:           "Benutzer",
 		},
@@ -1037,7 +1079,6 @@ func German() Text {
 			CreateDraft:         "Entwurf anlegen",
 			CreatedFlash:        "Der Entwurf „%s“ wurde angelegt.",
 			SavedFlash:          "Der Entwurf „%s“ wurde gespeichert.",
-			NotEditable:         "Nur Entwürfe können bearbeitet werden. Dieser Newsletter ist: %s.",
 			TemplateConflict:    "Dieser Newsletter verwendet eine Vorlage; eigener Inhalt ersetzt sie nicht. Leeren Sie den Inhalt oder entfernen Sie die Vorlage über die API.",
 
 			Placeholders:     "Platzhalter",
@@ -1056,20 +1097,19 @@ func German() Text {
 				"abmelde_link": "Persönlicher Abmeldelink",
 			},
 
-			Preview:             "Vorschau",
-			PreviewHint:         "So sieht der Newsletter für einen Empfänger aus. Links und Öffnungen werden in der Vorschau nicht gezählt.",
-			PreviewContact:      "Vorschau für Kontakt",
-			PreviewContactHint:  "E-Mail-Adresse eines Kontakts. Leer: der erste Empfänger der Listen, sonst ein Beispielkontakt.",
-			PreviewFor:          "Personalisiert für %s",
-			PreviewSample:       "Personalisiert für einen Beispielkontakt (Max Mustermann)",
-			PreviewEmpty:        "Sobald der Newsletter Inhalt hat, erscheint hier die Vorschau.",
-			PreviewSubject:      "Betreff",
-			PreviewPreheader:    "Vorschauzeile",
-			PreviewText:         "Textversion anzeigen",
-			PreviewFrame:        "Vorschau des Newsletters",
-			PreviewUnknown:      "Es gibt keinen Kontakt mit der Adresse %s.",
-			PreviewUpdate:       "Vorschau aktualisieren",
-			PreviewSavedVersion: "Die Vorschau zeigt die gespeicherte Fassung.",
+			Preview:            "Vorschau",
+			PreviewHint:        "So sieht der Newsletter für einen Empfänger aus. Links und Öffnungen werden in der Vorschau nicht gezählt.",
+			PreviewContact:     "Vorschau für Kontakt",
+			PreviewContactHint: "E-Mail-Adresse eines Kontakts. Leer: der erste Empfänger der Listen, sonst ein Beispielkontakt.",
+			PreviewFor:         "Personalisiert für %s",
+			PreviewSample:      "Personalisiert für einen Beispielkontakt (Max Mustermann)",
+			PreviewEmpty:       "Sobald der Newsletter Inhalt hat, erscheint hier die Vorschau.",
+			PreviewSubject:     "Betreff",
+			PreviewPreheader:   "Vorschauzeile",
+			PreviewText:        "Textversion anzeigen",
+			PreviewFrame:       "Vorschau des Newsletters",
+			PreviewUnknown:     "Es gibt keinen Kontakt mit der Adresse %s.",
+			PreviewUpdate:      "Vorschau aktualisieren",
 
 			TestTitle:    "Testmail",
 			TestTo:       "Testempfänger",
@@ -1129,8 +1169,6 @@ func German() Text {
 			Updated:          "Geändert",
 			Overview:         "Übersicht",
 			EditLink:         "Bearbeiten",
-			Open:             "Öffnen",
-			ConflictFlash:    "Das ging nicht: %s",
 			ChosenLists:      "Listen",
 			NoneChosen:       "keine",
 			DefaultRoute:     "Standard des Kontos",
@@ -1249,7 +1287,6 @@ func German() Text {
 			NoCustomFields: "Keine eigenen Felder.",
 			NoTags:         "Keine Schlagwörter.",
 			NoLists:        "In keiner Liste.",
-			NoName:         "Ohne Namen",
 			NewTitle:       "Neuen Kontakt anlegen",
 			EditTitle:      "Kontakt %s bearbeiten",
 			Create:         "Kontakt anlegen",
@@ -1263,7 +1300,6 @@ func German() Text {
 			JoinList:       "Eintragen",
 			JoinListLabel:  "In Liste eintragen",
 			LeaveList:      "Aus „%s“ austragen",
-			ChooseList:     "Liste wählen …",
 			AllJoined:      "Der Kontakt ist in allen Listen.",
 			Activity:       "Verlauf",
 			ActivityEmpty:  "Noch keine Einträge.",
@@ -1350,7 +1386,6 @@ func German() Text {
 			AddFailed:         "%s: %s",
 			Remove:            "Austragen",
 			RemovedFlash:      "%s wurde aus der Liste ausgetragen.",
-			ShowMembers:       "Kontakte anzeigen",
 		},
 		Import: ImportText{
 			Title:          "Kontakte importieren",
@@ -1421,7 +1456,6 @@ func German() Text {
 			Rows:       "Zeilen",
 			When:       "Hochgeladen",
 			Status:     "Status",
-			Open:       "Öffnen",
 			ToContacts: "Zu den Kontakten",
 			Again:      "Weitere Datei importieren",
 		},
@@ -1504,6 +1538,95 @@ func German() Text {
 			UpdatedFlash:        "Der SMTP-Server „%s“ wurde gespeichert.",
 			DeletedFlash:        "Der SMTP-Server „%s“ wurde gelöscht.",
 			TestUnavailable:     "Der Verbindungstest ist in diesem Prozess nicht verfügbar.",
+		},
+		AB: ABText{
+			Title:             "A/B-Tests",
+			Lead:              "Testen Sie Betreff, Inhalt, Design oder Absender gegeneinander: Rundbrief teilt die Empfänger auf, misst Öffnungen und Klicks und ermittelt den Gewinner.",
+			New:               "Neuer A/B-Test",
+			NewTitle:          "A/B-Test anlegen",
+			Create:            "Test anlegen",
+			EmptyTitle:        "Noch keine A/B-Tests",
+			EmptyBody:         "Legen Sie einen Test für einen Newsletter-Entwurf an. Er beginnt, sobald der Newsletter versendet wird.",
+			Caption:           "A/B-Tests dieses Kontos",
+			Name:              "Name",
+			NameHint:          "Leer lassen für „A/B-Test: <Newsletter>“.",
+			Target:            "E-Mail",
+			Newsletter:        "Newsletter-Entwurf",
+			TargetHint:        "Variante A ist der aktuelle Inhalt dieses Newsletters; der Test beginnt mit seinem Versand.",
+			NoDrafts:          "Es gibt keinen Newsletter-Entwurf ohne Test. Legen Sie zuerst einen Newsletter an.",
+			TestType:          "Was wird getestet?",
+			TestTypeHint:      "Davon hängt ab, welche Änderung Variante B braucht.",
+			TestTypes:         map[string]string{"subject": "Betreff", "content": "Inhalt", "design": "Design", "sender": "Absender", "combo": "Kombination"},
+			Mode:              "Modus",
+			ModeHint:          "Aufteilung: alle Empfänger erhalten A oder B. Gewinner: erst eine Testgruppe, danach geht der Gewinner an alle übrigen.",
+			Modes:             map[string]string{"split": "Aufteilung", "winner": "Testgruppe, dann Gewinner"},
+			SplitA:            "Anteil Variante A (%)",
+			SplitAHint:        "10 bis 90; der Rest erhält Variante B.",
+			SamplePct:         "Testgruppe (%)",
+			SamplePctHint:     "Nur im Modus Gewinner: 5 bis 50 Prozent der Empfänger.",
+			WaitHours:         "Wartezeit (Stunden)",
+			WaitHoursHint:     "1 bis 72 Stunden nach dem Versand wird der Gewinner ermittelt.",
+			Metric:            "Gewinner nach",
+			MetricHint:        "Klicks pro Öffnung vergleicht, wie viele der Öffnenden klicken.",
+			Metrics:           map[string]string{"opens": "Öffnungen", "clicks": "Klicks", "ctr": "Klicks pro Öffnung"},
+			AutoApply:         "Gewinner automatisch übernehmen",
+			AutoApplyHint:     "Ohne Haken schlägt Rundbrief den Gewinner nur vor; Sie wählen ihn dann hier aus.",
+			VariantB:          "Variante B",
+			VariantBLead:      "Nur was Sie hier eintragen, unterscheidet B von A. Leere Felder übernehmen den Wert von A.",
+			BSubject:          "Betreff B",
+			BPreheader:        "Vorschautext B",
+			BFromName:         "Absendername B",
+			BHTML:             "Inhalt B (HTML)",
+			BSubjectHint:      "Platzhalter wie {{vorname}} sind erlaubt.",
+			BHTMLHint:         "Der vollständige HTML-Inhalt von Variante B.",
+			NotANumber:        "Bitte eine ganze Zahl angeben.",
+			Status:            "Status",
+			Created:           "Angelegt",
+			Started:           "Gestartet",
+			DecideAt:          "Entscheidung",
+			Statuses:          map[string]string{"draft": "Bereit", "running": "Läuft", "completed": "Abgeschlossen", "stopped": "Gestoppt"},
+			Variant:           "Variante %s",
+			Subject:           "Betreff",
+			Preheader:         "Vorschautext",
+			FromName:          "Absender",
+			Content:           "Inhalt",
+			Unchanged:         "wie A",
+			OwnContent:        "eigener Inhalt",
+			ShareOfRecipients: "%d %% der Empfänger",
+			Results:           "Ergebnisse",
+			ResultsLead:       "Es zählt nur die Testgruppe; Öffnungen und Klicks jeweils einmal pro Empfänger.",
+			Sent:              "Versendet",
+			Opens:             "Öffnungen",
+			Clicks:            "Klicks",
+			OpenRate:          "Öffnungsrate",
+			ClickRate:         "Klickrate",
+			CTR:               "Klicks pro Öffnung",
+			Confidence:        "Konfidenz",
+			ConfidenceHint:    "Wie sicher der Unterschied kein Zufall ist (z-Test für zwei Anteile); ab 95 % gilt er als signifikant.",
+			Leader:            "Vorne",
+			Level:             "Gleichstand",
+			Waiting:           "%d Empfänger warten auf den Gewinner.",
+			Winner:            "Gewinner",
+			Suggested:         "Vorschlag nach der Wartezeit: Variante %s",
+			MetricRate:        "Rate (%s)",
+			Significant:       "signifikant",
+			NotSignificant:    "noch nicht signifikant",
+			ChooseWinner:      "Gewinner festlegen",
+			ChooseWinnerLead:  "Die wartenden Empfänger erhalten den Gewinner; gewinnt B, wird sein Inhalt in den Newsletter übernommen.",
+			WinnerA:           "A gewinnt",
+			WinnerB:           "B gewinnt",
+			WinnerAuto:        "Nach den Daten",
+			Stop:              "Test stoppen",
+			StopDetail:        "Wartende Empfänger erhalten Variante A.",
+			Delete:            "Test löschen",
+			WinnerFlash:       "Variante %s hat gewonnen. %d wartende Empfänger erhalten sie jetzt.",
+			CopiedFlash:       "Der Inhalt von Variante B wurde in den Newsletter übernommen.",
+			StoppedFlash:      "Der Test wurde gestoppt. %d wartende Empfänger erhalten Variante A.",
+			CreatedFlash:      "Der A/B-Test „%s“ ist angelegt. Er beginnt mit dem Versand des Newsletters.",
+			DeletedFlash:      "Der A/B-Test wurde gelöscht.",
+			NotRunning:        "Der Test beginnt mit dem Versand des Newsletters; bis dahin gibt es keine Ergebnisse.",
+			Copied:            "Inhalt von B übernommen",
+			Released:          "%d wartende Empfänger erhielten den Gewinner.",
 		},
 		Webhooks: WebhooksText{
 			Title:           "Webhooks",
@@ -1647,6 +1770,7 @@ func German() Text {
 			},
 			KeyActor:    "API-Schlüssel „%s“",
 			RemovedUser: "Benutzer #%d (entfernt)",
+			Capped:      "Das Protokoll hat mehr Einträge: Hier blättern Sie durch die neuesten %s, ältere liefert die API (GET /v1/logs/activity).",
 			Actions: map[string]string{
 				"contact.created":           "Kontakt angelegt",
 				"contact.updated":           "Kontakt geändert",

@@ -95,7 +95,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 	// Portal sessions live in PostgreSQL; this worker deletes expired ones.
 	startWorker("session cleanup", store.NewSessionStore(db.DB, log).Run)
-	portalApp, err := portal.New(portal.Deps{DB: db.DB, Box: box, Log: log, BaseURL: cfg.BaseURL, Mail: mail, Webhooks: webhooks, Campaigns: campaigns,
+	portalApp, err := portal.New(portal.Deps{DB: db.DB, Box: box, Log: log, BaseURL: cfg.BaseURL, Mail: mail, Webhooks: webhooks, Campaigns: campaigns, ABTests: abTests,
 		SMTPAllowPrivate: cfg.SMTPAllowPrivate})
 	if err != nil {
 		return err

@@ -12,6 +12,11 @@ import (
 // activityPerPage is the number of activity log entries per page.
 const activityPerPage = 25
 
+// activityMaxCount is how many entries the page counts and pages through: an
+// exact count of a log of millions would cost more than the page; the API
+// pages through all of them.
+const activityMaxCount = 10_000
+
 // activityLog lists the account's activity log (the same store query as
 // GET /v1/logs/activity), newest first, filtered by object type. Filtering and
 // paging with htmx swap views.ActivitySection alone.
@@ -25,13 +30,14 @@ func (p *Portal) activityLog(w http.ResponseWriter, r *http.Request) error {
 	page := queryPage(r)
 	f := store.ActivityFilter{ObjectType: l.ObjectType}
 	var err error
-	l.Entries, l.Pager.Total, err = p.db.ActivityLog(ctx, acct, f, store.Page{Page: page, PerPage: activityPerPage})
+	l.Entries, l.Pager.Total, l.Capped, err = p.db.ActivityLogCapped(ctx, acct, f, store.Page{Page: page, PerPage: activityPerPage}, activityMaxCount)
 	if err != nil {
 		return err
 	}
 	if last := max(1, (l.Pager.Total+activityPerPage-1)/activityPerPage); page > last {
 		page = last // past the end (a hand-edited URL): the last page
-		if l.Entries, l.Pager.Total, err = p.db.ActivityLog(ctx, acct, f, store.Page{Page: page, PerPage: activityPerPage}); err != nil {
+		l.Entries, l.Pager.Total, l.Capped, err = p.db.ActivityLogCapped(ctx, acct, f, store.Page{Page: page, PerPage: activityPerPage}, activityMaxCount)
+		if err != nil {
 			return err
 		}
 	}

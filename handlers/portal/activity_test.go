@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/dbtest"
 	"github.com/rundbrief/rundbrief/views"
@@ -116,4 +117,90 @@ func TestNavigationEntriesAnswer(t *testing.T) {
 			t.Errorf("owner sees %d of %d entries", n, len(views.Navigation(views.German())))
 		}
 	}
+}
+
+// adminSeeded is what seedAdmin made.
+type adminSeeded struct {
+	webhook int64 // a webhook with 500 deliveries of 2 attempts each
+	mail    int64 // a captured mail of the development outbox
+}
+
+// seedAdmin gives an account what the admin pages show, in bulk: an activity log
+// of n entries (one per contact, by an API key, as the API writes them), 3 SMTP
+// servers, 5 users, 5 webhooks of which one has 500 deliveries with 2 attempts
+// each, and 200 captured mails.
+func seedAdmin(b *testing.B, db *store.DB, acct int64, n int) adminSeeded {
+	b.Helper()
+	ctx := context.Background()
+	var s adminSeeded
+	box := testBox(b)
+	for i := range 3 {
+		if _, err := db.CreateSMTPServer(ctx, box, acct, store.NewSMTPServer{SMTPServerSettings: store.SMTPServerSettings{
+			Name: fmt.Sprintf("Server %d", i), Host: fmt.Sprintf("smtp%d.example.com", i), Username: "u", FromEmail: "news@example.com"},
+			Password: "secret password"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	owner, err := db.AccountUsers(ctx, acct)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 4 {
+		if _, err := db.AddUser(ctx, acct, owner[0], store.NewUser{Email: fmt.Sprintf("kollege%d-%d@example.com", i, acct), Role: store.RoleMember,
+			Password: "kollegen password"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := range 5 {
+		h, _, err := db.CreateWebhook(ctx, box, acct, store.Actor{Type: store.ActorSystem}, store.WebhookSettings{
+			URL: fmt.Sprintf("https://hooks%d.example.com/rundbrief", i), Events: []string{"contact.created", "list.joined"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if i == 0 {
+			s.webhook = h.ID
+		}
+	}
+	stmts := []string{
+		`INSERT INTO activity_log (account_id, actor_type, actor_id, action, object_type, object_id, details, created_at)
+SELECT $1, 'key', 1, 'contact.created', 'contact', i, jsonb_build_object('email', 'k' || i || '@example.com'), now() - (i || ' seconds')::interval
+FROM generate_series(1, $2) AS i`,
+		`INSERT INTO webhook_deliveries (public_id, account_id, webhook_id, event_public_id, event, payload, status, attempts, last_status_code, response_excerpt, created_at, updated_at)
+SELECT 'whd_bench' || i, $1, $2, 'evt_bench' || i, 'contact.created',
+  '{"id":"evt_bench' || i || '","event":"contact.created","data":{"contact":{"id":' || i || ',"email":"k' || i || '@example.com"}}}',
+  CASE WHEN i % 7 = 0 THEN 'failed' ELSE 'succeeded' END, 2, CASE WHEN i % 7 = 0 THEN 500 ELSE 200 END, 'ok', now() - (i || ' seconds')::interval, now()
+FROM generate_series(1, 500) AS i`,
+		`INSERT INTO webhook_attempts (delivery_id, account_id, attempt, status_code, error, response_excerpt, duration_ms, attempted_at)
+SELECT d.id, $1, a, 200, '', 'ok', 40 + a, now() FROM webhook_deliveries d, generate_series(1, 2) AS a WHERE d.account_id = $1`,
+	}
+	for i, q := range stmts {
+		args := []any{acct}
+		switch i {
+		case 0:
+			args = append(args, n)
+		case 1:
+			args = append(args, s.webhook)
+		}
+		if _, err := db.ExecContext(ctx, q, args...); err != nil {
+			b.Fatalf("seed admin: %v", err)
+		}
+	}
+	out := mailer.NewDevOutbox(db, acct)
+	for i := range 200 {
+		if err := out.Send(ctx, &mailer.Message{From: mailer.Address{Email: "news@example.com"}, To: mailer.Address{Email: fmt.Sprintf("k%d@example.com", i)},
+			Subject: fmt.Sprintf("Angebot %d", i), HTML: "<p>Hallo</p>"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	mails, _, err := db.DevOutbox(ctx, acct, store.Page{Page: 1, PerPage: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.mail = mails[0].ID
+	for _, t := range []string{"activity_log", "webhook_deliveries", "webhook_attempts"} {
+		if _, err := db.ExecContext(ctx, `ANALYZE `+t); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return s
 }

@@ -42,6 +42,10 @@ func (p *Portal) uploadImport(w http.ResponseWriter, r *http.Request) error {
 	t := views.TextFor(r.Context()).Import
 	tooLarge := sprintf(t.FileTooLarge, store.MaxImportBytes>>20)
 	if r.ContentLength > store.MaxImportBytes+uploadSlack {
+		// Read (and drop) a good part of the body first: a browser that is still
+		// sending when the connection closes shows a network error instead of
+		// the page that says what is wrong.
+		_, _ = io.CopyN(io.Discard, r.Body, 2*store.MaxImportBytes)
 		return p.renderUpload(w, r, http.StatusRequestEntityTooLarge, tooLarge)
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, store.MaxImportBytes+uploadSlack)

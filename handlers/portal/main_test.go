@@ -90,7 +90,7 @@ func newServerWith(tb testing.TB, dbURL string, clk *clock, baseURL string, opts
 	campaigns := mailer.NewCampaigns(db, mail, sendWorker, mailer.CampaignsOptions{Links: links, Log: log})
 	wg.Go(func() { _ = sendWorker.Run(ctx) })
 	p, err := portal.New(portal.Deps{DB: db, Box: box, Log: log, BaseURL: baseURL, Now: now, Mail: mail, Webhooks: hooks, Campaigns: campaigns,
-		SMTPAllowPrivate: !opts.SMTPDenyPrivate})
+		ABTests: mailer.NewABTests(db, sendWorker, mailer.ABTestsOptions{Now: now}), SMTPAllowPrivate: !opts.SMTPDenyPrivate})
 	if err != nil {
 		tb.Fatal(err)
 	}
