@@ -58,6 +58,9 @@ FROM generate_series(1, %[3]d) AS g`, acct, seedBase.Format(time.RFC3339), bench
 SELECT %d, id, %d FROM contacts WHERE account_id = %d AND id %% 5 = 0 ORDER BY id`, listID, acct, acct),
 		fmt.Sprintf(`UPDATE lists SET member_count = (SELECT count(*) FROM list_members WHERE list_id = %d) WHERE id = %d`, listID, listID),
 		fmt.Sprintf(`UPDATE account_usage SET contacts = %d WHERE account_id = %d`, benchContacts, acct),
+		fmt.Sprintf(`INSERT INTO contact_tag_counts (account_id, tag, stripe, contacts)
+SELECT %[1]d, t, 0, count(*) FROM contacts c CROSS JOIN LATERAL unnest(c.tags) AS t
+WHERE c.account_id = %[1]d AND c.tags <> '{}' GROUP BY t`, acct),
 		`VACUUM (ANALYZE) contacts`,
 		`VACUUM (ANALYZE) list_members`,
 	}
