@@ -709,7 +709,17 @@ JOIN contacts c ON c.id = page.id ORDER BY %s`, contactColumns, contactLists, co
 		}
 		var t *int64
 		q := strings.Replace(pageSQL, "SELECT ", "SELECT "+total+" AS total, ", 1)
-		rows, err := queryContacts(ctx, db, []any{&t}, true, q, pageArgs...)
+		// The unfiltered listing has one query text per sort, and its plan does
+		// not depend on the values: prepared, a page costs one round trip and no
+		// planning. (A list's size does matter to the plan of its listing.)
+		var qr sqlx.QueryerContext = db
+		if unfiltered {
+			if err := db.prepare(ctx, q); err != nil {
+				return nil, 0, err
+			}
+			qr = preparedDB{db}
+		}
+		rows, err := queryContacts(ctx, qr, []any{&t}, true, q, pageArgs...)
 		if err != nil {
 			return nil, 0, fmt.Errorf("store: contacts: %w", err)
 		}

@@ -146,6 +146,19 @@ FROM contacts c WHERE c.account_id = $1 AND (c.email = ANY($2) OR c.id = ANY($3)
 
 const selectBlocked = `SELECT email FROM blocked_addresses WHERE account_id = $1 AND email = ANY($2)`
 
+// lockContactsBlockedSQL is lockContacts and selectBlocked (for the addresses
+// asked for and those of the contacts asked for by id) in one round trip: the
+// blocked addresses come as extra rows with id 0 and only the email set.
+const lockContactsBlockedSQL = `WITH l AS (
+  SELECT ` + contactColumns + `, ` + contactLists + `
+  FROM contacts c WHERE c.account_id = $1 AND (c.email = ANY($2) OR c.id = ANY($3)) ORDER BY c.email FOR UPDATE OF c
+)
+SELECT l.* FROM l
+UNION ALL
+SELECT 0, $1, b.email, '', '', '', '', '', '', '', '{}'::text[], '', '', '{}'::jsonb, NULL::timestamptz, NULL::timestamptz,
+  now(), now(), '[]'::jsonb
+FROM blocked_addresses b WHERE b.account_id = $1 AND (b.email = ANY($2) OR b.email IN (SELECT l.email FROM l))`
+
 const selectContactHeadroom = `SELECT p.max_contacts - ` + contactTotal + ` FROM accounts a JOIN plans p ON p.name = a.plan WHERE a.id = $1`
 
 const insertContacts = `INSERT INTO contacts AS c (account_id, email, first_name, last_name, address, zip, city, phone, note,
@@ -261,14 +274,7 @@ func applyOps(ctx context.Context, tx querier, accountID int64, actor Actor, ops
 			ids = append(ids, op.byID)
 		}
 	}
-	locked, err := lockContactRows(ctx, tx, accountID, emails, ids)
-	if err != nil {
-		return err
-	}
-	for _, c := range locked.byID {
-		emails = append(emails, c.Email)
-	}
-	blocked, err := blockedIn(ctx, tx, accountID, emails)
+	locked, blocked, err := lockContactsAndBlocked(ctx, tx, accountID, emails, ids)
 	if err != nil {
 		return err
 	}
@@ -552,6 +558,34 @@ func lockContactRows(ctx context.Context, tx querier, accountID int64, emails []
 		s.byEmail[r.Email], s.byID[r.ID] = r, r
 	}
 	return s, nil
+}
+
+// lockContactsAndBlocked locks the contacts with the given addresses or ids
+// and reports which of their addresses (and of the given ones) are blocked.
+func lockContactsAndBlocked(ctx context.Context, tx querier, accountID int64, emails []string, ids []int64) (lockedSet, map[string]bool, error) {
+	s := lockedSet{byEmail: map[string]*lockedContact{}, byID: map[int64]*lockedContact{}}
+	blocked := map[string]bool{}
+	cs, err := queryContacts(ctx, tx, nil, true, lockContactsBlockedSQL, accountID, pq.StringArray(emails), pq.Int64Array(ids))
+	if err != nil {
+		return s, nil, fmt.Errorf("store: lock contacts: %w", err)
+	}
+	rows := make([]lockedContact, 0, len(cs))
+	for _, c := range cs {
+		if c.ID == 0 { // a blocked address
+			blocked[c.Email] = true
+			continue
+		}
+		rows = append(rows, lockedContact{Contact: c})
+	}
+	for i := range rows {
+		r := &rows[i]
+		r.ListIDs = make([]int64, len(r.Lists))
+		for j, l := range r.Lists {
+			r.ListIDs[j] = l.ID
+		}
+		s.byEmail[r.Email], s.byID[r.ID] = r, r
+	}
+	return s, blocked, nil
 }
 
 func accountPlan(ctx context.Context, tx querier, accountID int64) (Plan, error) {
@@ -1097,7 +1131,7 @@ func (db *DB) runOps(ctx context.Context, accountID int64, actor Actor, ops []*c
 
 // writePathStatements are the statements applyOps runs as prepared statements.
 func writePathStatements() []string {
-	return []string{lockLists, lockContacts, selectBlocked, selectContactHeadroom, insertContacts, updateContacts,
+	return []string{lockLists, lockContactsBlockedSQL, lockContacts, selectContactHeadroom, insertContacts, updateContacts,
 		insertMembers, deleteMembers, updateMemberCounts, insertBlocks, selectPlanOfAccount, writeRecordsSQL,
 		countFormSubmission, selectRecentConfirmations}
 }

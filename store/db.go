@@ -179,6 +179,34 @@ func (t preparedTx) SelectContext(ctx context.Context, dest any, query string, a
 	return sqlx.SelectContext(ctx, t, dest, query, args...)
 }
 
+// preparedDB runs queries DB.prepare prepared as prepared statements, any
+// other as usual.
+type preparedDB struct{ db *DB }
+
+// QueryContext runs a query, prepared when it can.
+func (p preparedDB) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if s := p.db.cachedStmt(query); s != nil {
+		return s.QueryContext(ctx, args...)
+	}
+	return p.db.QueryContext(ctx, query, args...)
+}
+
+// QueryxContext runs a query, prepared when it can.
+func (p preparedDB) QueryxContext(ctx context.Context, query string, args ...any) (*sqlx.Rows, error) {
+	if s := p.db.cachedStmt(query); s != nil {
+		return s.QueryxContext(ctx, args...)
+	}
+	return p.db.QueryxContext(ctx, query, args...)
+}
+
+// QueryRowxContext runs a query for one row, prepared when it can.
+func (p preparedDB) QueryRowxContext(ctx context.Context, query string, args ...any) *sqlx.Row {
+	if s := p.db.cachedStmt(query); s != nil {
+		return s.QueryRowxContext(ctx, args...)
+	}
+	return p.db.QueryRowxContext(ctx, query, args...)
+}
+
 // plainTx is the transaction underneath q, for functions that take a *sqlx.Tx.
 func plainTx(q querier) *sqlx.Tx {
 	if t, ok := q.(preparedTx); ok {
