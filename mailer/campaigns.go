@@ -266,6 +266,14 @@ func (s *Campaigns) PreviewNewsletter(ctx context.Context, accountID, id, contac
 	if err != nil {
 		return Preview{}, err
 	}
+	return s.PreviewCampaign(ctx, c, contactID)
+}
+
+// PreviewCampaign renders c as PreviewNewsletter does, for content that is
+// not saved yet (the portal's live preview of the editor); c.AccountID decides
+// whose contacts personalise it.
+func (s *Campaigns) PreviewCampaign(ctx context.Context, c store.Campaign, contactID int64) (Preview, error) {
+	accountID := c.AccountID
 	if !c.HasContent() {
 		return Preview{}, store.Invalid("html", "Der Newsletter hat noch keinen Inhalt.")
 	}

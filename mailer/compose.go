@@ -275,6 +275,8 @@ type compiledCampaign struct {
 	headers   map[string]string
 	// unsubscribeHeader sets List-Unsubscribe (not for transactional mail).
 	unsubscribeHeader bool
+	// variantB is the campaign's A/B test variant B (abtests.go), nil without.
+	variantB *compiledCampaign
 }
 
 // compiledLink is a tracked link: its id, and for a personalised link the

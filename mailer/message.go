@@ -1,7 +1,6 @@
 package mailer
 
 import (
-	"bytes"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -13,11 +12,10 @@ import (
 	"unicode"
 
 	"github.com/k3a/html2text"
-	gomail "github.com/wneessen/go-mail"
 )
 
-// This file builds messages: one recipient per Message, rendered to RFC 5322 with
-// go-mail's MIME writer. What Rundbrief adds on top:
+// This file defines messages: one recipient per Message, rendered to RFC 5322
+// by the MIME writer in mime.go. The rules:
 //
 //   - Header safety: every free-text header value (subject, display names, extra
 //     headers) has its control characters (CR, LF, NUL, TAB …) replaced by spaces
@@ -216,58 +214,18 @@ func (m *Message) envelope() (from, to string) {
 	return from, m.To.Email
 }
 
-// build prepares the message and turns it into a go-mail Msg.
-func (m *Message) build() (*gomail.Msg, error) {
-	if err := m.prepare(); err != nil {
-		return nil, err
-	}
-	msg := gomail.NewMsg(gomail.WithNoDefaultUserAgent())
-	msg.SetAddrHeaderFromMailAddress(gomail.HeaderFrom, &mail.Address{Name: cleanHeader(m.From.Name), Address: m.From.Email})
-	msg.SetAddrHeaderFromMailAddress(gomail.HeaderTo, &mail.Address{Name: cleanHeader(m.To.Name), Address: m.To.Email})
-	if m.ReplyTo != "" {
-		msg.SetAddrHeaderFromMailAddress(gomail.HeaderReplyTo, &mail.Address{Address: m.ReplyTo})
-	}
-	msg.Subject(cleanHeader(m.Subject))
-	msg.SetMessageIDWithValue(m.MessageID)
-	msg.SetDateWithValue(m.Date)
-	if m.UnsubscribeURL != "" {
-		if strings.HasPrefix(m.UnsubscribeURL, "https:") {
-			if err := msg.SetListUnsubscribeOneClick(m.UnsubscribeURL); err != nil {
-				return nil, fmt.Errorf("%w: %v", ErrInvalidMessage, err)
-			}
-		} else {
-			msg.SetListUnsubscribe(m.UnsubscribeURL)
-		}
-	}
-	for name, value := range m.Headers {
-		msg.SetGenHeader(gomail.Header(name), cleanHeader(value))
-	}
-	text := m.Text
-	if text == "" {
-		text = TextFromHTML(m.HTML)
-	}
-	msg.SetBodyString(gomail.TypeTextPlain, text)
-	if m.HTML != "" {
-		msg.AddAlternativeString(gomail.TypeTextHTML, m.HTML)
-	}
-	return msg, nil
-}
-
 // WriteTo writes the message in RFC 5322 form (CRLF line ends) to w, filling
 // MessageID and Date first when they are empty.
 func (m *Message) WriteTo(w io.Writer) (int64, error) {
-	msg, err := m.build()
+	b, err := m.Bytes()
 	if err != nil {
 		return 0, err
 	}
-	return msg.WriteTo(w)
+	n, err := w.Write(b)
+	return int64(n), err
 }
 
 // Bytes returns the message in RFC 5322 form, as WriteTo writes it.
 func (m *Message) Bytes() ([]byte, error) {
-	var buf bytes.Buffer
-	if _, err := m.WriteTo(&buf); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return newMIMEWriter().appendMessage(nil, m)
 }

@@ -325,3 +325,39 @@ func TestMessageIDs(t *testing.T) {
 		t.Fatalf("given Message-ID not kept: %q", got)
 	}
 }
+
+// Long and odd header values stay within RFC 5322's line length, fold only at
+// spaces, and read back unchanged.
+func TestMessageLongHeaders(t *testing.T) {
+	m := newsletter()
+	m.Subject = strings.Repeat("Lange Betreffzeile ", 12) + strings.Repeat("x", 1200)
+	m.From.Name = `Shop "Zum Anker", Filiale Nord`
+	m.To.Name = strings.Repeat("Müller-Lüdenscheidt ", 8)
+	m.Headers = map[string]string{"X-B": "zwei", "X-A": "eins " + strings.Repeat("ü", 100)}
+	raw, err := m.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := parse(t, raw)
+	headerBlock, _, _ := strings.Cut(p.raw, "\r\n\r\n")
+	for _, line := range strings.Split(headerBlock, "\r\n") {
+		if len(line) > 998 || (len(line) > 78 && strings.Contains(strings.TrimSpace(line), " ") && !strings.Contains(line, "Message-ID")) {
+			t.Errorf("header line of %d characters: %.80q…", len(line), line)
+		}
+	}
+	if got := decodeHeader(t, p.header.Get("Subject")); got != m.Subject {
+		t.Errorf("Subject = %q", got)
+	}
+	from, err := p.header.AddressList("From")
+	if err != nil || from[0].Name != m.From.Name {
+		t.Errorf("From = %v (%v)", from, err)
+	}
+	to, err := p.header.AddressList("To")
+	if err != nil || to[0].Name != strings.TrimSpace(m.To.Name) {
+		t.Errorf("To = %v (%v)", to, err)
+	}
+	if decodeHeader(t, p.header.Get("X-A")) != m.Headers["X-A"] || p.header.Get("X-B") != "zwei" ||
+		strings.Index(p.raw, "\r\nX-A:") > strings.Index(p.raw, "\r\nX-B:") {
+		t.Errorf("extra headers X-A %q, X-B %q (in name order?)", p.header.Get("X-A"), p.header.Get("X-B"))
+	}
+}

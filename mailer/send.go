@@ -115,6 +115,7 @@ type Worker struct {
 
 	mu       sync.Mutex
 	compiled map[int64]*compiledCampaign
+	cursors  map[int64]int64 // per campaign: the highest id a lane claimed
 	active   []store.ActiveCampaign
 	activeAt time.Time
 }
@@ -149,7 +150,7 @@ func NewWorker(db *store.DB, opener Opener, opts WorkerOptions) *Worker {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	return &Worker{db: db, opener: opener, opts: opts, wake: make(chan struct{}, opts.Concurrency),
-		compiled: map[int64]*compiledCampaign{}}
+		compiled: map[int64]*compiledCampaign{}, cursors: map[int64]int64{}}
 }
 
 // Run sends until ctx ends, with Concurrency lanes, and returns when all of
@@ -235,6 +236,9 @@ func (w *Worker) compile(ctx context.Context, id int64) (*compiledCampaign, erro
 	if cc, err = compileCampaign(c, composeOptions{Tracking: true, Links: links}); err != nil {
 		return nil, err
 	}
+	if err := w.compileVariants(ctx, cc, links); err != nil {
+		return nil, err
+	}
 	w.mu.Lock()
 	if len(w.compiled) >= maxCompiled {
 		for k := range w.compiled {
@@ -250,7 +254,30 @@ func (w *Worker) compile(ctx context.Context, id int64) (*compiledCampaign, erro
 func (w *Worker) forget(id int64) {
 	w.mu.Lock()
 	delete(w.compiled, id)
+	delete(w.cursors, id)
 	w.mu.Unlock()
+}
+
+// cursor is where the next forward claim of a campaign starts: after the
+// highest id any lane of this worker claimed. Sharing it keeps each lane's
+// claim from walking over the rows the other lanes hold (their index entries
+// and leased rows), which cost the database more than the claim itself.
+func (w *Worker) cursor(id int64) int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.cursors[id]
+}
+
+// advance moves a campaign's cursor forward to last.
+func (w *Worker) advance(id, last int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.cursors[id]; !ok && len(w.cursors) >= maxCompiled {
+		clear(w.cursors) // a forgotten cursor only makes a claim start from 0
+	}
+	if last > w.cursors[id] {
+		w.cursors[id] = last
+	}
 }
 
 // senderMaxAge is how long a lane keeps one Sender before opening the route
@@ -268,20 +295,19 @@ type laneSender struct {
 
 // lane is one sending goroutine with its connection and reusable buffers.
 type lane struct {
-	w       *Worker
-	conn    *laneSender
-	cursors map[int64]int64     // per campaign: the last id claimed
-	pauses  map[int64]time.Time // per campaign: leave alone until
-	rates   map[int64]int       // per campaign: the route's messages per second
-	rows    []store.QueuedRecipient
-	outs    []store.Outcome // outcomes not yet handed to the recorder
-	rec     *recorder
-	st      renderState
+	w      *Worker
+	conn   *laneSender
+	pauses map[int64]time.Time // per campaign: leave alone until
+	rates  map[int64]int       // per campaign: the route's messages per second
+	rows   []store.QueuedRecipient
+	outs   []store.Outcome // outcomes not yet handed to the recorder
+	rec    *recorder
+	st     renderState
 }
 
 // newLane starts a lane's recorder; close the lane with stop.
 func (w *Worker) newLane() *lane {
-	return &lane{w: w, cursors: map[int64]int64{}, pauses: map[int64]time.Time{}, rates: map[int64]int{},
+	return &lane{w: w, pauses: map[int64]time.Time{}, rates: map[int64]int{},
 		rec: newRecorder(w.db, w.opts.Log)}
 }
 
@@ -356,7 +382,7 @@ func (l *lane) run(ctx context.Context) {
 // prune forgets the per-campaign state of campaigns that are no longer
 // running, so that a long-lived lane's maps stay small.
 func (l *lane) prune(active []store.ActiveCampaign) {
-	if len(l.cursors)+len(l.pauses)+len(l.rates) <= 2*len(active) {
+	if len(l.pauses)+len(l.rates) <= 2*len(active) {
 		return
 	}
 	running := make(map[int64]bool, len(active))
@@ -366,11 +392,6 @@ func (l *lane) prune(active []store.ActiveCampaign) {
 	for id := range l.pauses {
 		if !running[id] {
 			delete(l.pauses, id)
-		}
-	}
-	for id := range l.cursors {
-		if !running[id] {
-			delete(l.cursors, id)
 		}
 	}
 	for id := range l.rates {
@@ -415,7 +436,7 @@ func (l *lane) batch(ctx context.Context, a store.ActiveCampaign, limit int, sof
 	claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	claimedAt := time.Now()
-	cursor := l.cursors[a.ID]
+	cursor := l.w.cursor(a.ID)
 	rows, err := l.w.db.ClaimRecipients(claimCtx, a.AccountID, a.ID, cursor, limit, l.w.opts.Lease, l.rows)
 	l.rows = rows
 	if err == nil && len(rows) == 0 && cursor > 0 {
@@ -428,7 +449,6 @@ func (l *lane) batch(ctx context.Context, a store.ActiveCampaign, limit int, sof
 		return 0, err
 	}
 	if len(rows) == 0 {
-		delete(l.cursors, a.ID)
 		// This lane's last outcomes must be stored before the campaign can
 		// count as done; the lane whose write comes last finishes it.
 		l.rec.wait()
@@ -441,7 +461,7 @@ func (l *lane) batch(ctx context.Context, a store.ActiveCampaign, limit int, sof
 		}
 		return 0, err
 	}
-	l.cursors[a.ID] = rows[len(rows)-1].ID
+	l.w.advance(a.ID, rows[len(rows)-1].ID)
 	return len(rows), l.send(ctx, cc, rows, claimedAt, softDeadline)
 }
 
@@ -548,7 +568,7 @@ func (l *lane) sendOne(ctx context.Context, cc *compiledCampaign, sender Sender,
 	if err != nil {
 		return fail(err.Error())
 	}
-	msg, err := cc.message(&l.st, l.w.opts.Links, data, route)
+	msg, err := cc.variant(r.Variant).message(&l.st, l.w.opts.Links, data, route)
 	if err != nil {
 		return fail(err.Error())
 	}

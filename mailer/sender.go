@@ -30,12 +30,13 @@ import (
 
 // This file is the SMTP transport. An SMTPSender keeps one connection open and sends
 // message after message over it; a Pool keeps idle connections per server for the
-// send workers. The connection is driven with go-mail's SMTP client (package
-// github.com/wneessen/go-mail/smtp, the client go-mail's own Client wraps) rather
-// than through go-mail's Client, because the send pipeline and the connection test
-// need to know exactly which step failed (connect, TLS, AUTH, MAIL, RCPT, DATA) and
-// the server's reply code and text; go-mail's Client folds those into strings.
-// Messages are still rendered by go-mail (see message.go).
+// send workers. The session is set up (EHLO, STARTTLS, AUTH) with go-mail's SMTP
+// client (package github.com/wneessen/go-mail/smtp) rather than through go-mail's
+// Client, because the send pipeline and the connection test need to know exactly
+// which step failed and the server's reply code and text. The mail transactions
+// themselves are written by smtpwire.go straight onto the session's connection:
+// pipelined (RFC 2920) and with BDAT (RFC 3030) when the server offers them, which
+// go-mail's client cannot do. Messages are rendered by mime.go.
 
 // Sender sends messages. The send pipeline gets one from Transports.Open (or a Pool)
 // and must Close it when done, which returns a pooled connection for reuse.
@@ -224,6 +225,10 @@ var (
 type conn struct {
 	client *smtp.Client
 	raw    net.Conn // the TCP connection under any TLS, for deadlines
+	// What the server offered after EHLO (after STARTTLS, if any).
+	pipelining bool // RFC 2920: commands may be sent without waiting for replies
+	chunking   bool // RFC 3030: BDAT instead of DATA
+	smtputf8   bool // RFC 6531: non-ASCII addresses
 }
 
 // pastDeadline makes blocked reads and writes return at once.
@@ -291,7 +296,11 @@ func dial(ctx context.Context, cfg *ServerConfig) (*conn, error) {
 			return fail(StageAuth, err)
 		}
 	}
-	return &conn{client: client, raw: raw}, nil
+	c := &conn{client: client, raw: raw}
+	c.pipelining, _ = client.Extension("PIPELINING")
+	c.chunking, _ = client.Extension("CHUNKING")
+	c.smtputf8, _ = client.Extension("SMTPUTF8")
+	return c, nil
 }
 
 // chooseAuth picks PLAIN, else LOGIN, among the mechanisms the server offers.
@@ -346,6 +355,7 @@ type SMTPSender struct {
 	conn     *conn
 	lastUsed time.Time
 	dials    int
+	wire     wireBuffers
 }
 
 // NewSMTPSender returns a Sender for cfg; it connects on the first Send.
@@ -365,19 +375,24 @@ func (s *SMTPSender) Dials() int {
 // (the server closed it while idle), Send reconnects and tries once more: the
 // server had not accepted anything, so nothing is sent twice.
 func (s *SMTPSender) Send(ctx context.Context, m *Message) error {
-	msg, err := m.build()
-	if err != nil {
-		return err
-	}
-	from, to := m.envelope()
 	if err := s.limiter.wait(ctx); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.wire.render(m); err != nil {
+		return err
+	}
+	defer s.wire.trim()
+	from, to := m.envelope()
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if s.conn != nil && s.conn.closedByPeer() {
+			// The server closed the idle connection (or announced it would):
+			// nothing of this message was sent yet.
+			s.dropConn()
 		}
 		reused := s.conn != nil
 		if !reused {
@@ -388,7 +403,7 @@ func (s *SMTPSender) Send(ctx context.Context, m *Message) error {
 			}
 			s.conn = c
 		}
-		err, contentSent := s.transact(ctx, from, to, msg)
+		err, contentSent := s.transact(ctx, from, to)
 		s.lastUsed = time.Now()
 		if err == nil {
 			return nil
@@ -406,34 +421,25 @@ func (s *SMTPSender) Send(ctx context.Context, m *Message) error {
 	}
 }
 
-// transact runs one mail transaction. contentSent is true once the DATA command
-// was accepted: from then on the server may have the message, and a retry could
-// deliver it twice.
-func (s *SMTPSender) transact(ctx context.Context, from, to string, msg io.WriterTo) (err *SendError, contentSent bool) {
+// transact runs one mail transaction of the rendered message (see smtpwire.go).
+// contentSent is true once the server may have the message (the DATA command was
+// accepted, or the BDAT chunk went out after MAIL and RCPT were not refused): a
+// retry could deliver it twice.
+func (s *SMTPSender) transact(ctx context.Context, from, to string) (err *SendError, contentSent bool) {
 	c := s.conn
 	if e := c.raw.SetDeadline(time.Now().Add(s.cfg.timeout())); e != nil {
 		return newSendError(StageMail, e), false
 	}
 	stop := context.AfterFunc(ctx, func() { _ = c.raw.SetDeadline(pastDeadline) })
 	defer stop()
-	if e := c.client.Mail("<" + from + ">"); e != nil {
-		return s.reset(newSendError(StageMail, e)), false
+	se, contentSent, next := s.wire.transact(c, from, to)
+	switch next {
+	case afterReset:
+		se = s.reset(se)
+	case afterDrop:
+		s.dropConn()
 	}
-	if e := c.client.Rcpt("<" + to + ">"); e != nil {
-		return s.reset(newSendError(StageRcpt, e)), false
-	}
-	w, e := c.client.Data()
-	if e != nil {
-		return s.reset(newSendError(StageData, e)), false
-	}
-	if _, e := msg.WriteTo(w); e != nil {
-		_ = w.Close()
-		return newSendError(StageData, e), true
-	}
-	if e := w.Close(); e != nil {
-		return newSendError(StageData, e), true
-	}
-	return nil, true
+	return se, contentSent
 }
 
 // reset aborts the transaction after a rejected command, so that the connection

@@ -7,9 +7,10 @@ package static
 
 import "embed"
 
-// FS holds app.css, htmx.min.js and signup.js (the sign-up forms' helper, also
+// FS holds app.css, htmx.min.js, editor.js (the newsletter editor's placeholder
+// picker) and signup.js (the sign-up forms' helper, also
 // loaded by forms embedded on other websites) at its root. Serve it under /static/, e.g.
 // mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static.FS))).
 //
-//go:embed app.css htmx.min.js signup.js
+//go:embed app.css htmx.min.js signup.js editor.js
 var FS embed.FS

@@ -130,6 +130,12 @@ const activityColumns = `id, account_id, actor_type, actor_id, action, object_ty
 
 // ActivityLog lists an account's activity log, newest first.
 func (db *DB) ActivityLog(ctx context.Context, accountID int64, f ActivityFilter, p Page) ([]Activity, int, error) {
+	cond, args := activityWhere(accountID, f)
+	return db.activities(ctx, cond, args, p)
+}
+
+// activityWhere is the condition of ActivityLog's filter and its arguments.
+func activityWhere(accountID int64, f ActivityFilter) (string, []any) {
 	where := []string{"account_id = $1"}
 	args := []any{accountID}
 	add := func(cond string, v any) {
@@ -145,7 +151,26 @@ func (db *DB) ActivityLog(ctx context.Context, accountID int64, f ActivityFilter
 	if f.Action != "" {
 		add("action = $%d", f.Action)
 	}
-	return db.activities(ctx, strings.Join(where, " AND "), args, p)
+	return strings.Join(where, " AND "), args
+}
+
+// ActivityLogCapped is ActivityLog for pages a person waits for: it counts at
+// most maxCount entries (an exact count of a long log costs more than the page
+// itself) and reports with capped whether there are more.
+func (db *DB) ActivityLogCapped(ctx context.Context, accountID int64, f ActivityFilter, p Page, maxCount int) (acts []Activity, total int, capped bool, err error) {
+	cond, args := activityWhere(accountID, f)
+	q := fmt.Sprintf(`SELECT count(*) FROM (SELECT 1 FROM activity_log WHERE %s LIMIT %d) x`, cond, maxCount+1)
+	if err := db.GetContext(ctx, &total, q, args...); err != nil {
+		return nil, 0, false, fmt.Errorf("store: activity log: %w", err)
+	}
+	capped = total > maxCount
+	total = min(total, maxCount)
+	args = append(args, p.PerPage, p.Offset())
+	q = fmt.Sprintf(`SELECT %s FROM activity_log WHERE %s ORDER BY id DESC LIMIT $%d OFFSET $%d`, activityColumns, cond, len(args)-1, len(args))
+	if err := db.SelectContext(ctx, &acts, q, args...); err != nil {
+		return nil, 0, false, fmt.Errorf("store: activity log: %w", err)
+	}
+	return acts, total, capped, nil
 }
 
 const contactExists = `SELECT EXISTS (SELECT 1 FROM contacts WHERE account_id = $1 AND id = $2)`

@@ -343,18 +343,43 @@ func (o StartOptions) check(ctx context.Context, c Campaign, errs Errs) error {
 // The recipient materialisation: one INSERT … SELECT per start, returning the
 // counts. Addresses are unique per campaign by construction (contacts are
 // unique per account, to addresses are deduplicated first).
-const insertListRecipients = `WITH ins AS (
-  INSERT INTO campaign_recipients (account_id, campaign_id, contact_id, email, status, error)
-  SELECT $1, $2, c.id, c.email,
-    CASE WHEN b.email IS NULL THEN 'queued' ELSE 'skipped' END,
-    CASE WHEN b.email IS NULL THEN NULL ELSE 'blocked' END
-  FROM contacts c
+//
+// listAudience is who a newsletter to the lists $2 of account $1 goes to: the
+// subscribed members, with b.email set for a blocked address (recorded as
+// skipped). The send and the count shown before it (NewsletterAudience) share
+// it, so the two cannot disagree.
+const listAudience = `FROM contacts c
   LEFT JOIN blocked_addresses b ON b.account_id = $1 AND b.email = c.email
   WHERE c.account_id = $1 AND c.status = 'subscribed'
-    AND EXISTS (SELECT 1 FROM list_members m WHERE m.contact_id = c.id AND m.list_id = ANY($3))
+    AND EXISTS (SELECT 1 FROM list_members m WHERE m.contact_id = c.id AND m.list_id = ANY($2))`
+
+const insertListRecipients = `WITH ins AS (
+  INSERT INTO campaign_recipients (account_id, campaign_id, contact_id, email, status, error)
+  SELECT $1, $3, c.id, c.email,
+    CASE WHEN b.email IS NULL THEN 'queued' ELSE 'skipped' END,
+    CASE WHEN b.email IS NULL THEN NULL ELSE 'blocked' END
+  ` + listAudience + `
   ORDER BY c.id
   RETURNING status)
 SELECT count(*) FILTER (WHERE status = 'queued') AS queued, count(*) FILTER (WHERE status = 'skipped') AS skipped FROM ins`
+
+const countListAudience = `SELECT count(*) FILTER (WHERE b.email IS NULL) AS queued,
+  count(*) FILTER (WHERE b.email IS NOT NULL) AS skipped
+` + listAudience
+
+// NewsletterAudience counts whom a newsletter to listIDs would go to now:
+// Queued mails and Skipped (blocked) addresses, by the same rule the send
+// uses when it queues the recipients.
+func (db *DB) NewsletterAudience(ctx context.Context, accountID int64, listIDs []int64) (StartResult, error) {
+	var res StartResult
+	if len(listIDs) == 0 {
+		return res, nil
+	}
+	if err := db.QueryRowxContext(ctx, countListAudience, accountID, pq.Int64Array(listIDs)).Scan(&res.Queued, &res.Skipped); err != nil {
+		return StartResult{}, fmt.Errorf("store: newsletter audience: %w", err)
+	}
+	return res, nil
+}
 
 // insertEmailRecipients materialises a single email: the to addresses, and for
 // follow-ups the contacts and the subscribed list members. A transactional
@@ -446,7 +471,7 @@ func startCampaign(ctx context.Context, tx *sqlx.Tx, c *Campaign, opts StartOpti
 	var res StartResult
 	var err error
 	if c.Kind == KindNewsletter {
-		err = tx.QueryRowxContext(ctx, insertListRecipients, c.AccountID, c.ID, c.ListIDs).Scan(&res.Queued, &res.Skipped)
+		err = tx.QueryRowxContext(ctx, insertListRecipients, c.AccountID, c.ListIDs, c.ID).Scan(&res.Queued, &res.Skipped)
 	} else {
 		err = tx.QueryRowxContext(ctx, insertEmailRecipients, c.AccountID, c.ID, c.ToEmails, c.ContactIDs, c.ListIDs,
 			c.Type == TypeFollowUp).Scan(&res.Queued, &res.Skipped)
@@ -475,6 +500,9 @@ func startCampaign(ctx context.Context, tx *sqlx.Tx, c *Campaign, opts StartOpti
 				return StartResult{}, fmt.Errorf("store: campaign links: %w", err)
 			}
 		}
+	}
+	if err := startABTestTx(ctx, tx, c, opts, now); err != nil {
+		return StartResult{}, err
 	}
 	status, finished := CampaignSending, (*time.Time)(nil)
 	if res.Queued == 0 {
@@ -651,6 +679,7 @@ const finishCampaign = `UPDATE campaigns c SET
   finished_at = now(), updated_at = now()
 WHERE c.id = $1 AND c.status = 'sending'
   AND NOT EXISTS (SELECT 1 FROM campaign_recipients r WHERE r.campaign_id = $1 AND r.status IN ('queued', 'sending'))
+  AND NOT EXISTS (SELECT 1 FROM campaign_recipients r WHERE r.campaign_id = $1 AND r.status = 'waiting')
 RETURNING ` + campaignColumns
 
 // newsletterSent is the payload of newsletter.sent.

@@ -23,15 +23,18 @@ type DB struct {
 	// counters and the API log. Business data never goes through it.
 	relaxed *sqlx.DB
 	keys    *keyCache
-	stmts   stmtCache
+	stmts   stmtCache // the send queue's (recipients.go)
+	// contactStmts are the contact write path's prepared statements.
+	contactStmts preparedStmts
 }
 
-// stmtCache holds the statements of the hot write paths as prepared statements.
+// preparedStmts holds the statements of the contact write path and the
+// unfiltered contact listing as prepared statements.
 // lib/pq prepares nothing by itself: a statement with parameters costs two round
 // trips (parse and describe, then bind and execute) and a parse and plan on every
 // call. A prepared statement costs one round trip and is planned once per
 // connection (database/sql prepares it on each connection on first use there).
-type stmtCache struct {
+type preparedStmts struct {
 	mu sync.Mutex
 	m  map[string]*sqlx.Stmt
 }
@@ -63,13 +66,13 @@ func Open(ctx context.Context, url string) (*DB, error) {
 
 // Close closes both pools and the prepared statements.
 func (db *DB) Close() error {
-	db.stmts.mu.Lock()
+	db.contactStmts.mu.Lock()
 	var errs []error
-	for _, s := range db.stmts.m {
+	for _, s := range db.contactStmts.m {
 		errs = append(errs, s.Close())
 	}
-	db.stmts.m = nil
-	db.stmts.mu.Unlock()
+	db.contactStmts.m = nil
+	db.contactStmts.mu.Unlock()
 	return errors.Join(append(errs, db.relaxed.Close(), db.DB.Close())...)
 }
 
@@ -88,14 +91,14 @@ func (db *DB) prepare(ctx context.Context, queries ...string) error {
 		if err != nil {
 			return fmt.Errorf("store: prepare: %w", err)
 		}
-		db.stmts.mu.Lock()
-		if db.stmts.m == nil {
-			db.stmts.m = map[string]*sqlx.Stmt{}
+		db.contactStmts.mu.Lock()
+		if db.contactStmts.m == nil {
+			db.contactStmts.m = map[string]*sqlx.Stmt{}
 		}
-		if db.stmts.m[q] == nil {
-			db.stmts.m[q], s = s, nil
+		if db.contactStmts.m[q] == nil {
+			db.contactStmts.m[q], s = s, nil
 		}
-		db.stmts.mu.Unlock()
+		db.contactStmts.mu.Unlock()
 		if s != nil {
 			_ = s.Close() // another call prepared it meanwhile
 		}
@@ -105,9 +108,9 @@ func (db *DB) prepare(ctx context.Context, queries ...string) error {
 
 // cachedStmt is the prepared statement of query, nil when it was not prepared.
 func (db *DB) cachedStmt(query string) *sqlx.Stmt {
-	db.stmts.mu.Lock()
-	defer db.stmts.mu.Unlock()
-	return db.stmts.m[query]
+	db.contactStmts.mu.Lock()
+	defer db.contactStmts.mu.Unlock()
+	return db.contactStmts.m[query]
 }
 
 // querier runs statements: a plain *sqlx.Tx or a preparedTx.

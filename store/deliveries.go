@@ -612,3 +612,23 @@ func (db *DB) WebhookDelivery(ctx context.Context, accountID, id int64) (Webhook
 	}
 	return d, attempts, nil
 }
+
+const selectAttemptsOf = `SELECT id, delivery_id, attempt, status_code, error, response_excerpt, duration_ms, attempted_at
+FROM webhook_attempts WHERE account_id = $1 AND delivery_id = ANY($2) ORDER BY delivery_id, id`
+
+// WebhookAttemptsOf returns the attempts of several deliveries of the account at
+// once, by delivery id (the portal's delivery log shows them for a whole page).
+func (db *DB) WebhookAttemptsOf(ctx context.Context, accountID int64, deliveryIDs []int64) (map[int64][]WebhookAttempt, error) {
+	out := map[int64][]WebhookAttempt{}
+	if len(deliveryIDs) == 0 {
+		return out, nil
+	}
+	var rows []WebhookAttempt
+	if err := db.SelectContext(ctx, &rows, selectAttemptsOf, accountID, pq.Int64Array(deliveryIDs)); err != nil {
+		return nil, fmt.Errorf("store: webhook attempts: %w", err)
+	}
+	for _, a := range rows {
+		out[a.DeliveryID] = append(out[a.DeliveryID], a)
+	}
+	return out, nil
+}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -194,17 +195,26 @@ RETURNING ` + userColumns
 
 // CreateUser adds a user to an existing account.
 func (db *DB) CreateUser(ctx context.Context, accountID int64, in NewUser) (User, error) {
+	return db.createUser(ctx, accountID, in, nil)
+}
+
+// createUser validates in and inserts the user; then, in the same transaction,
+// runs after (when set) with the new user.
+func (db *DB) createUser(ctx context.Context, accountID int64, in NewUser, after func(*sqlx.Tx, User) error) (User, error) {
 	in.Email = strings.ToLower(strings.TrimSpace(in.Email))
 	in.Name = strings.TrimSpace(in.Name)
 	errs := Errs{}
 	if !ValidEmail(in.Email) {
 		errs.Add("email", "Bitte eine gültige E-Mail-Adresse angeben.")
 	}
-	if !slices.Contains([]string{RoleOwner, RoleAdmin, RoleMember}, in.Role) {
+	if !slices.Contains(Roles(), in.Role) {
 		errs.Add("role", "Unbekannte Rolle (erlaubt: owner, admin, member).")
 	}
 	if len([]rune(in.Password)) < MinPasswordLength {
 		errs.Add("password", fmt.Sprintf("Das Passwort muss mindestens %d Zeichen lang sein.", MinPasswordLength))
+	}
+	if utf8.RuneCountInString(in.Name) > maxUserNameLen {
+		errs.Add("name", fmt.Sprintf("Der Name darf höchstens %d Zeichen lang sein.", maxUserNameLen))
 	}
 	if err := errs.Err(); err != nil {
 		return User{}, err
@@ -225,10 +235,168 @@ func (db *DB) CreateUser(ctx context.Context, accountID int64, in NewUser) (User
 		if err := tx.GetContext(ctx, &u, insertAccountUser, accountID, in.Email, in.Name, in.Role, hash); err != nil {
 			return fmt.Errorf("store: create user: %w", err)
 		}
+		if after != nil {
+			return after(tx, u)
+		}
 		return nil
 	})
 	return u, err
 }
+
+// Roles are the roles of account users, most rights first.
+func Roles() []string { return []string{RoleOwner, RoleAdmin, RoleMember} }
+
+// ObjectUser is the activity log's object type of account users.
+const ObjectUser = "user"
+
+// maxUserNameLen bounds a user's display name.
+const maxUserNameLen = 100
+
+const selectAccountUsers = `SELECT ` + userColumns + ` FROM users WHERE account_id = $1
+ORDER BY CASE role WHEN 'owner' THEN 0 WHEN 'admin' THEN 1 ELSE 2 END, lower(email)`
+
+// AccountUsers lists an account's users: owners first, then admins, then members,
+// each by address.
+func (db *DB) AccountUsers(ctx context.Context, accountID int64) ([]User, error) {
+	var out []User
+	if err := db.SelectContext(ctx, &out, selectAccountUsers, accountID); err != nil {
+		return nil, fmt.Errorf("store: account users: %w", err)
+	}
+	return out, nil
+}
+
+// Reasons of the *ConflictError that AddUser, ChangeUserRole and RemoveUser return.
+const (
+	ReasonNotAdmin  = "not_admin"  // the acting user is a member
+	ReasonOwnerOnly = "owner_only" // only owners grant, change or remove the owner role
+	ReasonSelf      = "self"       // nobody changes their own role or removes themselves
+	ReasonLastOwner = "last_owner" // an account keeps at least one owner
+)
+
+// checkManager checks that by (a user of accountID) may manage users, and may
+// touch the owner role when owner is true.
+func checkManager(accountID int64, by User, owner bool) error {
+	if by.AccountID != accountID || !by.CanManageKeys() {
+		return &ConflictError{Reason: ReasonNotAdmin, Message: "Nur Inhaber und Administratoren verwalten die Benutzer des Kontos."}
+	}
+	if owner && by.Role != RoleOwner {
+		return &ConflictError{Reason: ReasonOwnerOnly, Message: "Nur Inhaber können die Rolle „Inhaber“ vergeben, ändern oder entziehen."}
+	}
+	return nil
+}
+
+// AddUser adds a user to the account on behalf of by (an owner or admin; only an
+// owner adds owners) and records it in the activity log. Field errors as
+// CreateUser; *ConflictError when by may not.
+func (db *DB) AddUser(ctx context.Context, accountID int64, by User, in NewUser) (User, error) {
+	if err := checkManager(accountID, by, in.Role == RoleOwner); err != nil {
+		return User{}, err
+	}
+	return db.createUser(ctx, accountID, in, func(tx *sqlx.Tx, u User) error {
+		return LogActivity(ctx, tx, accountID, Actor{Type: ActorUser, ID: by.ID}, ActivityEntry{Action: "user.created",
+			ObjectType: ObjectUser, ObjectID: u.ID, Details: map[string]any{"email": u.Email, "role": u.Role}})
+	})
+}
+
+// lockAccountUsers serialises changes of an account's users, so that two owners
+// demoting each other at once cannot leave the account without one.
+const lockAccountUsers = `SELECT id FROM accounts WHERE id = $1 FOR NO KEY UPDATE`
+
+const selectUserForUpdate = `SELECT ` + userColumns + ` FROM users WHERE account_id = $1 AND id = $2 FOR UPDATE`
+
+const countOwners = `SELECT count(*) FROM users WHERE account_id = $1 AND role = 'owner'`
+
+const updateUserRole = `UPDATE users SET role = $3, updated_at = now() WHERE account_id = $1 AND id = $2 RETURNING ` + userColumns
+
+const deleteAccountUser = `DELETE FROM users WHERE account_id = $1 AND id = $2`
+
+// changeUser locks the account and the user id, checks the rules every change
+// of a user shares (by may manage users, not themselves, owners only by owners,
+// the last owner stays) and runs change.
+func (db *DB) changeUser(ctx context.Context, accountID int64, by User, id int64, newRole string,
+	change func(tx *sqlx.Tx, cur User) error) error {
+	if err := checkManager(accountID, by, false); err != nil {
+		return err
+	}
+	return db.WithTx(ctx, func(tx *sqlx.Tx) error {
+		var lockID int64
+		if err := tx.GetContext(ctx, &lockID, lockAccountUsers, accountID); err != nil {
+			return notFound("change user", err)
+		}
+		// The actor's role as of now, under the lock: a manager demoted a moment
+		// ago manages nobody.
+		var me User
+		if err := tx.GetContext(ctx, &me, selectUserForUpdate, accountID, by.ID); err != nil {
+			if err := notFound("change user", err); !errors.Is(err, ErrNotFound) {
+				return err
+			}
+			me = User{}
+		}
+		by = me
+		var cur User
+		if err := tx.GetContext(ctx, &cur, selectUserForUpdate, accountID, id); err != nil {
+			return notFound("change user", err)
+		}
+		if cur.ID == by.ID {
+			return &ConflictError{Reason: ReasonSelf, Message: "Ihre eigene Rolle und Ihren eigenen Zugang ändert ein anderer Inhaber oder Administrator."}
+		}
+		if err := checkManager(accountID, by, cur.Role == RoleOwner || newRole == RoleOwner); err != nil {
+			return err
+		}
+		if cur.Role == RoleOwner && newRole != RoleOwner {
+			var owners int
+			if err := tx.GetContext(ctx, &owners, countOwners, accountID); err != nil {
+				return fmt.Errorf("store: change user: %w", err)
+			}
+			if owners <= 1 {
+				return &ConflictError{Reason: ReasonLastOwner, Message: "Ein Konto braucht mindestens einen Inhaber."}
+			}
+		}
+		return change(tx, cur)
+	})
+}
+
+// ChangeUserRole gives user id of the account a new role on behalf of by and
+// records it in the activity log. Nobody changes their own role; only owners
+// grant or take the owner role; the last owner keeps it (*ConflictError). The
+// change applies from the user's next request.
+func (db *DB) ChangeUserRole(ctx context.Context, accountID int64, by User, id int64, role string) (User, error) {
+	if !slices.Contains(Roles(), role) {
+		return User{}, Invalid("role", "Unbekannte Rolle (erlaubt: owner, admin, member).")
+	}
+	var out User
+	err := db.changeUser(ctx, accountID, by, id, role, func(tx *sqlx.Tx, cur User) error {
+		if err := tx.GetContext(ctx, &out, updateUserRole, accountID, id, role); err != nil {
+			return fmt.Errorf("store: change user role: %w", err)
+		}
+		if cur.Role == role {
+			return nil
+		}
+		return LogActivity(ctx, tx, accountID, Actor{Type: ActorUser, ID: by.ID}, ActivityEntry{Action: "user.role_changed",
+			ObjectType: ObjectUser, ObjectID: id, Details: map[string]any{"email": cur.Email, "from": cur.Role, "to": role}})
+	})
+	return out, err
+}
+
+// RemoveUser deletes user id from the account on behalf of by, with the same
+// rules as ChangeUserRole (not oneself, owners only by owners, never the last
+// owner). The user's sessions end with it (sessions.user_id cascades).
+func (db *DB) RemoveUser(ctx context.Context, accountID int64, by User, id int64) (User, error) {
+	var removed User
+	err := db.changeUser(ctx, accountID, by, id, "", func(tx *sqlx.Tx, cur User) error {
+		if _, err := tx.ExecContext(ctx, deleteAccountUser, accountID, id); err != nil {
+			return fmt.Errorf("store: remove user: %w", err)
+		}
+		removed = cur
+		return LogActivity(ctx, tx, accountID, Actor{Type: ActorUser, ID: by.ID}, ActivityEntry{Action: "user.removed",
+			ObjectType: ObjectUser, ObjectID: id, Details: map[string]any{"email": cur.Email, "role": cur.Role}})
+	})
+	return removed, err
+}
+
+// NewPassword returns a random initial password for a user someone else adds:
+// 20 letters and digits (about 119 bits), shown once to be handed over.
+func NewPassword() string { return RandomString(20) }
 
 const selectPasswordHash = `SELECT email, password_hash FROM users WHERE account_id = $1 AND id = $2`
 

@@ -38,7 +38,24 @@ type Text struct {
 	Dashboard DashboardText
 	Keys      KeysText
 	Logs      LogsText
+	Contacts  ContactsText
+	Lists     ListsText
+	Import    ImportText
 	Errors    ErrorsText
+	// SMTP holds the SMTP servers pages, Outbox the development outbox.
+	SMTP   SMTPText
+	Outbox OutboxText
+	// Webhooks holds the webhook pages and their delivery log.
+	Webhooks WebhooksText
+	// AB holds the A/B test pages.
+	AB ABText
+	// Activity holds the activity log, Users the user management.
+	Activity ActivityText
+	Users    UsersText
+	// Newsletters holds the newsletter list, editor, preview and sending pages.
+	Newsletters NewslettersText
+	// Forms holds the sign-up form pages (list, editor, embed code, preview).
+	Forms FormsText
 	// Public holds the public pages (hosted sign-up form, confirmation).
 	Public PublicText
 	// Unsubscribe holds the unsubscribe page behind every mail's link.
@@ -83,13 +100,23 @@ type CommonText struct {
 
 // NavText holds the sidebar's labels.
 type NavText struct {
-	Label          string // aria-label of the navigation
-	Dashboard      string
-	SectionDev     string
-	APIKeys        string
-	APILog         string
-	SectionAccount string
-	Password       string
+	Label           string // aria-label of the navigation
+	Dashboard       string
+	Contacts        string
+	Lists           string
+	Newsletters     string
+	Forms           string
+	SectionDev      string
+	APIKeys         string
+	APILog          string
+	SectionAccount  string
+	Password        string
+	SectionSettings string
+	SMTP            string
+	Webhooks        string
+	ABTests         string
+	Activity        string
+	Users           string
 }
 
 // ShellText holds the app shell's own strings.
@@ -232,6 +259,409 @@ type LogsText struct {
 	NoMatchBody   string
 }
 
+// NewslettersText holds the newsletter pages: the list, the editor with its
+// live preview and placeholder picker, test mails, sending and scheduling.
+type NewslettersText struct {
+	Title        string
+	Lead         string
+	New          string
+	NewTitle     string
+	EditTitle    string // %s: newsletter name
+	Caption      string
+	EmptyTitle   string
+	EmptyBody    string
+	NoMatchTitle string
+	NoMatchBody  string
+	StatusFilter string
+	AllStatuses  string
+	// StatusLabels names the statuses (store.Campaign…), as the API's status_label.
+	StatusLabels map[string]string
+
+	Name                string
+	NameHint            string
+	Subject             string
+	SubjectHint         string
+	Preheader           string
+	PreheaderHint       string
+	Format              string
+	FormatMarkdown      string
+	FormatHTML          string
+	Content             string
+	ContentHintMarkdown string
+	ContentHintHTML     string
+	Lists               string
+	ListsHint           string
+	NoLists             string
+	ListMembers         string // %s: number of members
+	SMTPServer          string
+	SMTPDefault         string
+	SMTPHint            string
+	FromName            string
+	FromNameHint        string
+	ReplyTo             string
+	ReplyToHint         string
+	Tracking            string
+	TrackOpens          string
+	TrackClicks         string
+	SectionContent      string
+	SectionSettings     string
+	SectionActions      string
+	SaveDraft           string
+	CreateDraft         string
+	CreatedFlash        string // %s: name
+	SavedFlash          string // %s: name
+	NotEditable         string // %s: status label
+	TemplateConflict    string
+
+	Placeholders      string
+	PlaceholdersHint  string
+	PlaceholderLabels map[string]string // placeholder name (German) → meaning
+
+	Preview             string
+	PreviewHint         string
+	PreviewContact      string
+	PreviewContactHint  string
+	PreviewFor          string // %s: contact address
+	PreviewSample       string
+	PreviewEmpty        string
+	PreviewSubject      string
+	PreviewPreheader    string
+	PreviewText         string
+	PreviewFrame        string // title of the iframe
+	PreviewUnknown      string // %s: address without a contact
+	PreviewUpdate       string // button without JavaScript
+	PreviewSavedVersion string
+
+	TestTitle    string
+	TestTo       string
+	TestToHint   string // %d: max addresses
+	TestSend     string
+	TestResult   string // %d, %d: sent, total
+	TestOK       string
+	TestFailed   string
+	TestFailedAt string // %s: error
+
+	SendNow          string
+	SendTitle        string // %s: name
+	SendLead         string
+	SendCount        string // %s: number of recipients
+	SendSkipped      string // %s: blocked addresses
+	SendLists        string
+	SendSubject      string
+	SendServer       string
+	SendConfirm      string
+	SendNotReady     string
+	SendNoRecipients string
+	SendStartedFlash string // %s: name
+	SendingOff       string
+	LimitReached     string // %s: sends per day
+
+	Schedule            string
+	ScheduleAt          string
+	ScheduleHint        string
+	ScheduleButton      string
+	ScheduleInvalid     string
+	ScheduledFlash      string // %s: time
+	ScheduledFor        string // %s: time
+	Unschedule          string
+	UnscheduledFlash    string
+	Pause               string
+	PausedFlash         string
+	Resume              string
+	ResumedFlash        string
+	Duplicate           string
+	DuplicatedFlash     string // %s: name of the copy
+	Delete              string
+	DeleteQuestion      string // %s: name
+	DeleteDetail        string
+	DeleteConfirm       string
+	DeletedFlash        string // %s: name
+	Stats               string
+	Progress            string // %s, %s: sent, total
+	ProgressLabel       string
+	Recipients          string
+	Sent                string
+	Failed              string
+	Skipped             string
+	StartedAt           string
+	FinishedAt          string
+	LastError           string
+	Created             string
+	Updated             string
+	Overview            string
+	EditLink            string
+	Open                string
+	ConflictFlash       string // the service's 409 message follows
+	ChosenLists         string
+	NoneChosen          string
+	DefaultRoute        string
+	ContentMissingShort string
+}
+
+// FormsText holds the sign-up form pages.
+type FormsText struct {
+	Title           string
+	Lead            string
+	New             string
+	NewTitle        string
+	EditTitle       string // %s: name
+	Caption         string
+	EmptyTitle      string
+	EmptyBody       string
+	Name            string
+	NameHint        string
+	Lists           string
+	ListsHint       string
+	NoLists         string
+	DoubleOptIn     string
+	DoubleOptInHint string
+	Fields          string
+	FieldsHint      string
+	Tags            string
+	TagsHint        string
+	SuccessRedirect string
+	RedirectHint    string
+	SuccessMessage  string
+	MessageHint     string
+	BotProtection   string
+	ProofOfWork     string
+	ProofOfWorkHint string
+	MinFillSeconds  string
+	MinFillHint     string
+	MinFillNumber   string
+	Create          string
+	CreatedFlash    string // %s: name
+	SavedFlash      string // %s: name
+	Submissions     string
+	Created         string
+	On              string
+	Off             string
+	Embed           string
+	EmbedTitle      string // %s: name
+	EmbedLead       string
+	EmbedCode       string
+	EmbedHint       string
+	HostedURL       string
+	HostedHint      string
+	PreviewTitle    string
+	PreviewFrame    string // title of the iframe
+	Delete          string
+	DeleteQuestion  string // %s: name
+	DeleteDetail    string
+	DeleteConfirm   string
+	DeletedFlash    string // %s: name
+	NoListsChosen   string
+	Protection      string
+	ProtectionPoW   string
+	ProtectionStamp string // %d: seconds
+	ProtectionNone  string
+}
+
+// ContactsText holds the contact pages: table, detail, form, confirmations.
+type ContactsText struct {
+	Title, Lead, New, Import, Export, Caption                   string
+	Search, SearchHint, List, AnyList, Tag, TagHint, Status     string
+	AnyStatus                                                   string
+	StatusLabels                                                map[string]string // subscribed, unsubscribed, pending
+	SourceLabels                                                map[string]string // app, import, api, form, integration
+	EmptyTitle, EmptyBody, NoMatchTitle, NoMatchBody            string
+	Email, Name, FirstName, LastName, Address, Zip, City        string
+	Phone, Note, Tags, TagsHint, Lists, ListsHint, Created      string
+	Updated, Source, Confirmed, Unsubscribed                    string
+	Fields, CustomFields, CustomHint, CustomKey, CustomValue    string
+	NoCustomFields, NoTags, NoLists                             string
+	NewTitle, EditTitle, Create, Exists                         string // EditTitle %s: email; Exists: address already has a contact
+	ShowExisting                                                string
+	Created1, Updated1                                          string // flashes, %s: email
+	AddTag, AddTagLabel, RemoveTag                              string // RemoveTag %s: tag
+	JoinList, JoinListLabel, LeaveList, AllJoined               string // LeaveList %s: list
+	Activity, ActivityEmpty, ActivityMore                       string // ActivityMore %d: further entries
+	ActivityLabels                                              map[string]string
+	ActorLabels                                                 map[string]string
+	Unsubscribe, UnsubscribeQ, UnsubscribeDetail, UnsubscribeOK string // UnsubscribeQ %s: email
+	UnsubscribedFlash                                           string // %s: email
+	Delete, DeleteQ, DeleteDetail, DeleteOK, DeletedFlash       string // DeleteQ, DeletedFlash %s: email
+	LimitReached                                                string // %d: max contacts
+	BackToList                                                  string
+	ExportHint                                                  string
+	UnknownList, CustomKeyMissing                               string
+}
+
+// ListsText holds the list pages.
+type ListsText struct {
+	Title, Lead, New, Caption, EmptyTitle, EmptyBody               string
+	Name, NameHint, Color, ColorHint, Description, DescriptionHint string
+	DoubleOptIn, DoubleOptInHint, DOIOn, DOIOff, Members, Created  string
+	NewTitle, EditTitle, Create, CreatedFlash, UpdatedFlash        string // EditTitle, flashes %s: name
+	Delete, DeleteQ, DeleteDetail, DeleteOK, DeletedFlash          string // DeleteQ, DeletedFlash %s: name
+	LimitReached                                                   string // %d: max lists
+	MembersTitle, MembersLead, MembersCaption                      string // MembersTitle %s: name; MembersLead %d: count
+	MembersEmptyTitle, MembersEmptyBody                            string
+	AddMembers, AddMembersLabel, AddMembersHint, AddMembersSubmit  string
+	AddMembersEmpty, AddMembersTooMany                             string // AddMembersTooMany %d: max
+	AddedFlash                                                     string // %d, %d, %d, %d: added, created, already, failed
+	AddFailed                                                      string // %s: email, %s: message
+	Remove, RemovedFlash                                           string // RemovedFlash %s: email
+}
+
+// ImportText holds the CSV import: upload, column mapping, progress, summary.
+type ImportText struct {
+	Title, Lead, File, FileHint, Upload              string
+	FileMissing, FileTooLarge, FileUnreadable        string // FileTooLarge %d: MB
+	Recent, RecentCaption, RecentEmpty               string
+	MapTitle, MapLead, Column, Sample, Target        string // MapLead %s: file, %d rows, %s delimiter
+	TargetIgnore, TargetCustom, CustomKey            string
+	TargetLabels                                     map[string]string
+	Lists, ListsHint, Tags, TagsHint, Start          string
+	DelimiterNames                                   map[string]string
+	ProgressTitle, Queued, Running, Progress         string // Progress %d, %d: processed, total
+	Refresh                                          string
+	DoneTitle, FailedTitle, Created, Updated, Failed string
+	RowErrors, RowErrorsCaption, Row, Email, Message string
+	MoreErrors                                       string // %d: errors not listed
+	StatusLabels                                     map[string]string
+	FileName, Rows, When, Status, ToContacts, Again  string
+}
+
+// SMTPText holds the SMTP servers pages.
+type SMTPText struct {
+	Title, Lead, New, NewTitle, EditTitle, Create string // EditTitle: %s server name
+	EmptyTitle, EmptyBody, Caption                string
+	DevOutboxNote                                 string
+	Name, NameHint                                string
+	Server, Host, HostHint, Port, PortHint        string
+	Encryption, EncryptionHint                    string
+	EncryptionLabels                              map[string]string // none, starttls, tls
+	Username, UsernameHint                        string
+	Password, PasswordHint, PasswordKeepHint      string
+	RemovePassword, PasswordStored                string
+	Sender, FromEmail, FromEmailHint              string
+	FromName, FromNameHint                        string
+	Rate, RateHint, PortNumber, RateNumber        string
+	IsDefault, IsDefaultHint, Default             string
+	Login, NoLogin                                string
+	LastTest, NeverTested, Test, Testing          string
+	TestCodes                                     map[string]string // ok, connect_failed, tls_failed, auth_failed
+	TestedIn                                      string            // %s time, %s milliseconds
+	Delete, DeleteQuestion, DeleteDetail          string            // DeleteQuestion: %s name
+	DeleteDefaultDetail                           string
+	CreatedFlash, UpdatedFlash, DeletedFlash      string // %s name
+	TestUnavailable                               string
+}
+
+// ABText holds the A/B test pages: the list, the form that creates a test
+// from a newsletter draft, and the results page.
+type ABText struct {
+	Title, Lead, New, NewTitle, Create       string
+	EmptyTitle, EmptyBody, Caption           string
+	Name, NameHint, Target, Newsletter       string
+	TargetHint, NoDrafts                     string
+	TestType, TestTypeHint                   string
+	TestTypes                                map[string]string // subject, content, design, sender, combo
+	Mode, ModeHint                           string
+	Modes                                    map[string]string // split, winner
+	SplitA, SplitAHint                       string
+	SamplePct, SamplePctHint                 string
+	WaitHours, WaitHoursHint                 string
+	Metric, MetricHint                       string
+	Metrics                                  map[string]string // opens, clicks, ctr
+	AutoApply, AutoApplyHint                 string
+	VariantB, VariantBLead                   string
+	BSubject, BPreheader, BFromName, BHTML   string
+	BSubjectHint, BHTMLHint                  string
+	NotANumber                               string
+	Status, Created, Started, DecideAt       string
+	Statuses                                 map[string]string // draft, running, completed, stopped
+	Variant                                  string            // %s: A or B
+	Subject, Preheader, FromName, Content    string
+	Unchanged, OwnContent, ShareOfRecipients string // ShareOfRecipients: %d percent
+	Results, ResultsLead, Sent, Opens        string
+	Clicks, OpenRate, ClickRate, CTR         string
+	Confidence, ConfidenceHint, Leader       string
+	Level, Waiting, Winner, Suggested        string
+	MetricRate                               string // %s: the metric's name
+	Significant, NotSignificant              string
+	ChooseWinner, ChooseWinnerLead           string
+	WinnerA, WinnerB, WinnerAuto             string
+	Stop, StopDetail, Delete                 string
+	WinnerFlash                              string // %s winner, %d released
+	CopiedFlash, StoppedFlash, CreatedFlash  string // CreatedFlash: %s name; StoppedFlash: %d released
+	DeletedFlash                             string
+	NotRunning, Copied, Released             string // Released: %d recipients
+	PlanTitle, PlanBody                      string
+}
+
+// WebhooksText holds the webhook pages and the delivery log.
+type WebhooksText struct {
+	Title, Lead, New, NewTitle, EditTitle, Create string // EditTitle: %s URL
+	EmptyTitle, EmptyBody, Caption                string
+	URL, URLHint, Description, DescriptionHint    string
+	Events, EventsHint, AllEvents, AllEventsLong  string
+	EventGroups                                   map[string]string // contact, list, email, campaign, other
+	EventLabels                                   map[string]string // by event name
+	Status, Active, Paused, Created               string
+	PauseReasons                                  map[string]string // manual, failures, gone
+	Failures                                      string            // %d failed attempts in a row
+	PreviousSecret                                string            // %s: until when the old secret still signs
+	Deliveries, Pause, Resume, Rotate, Delete     string
+	PausedFlash, ResumedFlash                     string // %s URL
+	CreatedFlash, UpdatedFlash, DeletedFlash      string // %s URL
+	RotateQuestion, RotateDetail, RotateConfirm   string // RotateQuestion: %s URL
+	DeleteQuestion, DeleteDetail                  string // DeleteQuestion: %s URL
+	LimitReached                                  string // %d max webhooks
+	RevealTitle, RevealBody, RevealLabel          string // RevealLabel: %s URL
+	RevealUsage                                   string
+	DeliveriesTitle, BackToList                   string
+	TestTitle, TestLead, TestEvent, TestSend      string
+	TestSentFlash                                 string // %s status label, %s response code or "–"
+	TestBadge                                     string
+	DeliveriesCaption                             string
+	DeliveriesEmptyTitle, DeliveriesEmptyBody     string
+	NoMatchBody, AnyEvent                         string
+	Time, Event, ResponseCode, Duration, Attempts string
+	DeliveryStatuses                              map[string]string // pending, retrying, succeeded, failed
+	NextAttempt                                   string            // %s time
+	Resend, ResentFlash                           string            // ResentFlash: %s status label
+	ShowDetails, Payload, ResponseBody            string
+	NoResponse, AttemptLog, NoStatus              string
+	Unavailable                                   string
+}
+
+// ActivityText holds the activity log page.
+type ActivityText struct {
+	Title, Lead, Caption, EmptyTitle, EmptyBody, NoMatchBody string
+	Time, Action, Object, Actor, Details                     string
+	ObjectType, AnyObject                                    string
+	ObjectTypes                                              map[string]string // by store object type
+	ActorTypes                                               map[string]string // key, user, system, public
+	KeyActor                                                 string            // %s key name
+	RemovedUser                                              string            // %d user id
+	Capped                                                   string            // %s: how many entries the pages hold
+	Actions                                                  map[string]string // by action, e.g. contact.created
+}
+
+// UsersText holds the user management pages.
+type UsersText struct {
+	Title, Lead, New, NewTitle, NewLead, Create, Caption string
+	Email, Name, NameHint, Role, RoleOf, Since, You      string // RoleOf: %s address
+	Roles                                                map[string]string
+	RolesHelp                                            string
+	Password, PasswordHint                               string // PasswordHint: %d minimum length
+	PasswordTooShort                                     string // %d minimum length
+	ChangeRole, Remove, RemoveQuestion, RemoveDetail     string // RemoveQuestion: %s address
+	CreatedFlash, RoleFlash, RemovedFlash                string // %s address; RoleFlash: %s address, %s role
+	RevealTitle, RevealBody, RevealLabel                 string // RevealLabel: %s address
+}
+
+// OutboxText holds the development outbox.
+type OutboxText struct {
+	Title, Lead, Caption, EmptyTitle, EmptyBody string
+	Time, Subject, From, To, Size, NoSubject    string
+	MailLead                                    string // %s recipient, %s time
+	Back, Headers, TextPart, HTMLPart, HTMLNote string
+	ReadError                                   string
+}
+
 // ErrorsText holds the error pages.
 type ErrorsText struct {
 	NotFoundTitle   string
@@ -360,13 +790,23 @@ func German() Text {
 			CopyFailed:   "Kopieren nicht möglich – bitte markieren und mit Strg+C kopieren.",
 		},
 		Nav: NavText{
-			Label:          "Hauptnavigation",
-			Dashboard:      "Übersicht",
-			SectionDev:     "Entwickler",
-			APIKeys:        "API-Schlüssel",
-			APILog:         "API-Protokoll",
-			SectionAccount: "Konto",
-			Password:       "Passwort ändern",
+			Label:           "Hauptnavigation",
+			Dashboard:       "Übersicht",
+			Contacts:        "Kontakte",
+			Lists:           "Listen",
+			Newsletters:     "Newsletter",
+			Forms:           "Anmeldeformulare",
+			SectionDev:      "Entwickler",
+			APIKeys:         "API-Schlüssel",
+			APILog:          "API-Protokoll",
+			SectionAccount:  "Konto",
+			Password:        "Passwort ändern",
+			SectionSettings: "Einstellungen",
+			SMTP:            "SMTP-Server",
+			Webhooks:        "Webhooks",
+			ABTests:         "A/B-Tests",
+			Activity:        "Aktivitätsprotokoll",
+			Users:           "Benutzer",
 		},
 		Shell: ShellText{
 			Account:    "Benutzerkonto",
@@ -511,6 +951,442 @@ func German() Text {
 			NoMatchTitle:  "Keine passenden Einträge",
 			NoMatchBody:   "Für diesen Filter gibt es keine Anfragen. Ändern oder entfernen Sie den Filter.",
 		},
+		Newsletters: NewslettersText{
+			Title:        "Newsletter",
+			Lead:         "Schreiben, testen und versenden Sie Newsletter an Ihre Listen – sofort oder zu einem geplanten Zeitpunkt.",
+			New:          "Neuer Newsletter",
+			NewTitle:     "Neuer Newsletter",
+			EditTitle:    "„%s“ bearbeiten",
+			Caption:      "Newsletter dieses Kontos, neueste zuerst",
+			EmptyTitle:   "Noch keine Newsletter",
+			EmptyBody:    "Legen Sie Ihren ersten Newsletter als Entwurf an. Versendet wird erst, wenn Sie es bestätigen.",
+			NoMatchTitle: "Keine Newsletter mit diesem Status",
+			NoMatchBody:  "Wählen Sie einen anderen Status oder zeigen Sie alle Newsletter.",
+			StatusFilter: "Status",
+			AllStatuses:  "Alle Status",
+			StatusLabels: map[string]string{
+				"draft":     "Entwurf",
+				"scheduled": "Geplant",
+				"sending":   "Wird versendet",
+				"sent":      "Versendet",
+				"paused":    "Pausiert",
+				"failed":    "Fehlgeschlagen",
+				"cancelled": "Abgebrochen",
+			},
+
+			Name:                "Interner Name",
+			NameHint:            "Nur für Sie sichtbar. Leer: der Betreff.",
+			Subject:             "Betreff",
+			SubjectHint:         "Platzhalter wie {{vorname}} sind erlaubt.",
+			Preheader:           "Vorschauzeile",
+			PreheaderHint:       "Der kurze Text, den viele Postfächer neben dem Betreff zeigen.",
+			Format:              "Format des Inhalts",
+			FormatMarkdown:      "Markdown",
+			FormatHTML:          "HTML",
+			Content:             "Inhalt",
+			ContentHintMarkdown: "Markdown: **fett**, *kursiv*, [Link](https://…), Listen mit „-“, Überschriften mit „#“.",
+			ContentHintHTML:     "Vollständiges HTML oder ein Ausschnitt. Eine Abmeldezeile wird angefügt, wenn {{abmelde_link}} fehlt.",
+			Lists:               "Empfängerlisten",
+			ListsHint:           "Der Newsletter geht an alle angemeldeten Kontakte dieser Listen (jede Adresse einmal).",
+			NoLists:             "Es gibt noch keine Listen. Legen Sie zuerst eine Liste mit Kontakten an.",
+			ListMembers:         "%s Mitglieder",
+			SMTPServer:          "SMTP-Server",
+			SMTPDefault:         "Standard des Kontos",
+			SMTPHint:            "Über welchen Server die E-Mails verschickt werden.",
+			FromName:            "Absendername",
+			FromNameHint:        "Leer: der Absendername des SMTP-Servers.",
+			ReplyTo:             "Antwortadresse",
+			ReplyToHint:         "Optional: wohin Antworten gehen sollen.",
+			Tracking:            "Auswertung",
+			TrackOpens:          "Öffnungen messen",
+			TrackClicks:         "Klicks messen",
+			SectionContent:      "Inhalt",
+			SectionSettings:     "Empfänger und Absender",
+			SectionActions:      "Testen und versenden",
+			SaveDraft:           "Entwurf speichern",
+			CreateDraft:         "Entwurf anlegen",
+			CreatedFlash:        "Der Entwurf „%s“ wurde angelegt.",
+			SavedFlash:          "Der Entwurf „%s“ wurde gespeichert.",
+			NotEditable:         "Nur Entwürfe können bearbeitet werden. Dieser Newsletter ist: %s.",
+			TemplateConflict:    "Dieser Newsletter verwendet eine Vorlage; eigener Inhalt ersetzt sie nicht. Leeren Sie den Inhalt oder entfernen Sie die Vorlage über die API.",
+
+			Placeholders:     "Platzhalter",
+			PlaceholdersHint: "Wird für jeden Empfänger ersetzt. Mit {{vorname|Hallo}} geben Sie einen Ersatztext für leere Werte an.",
+			PlaceholderLabels: map[string]string{
+				"vorname":      "Vorname",
+				"nachname":     "Nachname",
+				"name":         "Vollständiger Name",
+				"email":        "E-Mail-Adresse",
+				"adresse":      "Straße und Hausnummer",
+				"plz":          "Postleitzahl",
+				"ort":          "Ort",
+				"telefon":      "Telefon",
+				"notiz":        "Notiz",
+				"datum":        "Heutiges Datum",
+				"abmelde_link": "Persönlicher Abmeldelink",
+			},
+
+			Preview:             "Vorschau",
+			PreviewHint:         "So sieht der Newsletter für einen Empfänger aus. Links und Öffnungen werden in der Vorschau nicht gezählt.",
+			PreviewContact:      "Vorschau für Kontakt",
+			PreviewContactHint:  "E-Mail-Adresse eines Kontakts. Leer: der erste Empfänger der Listen, sonst ein Beispielkontakt.",
+			PreviewFor:          "Personalisiert für %s",
+			PreviewSample:       "Personalisiert für einen Beispielkontakt (Max Mustermann)",
+			PreviewEmpty:        "Sobald der Newsletter Inhalt hat, erscheint hier die Vorschau.",
+			PreviewSubject:      "Betreff",
+			PreviewPreheader:    "Vorschauzeile",
+			PreviewText:         "Textversion anzeigen",
+			PreviewFrame:        "Vorschau des Newsletters",
+			PreviewUnknown:      "Es gibt keinen Kontakt mit der Adresse %s.",
+			PreviewUpdate:       "Vorschau aktualisieren",
+			PreviewSavedVersion: "Die Vorschau zeigt die gespeicherte Fassung.",
+
+			TestTitle:    "Testmail",
+			TestTo:       "Testempfänger",
+			TestToHint:   "Bis zu %d Adressen, durch Komma oder Zeilenumbruch getrennt. Der Entwurf wird vorher gespeichert; der Betreff beginnt mit [TEST].",
+			TestSend:     "Speichern und Test senden",
+			TestResult:   "%d von %d Testmails verschickt.",
+			TestOK:       "verschickt",
+			TestFailed:   "fehlgeschlagen",
+			TestFailedAt: "Fehler: %s",
+
+			SendNow:          "Jetzt versenden …",
+			SendTitle:        "„%s“ jetzt versenden?",
+			SendLead:         "Bitte prüfen Sie die Angaben. Der Versand beginnt sofort und lässt sich nur pausieren, nicht zurücknehmen.",
+			SendCount:        "%s Empfänger",
+			SendSkipped:      "%s gesperrte Adressen werden übersprungen.",
+			SendLists:        "Listen",
+			SendSubject:      "Betreff",
+			SendServer:       "Versand über",
+			SendConfirm:      "Ja, jetzt an alle versenden",
+			SendNotReady:     "Der Newsletter kann noch nicht versendet werden:",
+			SendNoRecipients: "Die gewählten Listen haben keine angemeldeten Empfänger.",
+			SendStartedFlash: "Der Versand von „%s“ hat begonnen.",
+			SendingOff:       "Der Versand ist in diesem Dienst nicht eingerichtet.",
+			LimitReached:     "Ihr Tarif erlaubt höchstens %s E-Mails pro Tag. Versenden Sie morgen oder wechseln Sie den Tarif.",
+
+			Schedule:         "Planen",
+			ScheduleAt:       "Versandzeitpunkt",
+			ScheduleHint:     "Datum und Uhrzeit in deutscher Zeit (Europe/Berlin). Der Entwurf wird vorher gespeichert.",
+			ScheduleButton:   "Speichern und planen",
+			ScheduleInvalid:  "Bitte Datum und Uhrzeit angeben, z. B. 01.12.2026, 09:00.",
+			ScheduledFlash:   "Der Newsletter wird am %s versendet.",
+			ScheduledFor:     "Geplant für %s",
+			Unschedule:       "Planung aufheben",
+			UnscheduledFlash: "Die Planung wurde aufgehoben; der Newsletter ist wieder ein Entwurf.",
+			Pause:            "Pausieren",
+			PausedFlash:      "Der Versand ist pausiert.",
+			Resume:           "Fortsetzen",
+			ResumedFlash:     "Der Versand wird fortgesetzt.",
+			Duplicate:        "Duplizieren",
+			DuplicatedFlash:  "Die Kopie „%s“ wurde als Entwurf angelegt.",
+			Delete:           "Löschen",
+			DeleteQuestion:   "Entwurf „%s“ löschen?",
+			DeleteDetail:     "Der Entwurf wird endgültig gelöscht.",
+			DeleteConfirm:    "Endgültig löschen",
+			DeletedFlash:     "Der Entwurf „%s“ wurde gelöscht.",
+			Stats:            "Auswertung ansehen",
+			Progress:         "%s von %s E-Mails verschickt",
+			ProgressLabel:    "Versandfortschritt",
+			Recipients:       "Empfänger",
+			Sent:             "Verschickt",
+			Failed:           "Fehlgeschlagen",
+			Skipped:          "Übersprungen",
+			StartedAt:        "Versand begonnen",
+			FinishedAt:       "Versand beendet",
+			LastError:        "Letzter Fehler",
+			Created:          "Erstellt",
+			Updated:          "Geändert",
+			Overview:         "Übersicht",
+			EditLink:         "Bearbeiten",
+			ConflictFlash:    "Das ging nicht: %s",
+			ChosenLists:      "Listen",
+			NoneChosen:       "keine",
+			DefaultRoute:     "Standard des Kontos",
+		},
+		Forms: FormsText{
+			Title:           "Anmeldeformulare",
+			Lead:            "Formulare für Ihre Website: neue Kontakte landen direkt in den gewählten Listen, auf Wunsch mit Double-Opt-in.",
+			New:             "Neues Formular",
+			NewTitle:        "Neues Anmeldeformular",
+			EditTitle:       "Formular „%s“ bearbeiten",
+			Caption:         "Anmeldeformulare dieses Kontos, neueste zuerst",
+			EmptyTitle:      "Noch keine Anmeldeformulare",
+			EmptyBody:       "Erstellen Sie ein Formular und binden Sie es mit einem kurzen HTML-Code auf Ihrer Website ein.",
+			Name:            "Name",
+			NameHint:        "Nur für Sie sichtbar, z. B. „Newsletter Fußzeile“.",
+			Lists:           "Listen",
+			ListsHint:       "Neue Kontakte werden in diese Listen eingetragen.",
+			NoLists:         "Es gibt noch keine Listen. Kontakte werden dann nur angelegt.",
+			DoubleOptIn:     "Double-Opt-in",
+			DoubleOptInHint: "Neue Kontakte bestätigen ihre Anmeldung über einen Link per E-Mail (empfohlen).",
+			Fields:          "Weitere Felder",
+			FieldsHint:      "Die E-Mail-Adresse ist immer dabei; diese Felder sind für Besucher freiwillig.",
+			Tags:            "Tags",
+			TagsHint:        "Werden jedem neuen Kontakt gegeben, durch Komma getrennt.",
+			SuccessRedirect: "Weiterleitung nach der Anmeldung",
+			RedirectHint:    "Optional: vollständige Adresse Ihrer Danke-Seite, z. B. https://example.com/danke.",
+			SuccessMessage:  "Danke-Text",
+			MessageHint:     "Wird ohne Weiterleitung nach der Anmeldung angezeigt. Leer: ein Standardtext.",
+			BotProtection:   "Schutz vor Bots",
+			ProofOfWork:     "Rechenaufgabe (Proof of Work)",
+			ProofOfWorkHint: "Der Browser löst unsichtbar eine kleine Rechenaufgabe; kein Captcha. Braucht JavaScript und HTTPS.",
+			MinFillSeconds:  "Mindestzeit zum Ausfüllen (Sekunden)",
+			MinFillHint:     "Anmeldungen, die schneller abgeschickt werden, gelten als Bot. 0 schaltet die Prüfung ab.",
+			MinFillNumber:   "Bitte eine ganze Zahl angeben.",
+			Create:          "Formular erstellen",
+			CreatedFlash:    "Das Formular „%s“ wurde erstellt. Kopieren Sie jetzt den Einbettungscode.",
+			SavedFlash:      "Das Formular „%s“ wurde gespeichert.",
+			Submissions:     "Anmeldungen",
+			Created:         "Erstellt",
+			On:              "an",
+			Off:             "aus",
+			Embed:           "Einbetten",
+			EmbedTitle:      "Formular „%s“ einbetten",
+			EmbedLead:       "Fügen Sie diesen Code an der Stelle Ihrer Website ein, an der das Formular erscheinen soll.",
+			EmbedCode:       "Einbettungscode (HTML)",
+			EmbedHint:       "Der Code enthält das Formular und, wenn nötig, ein kleines Skript für den Bot-Schutz.",
+			HostedURL:       "Gehostete Anmeldeseite",
+			HostedHint:      "Ohne eigene Website: verlinken Sie einfach diese Seite.",
+			PreviewTitle:    "Vorschau",
+			PreviewFrame:    "Vorschau der Anmeldeseite",
+			Delete:          "Löschen",
+			DeleteQuestion:  "Formular „%s“ löschen?",
+			DeleteDetail:    "Eingebettete Formulare und die Anmeldeseite funktionieren sofort nicht mehr. Bereits angemeldete Kontakte bleiben erhalten.",
+			DeleteConfirm:   "Endgültig löschen",
+			DeletedFlash:    "Das Formular „%s“ wurde gelöscht.",
+			NoListsChosen:   "keine Liste",
+			Protection:      "Bot-Schutz",
+			ProtectionPoW:   "Rechenaufgabe",
+			ProtectionStamp: "Mindestzeit %d s",
+			ProtectionNone:  "keiner",
+		},
+		Contacts: ContactsText{
+			Title:      "Kontakte",
+			Lead:       "Alle Kontakte Ihres Kontos: suchen, filtern, bearbeiten, importieren und exportieren.",
+			New:        "Neuer Kontakt",
+			Import:     "CSV importieren",
+			Export:     "Als CSV exportieren",
+			Caption:    "Kontakte, neueste zuerst",
+			Search:     "Suche",
+			SearchHint: "E-Mail-Adresse oder Name",
+			List:       "Liste",
+			AnyList:    "Alle Listen",
+			Tag:        "Schlagwort",
+			TagHint:    "z. B. kunde",
+			Status:     "Status",
+			AnyStatus:  "Jeder Status",
+			StatusLabels: map[string]string{
+				"subscribed":   "Angemeldet",
+				"unsubscribed": "Abgemeldet",
+				"pending":      "Unbestätigt",
+			},
+			SourceLabels: map[string]string{
+				"app":         "Portal",
+				"import":      "Import",
+				"api":         "API",
+				"form":        "Anmeldeformular",
+				"integration": "Integration",
+			},
+			EmptyTitle:     "Noch keine Kontakte",
+			EmptyBody:      "Legen Sie einen Kontakt an oder importieren Sie Ihre bestehenden Kontakte aus einer CSV-Datei.",
+			NoMatchTitle:   "Keine passenden Kontakte",
+			NoMatchBody:    "Für diese Suche und diesen Filter gibt es keine Kontakte. Ändern oder entfernen Sie den Filter.",
+			Email:          "E-Mail-Adresse",
+			Name:           "Name",
+			FirstName:      "Vorname",
+			LastName:       "Nachname",
+			Address:        "Adresse",
+			Zip:            "PLZ",
+			City:           "Ort",
+			Phone:          "Telefon",
+			Note:           "Notiz",
+			Tags:           "Schlagwörter",
+			TagsHint:       "Durch Kommas getrennt, z. B. kunde, newsletter.",
+			Lists:          "Listen",
+			ListsHint:      "Listen mit Double-Opt-in senden neuen Kontakten eine Bestätigungs-E-Mail.",
+			Created:        "Angelegt",
+			Updated:        "Geändert",
+			Source:         "Herkunft",
+			Confirmed:      "Bestätigt am",
+			Unsubscribed:   "Abgemeldet am",
+			Fields:         "Angaben",
+			CustomFields:   "Eigene Felder",
+			CustomHint:     "Feldname aus a–z, 0–9, _ und - (nutzbar als Platzhalter). Leeren Sie den Namen, um ein Feld zu entfernen.",
+			CustomKey:      "Feldname",
+			CustomValue:    "Wert",
+			NoCustomFields: "Keine eigenen Felder.",
+			NoTags:         "Keine Schlagwörter.",
+			NoLists:        "In keiner Liste.",
+			NewTitle:       "Neuen Kontakt anlegen",
+			EditTitle:      "Kontakt %s bearbeiten",
+			Create:         "Kontakt anlegen",
+			Exists:         "Zu dieser Adresse gibt es schon einen Kontakt.",
+			ShowExisting:   "Vorhandenen Kontakt öffnen",
+			Created1:       "Der Kontakt %s wurde angelegt.",
+			Updated1:       "Der Kontakt %s wurde gespeichert.",
+			AddTag:         "Hinzufügen",
+			AddTagLabel:    "Schlagwort hinzufügen",
+			RemoveTag:      "Schlagwort „%s“ entfernen",
+			JoinList:       "Eintragen",
+			JoinListLabel:  "In Liste eintragen",
+			LeaveList:      "Aus „%s“ austragen",
+			AllJoined:      "Der Kontakt ist in allen Listen.",
+			Activity:       "Verlauf",
+			ActivityEmpty:  "Noch keine Einträge.",
+			ActivityMore:   "%d ältere Einträge werden nicht angezeigt.",
+			ActivityLabels: map[string]string{
+				"contact.created":           "Angelegt",
+				"contact.updated":           "Geändert",
+				"contact.unsubscribed":      "Abgemeldet",
+				"contact.confirmed":         "Anmeldung bestätigt",
+				"contact.signed_up":         "Über ein Formular angemeldet",
+				"contact.confirmation_sent": "Bestätigungs-E-Mail verschickt",
+				"list.joined":               "In Liste eingetragen",
+				"list.left":                 "Aus Liste ausgetragen",
+				"email.sent":                "E-Mail verschickt",
+				"email.bounced":             "E-Mail unzustellbar",
+			},
+			ActorLabels: map[string]string{
+				"key":    "API-Schlüssel",
+				"user":   "Portal",
+				"system": "System",
+				"public": "Kontakt selbst",
+			},
+			Unsubscribe:       "Abmelden",
+			UnsubscribeQ:      "%s abmelden?",
+			UnsubscribeDetail: "Der Kontakt erhält keine E-Mails mehr; die Adresse kommt auf die Sperrliste. Erst eine neue Anmeldung mit Bestätigung hebt das auf.",
+			UnsubscribeOK:     "Jetzt abmelden",
+			UnsubscribedFlash: "%s wurde abgemeldet.",
+			Delete:            "Löschen",
+			DeleteQ:           "Kontakt %s löschen?",
+			DeleteDetail:      "Der Kontakt, seine Listen und sein Verlauf werden gelöscht. Eine gesperrte Adresse bleibt gesperrt. Das lässt sich nicht rückgängig machen.",
+			DeleteOK:          "Endgültig löschen",
+			DeletedFlash:      "Der Kontakt %s wurde gelöscht.",
+			LimitReached:      "Ihr Tarif erlaubt höchstens %d Kontakte. Löschen Sie Kontakte oder wechseln Sie den Tarif.",
+			BackToList:        "Zur Kontaktliste",
+			UnknownList:       "Diese Liste gibt es nicht.",
+			CustomKeyMissing:  "Bitte jedem Wert einen Feldnamen geben.",
+			ExportHint:        "Exportiert alle Kontakte des aktuellen Filters mit allen Feldern, Schlagwörtern und Listen.",
+		},
+		Lists: ListsText{
+			Title:             "Listen",
+			Lead:              "Listen ordnen Ihre Kontakte, etwa nach Interesse. Newsletter gehen an eine oder mehrere Listen.",
+			New:               "Neue Liste",
+			Caption:           "Listen dieses Kontos",
+			EmptyTitle:        "Noch keine Listen",
+			EmptyBody:         "Legen Sie eine Liste an, um Kontakte zu gruppieren und Newsletter gezielt zu versenden.",
+			Name:              "Name",
+			NameHint:          "z. B. „Stammkunden“.",
+			Color:             "Farbe",
+			ColorHint:         "Kennzeichnet die Liste in Tabellen, Format #rrggbb.",
+			Description:       "Beschreibung",
+			DescriptionHint:   "Nur für Sie sichtbar.",
+			DoubleOptIn:       "Double-Opt-in",
+			DoubleOptInHint:   "Neue Kontakte erhalten eine Bestätigungs-E-Mail und sind bis zur Bestätigung unbestätigt.",
+			DOIOn:             "Mit Bestätigung",
+			DOIOff:            "Ohne Bestätigung",
+			Members:           "Kontakte",
+			Created:           "Angelegt",
+			NewTitle:          "Neue Liste anlegen",
+			EditTitle:         "Liste „%s“ bearbeiten",
+			Create:            "Liste anlegen",
+			CreatedFlash:      "Die Liste „%s“ wurde angelegt.",
+			UpdatedFlash:      "Die Liste „%s“ wurde gespeichert.",
+			Delete:            "Löschen",
+			DeleteQ:           "Liste „%s“ löschen?",
+			DeleteDetail:      "Die Liste wird gelöscht; ihre Kontakte bleiben erhalten. Das lässt sich nicht rückgängig machen.",
+			DeleteOK:          "Endgültig löschen",
+			DeletedFlash:      "Die Liste „%s“ wurde gelöscht.",
+			LimitReached:      "Ihr Tarif erlaubt höchstens %d Listen. Löschen Sie eine Liste oder wechseln Sie den Tarif.",
+			MembersTitle:      "Liste „%s“",
+			MembersLead:       "%s Kontakte in dieser Liste.",
+			MembersCaption:    "Kontakte dieser Liste, neueste zuerst",
+			MembersEmptyTitle: "Noch keine Kontakte in dieser Liste",
+			MembersEmptyBody:  "Tragen Sie Kontakte per E-Mail-Adresse ein oder importieren Sie eine CSV-Datei in diese Liste.",
+			AddMembers:        "Kontakte eintragen",
+			AddMembersLabel:   "E-Mail-Adressen",
+			AddMembersHint:    "Eine Adresse pro Zeile (oder durch Kommas getrennt). Unbekannte Adressen werden als neue Kontakte angelegt.",
+			AddMembersSubmit:  "Eintragen",
+			AddMembersEmpty:   "Bitte mindestens eine E-Mail-Adresse angeben.",
+			AddMembersTooMany: "Höchstens %d Adressen auf einmal; für mehr nutzen Sie den CSV-Import.",
+			AddedFlash:        "%d eingetragen, %d neu angelegt, %d schon in der Liste, %d fehlgeschlagen.",
+			AddFailed:         "%s: %s",
+			Remove:            "Austragen",
+			RemovedFlash:      "%s wurde aus der Liste ausgetragen.",
+		},
+		Import: ImportText{
+			Title:          "Kontakte importieren",
+			Lead:           "Laden Sie eine CSV-Datei hoch (UTF-8, mit Kopfzeile). Im nächsten Schritt ordnen Sie die Spalten den Kontaktfeldern zu.",
+			File:           "CSV-Datei",
+			FileHint:       "Höchstens 50 MB. Trennzeichen (Komma, Semikolon, Tabulator) wird erkannt.",
+			Upload:         "Hochladen und weiter",
+			FileMissing:    "Bitte eine CSV-Datei auswählen.",
+			FileTooLarge:   "Die Datei ist größer als %d MB. Bitte teilen Sie sie in mehrere Dateien auf.",
+			FileUnreadable: "Die Datei konnte nicht gelesen werden. Bitte laden Sie sie erneut hoch.",
+			Recent:         "Letzte Importe",
+			RecentCaption:  "Letzte Importe, neueste zuerst",
+			RecentEmpty:    "Noch keine Importe.",
+			MapTitle:       "Spalten zuordnen",
+			MapLead:        "%s: %s Zeilen, Trennzeichen %s. Wählen Sie für jede Spalte, wohin sie gehört.",
+			Column:         "Spalte",
+			Sample:         "Beispielwerte",
+			Target:         "Zuordnung",
+			TargetIgnore:   "Nicht importieren",
+			TargetCustom:   "Eigenes Feld …",
+			CustomKey:      "Name des eigenen Felds",
+			TargetLabels: map[string]string{
+				"email":      "E-Mail-Adresse",
+				"first_name": "Vorname",
+				"last_name":  "Nachname",
+				"address":    "Adresse",
+				"zip":        "PLZ",
+				"city":       "Ort",
+				"phone":      "Telefon",
+				"note":       "Notiz",
+				"tags":       "Schlagwörter",
+			},
+			Lists:     "In Listen eintragen",
+			ListsHint: "Alle importierten Kontakte kommen in diese Listen. Listen mit Double-Opt-in senden neuen Kontakten eine Bestätigungs-E-Mail.",
+			Tags:      "Schlagwörter für alle",
+			TagsHint:  "Durch Kommas getrennt, z. B. import-2026.",
+			Start:     "Import starten",
+			DelimiterNames: map[string]string{
+				",":  "Komma",
+				";":  "Semikolon",
+				"\t": "Tabulator",
+				"|":  "senkrechter Strich",
+			},
+			ProgressTitle:    "Import läuft",
+			Queued:           "Der Import wartet auf den Start …",
+			Running:          "Kontakte werden importiert …",
+			Progress:         "%s von %s Zeilen verarbeitet",
+			Refresh:          "Aktualisieren",
+			DoneTitle:        "Import abgeschlossen",
+			FailedTitle:      "Import abgebrochen",
+			Created:          "Neu angelegt",
+			Updated:          "Aktualisiert",
+			Failed:           "Fehlgeschlagen",
+			RowErrors:        "Fehlerhafte Zeilen",
+			RowErrorsCaption: "Zeilen, die nicht importiert wurden",
+			Row:              "Zeile",
+			Email:            "E-Mail-Adresse",
+			Message:          "Fehler",
+			MoreErrors:       "%d weitere Fehler werden nicht angezeigt.",
+			StatusLabels: map[string]string{
+				"uploaded": "Zuordnung offen",
+				"queued":   "Wartet",
+				"running":  "Läuft",
+				"done":     "Abgeschlossen",
+				"failed":   "Abgebrochen",
+			},
+			FileName:   "Datei",
+			Rows:       "Zeilen",
+			When:       "Hochgeladen",
+			Status:     "Status",
+			ToContacts: "Zu den Kontakten",
+			Again:      "Weitere Datei importieren",
+		},
 		Errors: ErrorsText{
 			NotFoundTitle:   "Nicht gefunden",
 			NotFound:        "Diese Seite oder dieses Objekt gibt es nicht (mehr).",
@@ -523,6 +1399,410 @@ func German() Text {
 			BadRequestTitle: "Fehlerhafte Anfrage",
 			BadRequest:      "Das Formular konnte nicht gelesen werden (zu groß oder beschädigt). Bitte laden Sie die Seite neu.",
 			BackToDashboard: "Zur Übersicht",
+		},
+		SMTP: SMTPText{
+			Title:         "SMTP-Server",
+			Lead:          "Über Ihre eigenen SMTP-Server verschickt Rundbrief die E-Mails dieses Kontos. Der Standardserver wird benutzt, wenn ein Versand keinen anderen nennt.",
+			New:           "SMTP-Server hinzufügen",
+			NewTitle:      "SMTP-Server hinzufügen",
+			EditTitle:     "SMTP-Server „%s“ bearbeiten",
+			Create:        "Server hinzufügen",
+			EmptyTitle:    "Noch keine eigenen SMTP-Server",
+			EmptyBody:     "Ohne eigenen Server gehen E-Mails über den Server des Betreibers. Fügen Sie einen hinzu, um mit Ihrer eigenen Domain und Ihrem eigenen Anbieter zu versenden.",
+			Caption:       "SMTP-Server dieses Kontos",
+			DevOutboxNote: "Entwicklungsmodus: Es ist kein Server des Betreibers eingerichtet. E-Mails ohne eigenen SMTP-Server werden nicht verschickt, sondern im Postausgang gesammelt:",
+			Name:          "Name",
+			NameHint:      "Zur Unterscheidung, z. B. „Mailjet“ oder „Eigener Server“.",
+			Server:        "Server",
+			Host:          "Hostname",
+			HostHint:      "Ohne Schema und Port, z. B. smtp.example.com.",
+			Port:          "Port",
+			PortHint:      "Leer: der übliche Port der Verschlüsselung (587, 465 oder 25).",
+			Encryption:    "Verschlüsselung",
+			EncryptionHint: "STARTTLS (meist Port 587) oder TLS von Anfang an (meist Port 465). " +
+				"Unverschlüsselt nur für Server im eigenen Netz.",
+			EncryptionLabels: map[string]string{
+				"starttls": "STARTTLS",
+				"tls":      "TLS (SMTPS)",
+				"none":     "Keine (unverschlüsselt)",
+			},
+			Username:         "Benutzername",
+			UsernameHint:     "Leer, wenn der Server keine Anmeldung verlangt.",
+			Password:         "Passwort",
+			PasswordHint:     "Wird verschlüsselt gespeichert und nie wieder angezeigt.",
+			PasswordKeepHint: "Ein Passwort ist gespeichert (es wird nie angezeigt). Leer lassen, um es zu behalten; oder ein neues eingeben.",
+			RemovePassword:   "Gespeichertes Passwort entfernen",
+			PasswordStored:   "Passwort gespeichert",
+			Sender:           "Absender",
+			FromEmail:        "Absenderadresse",
+			FromEmailHint:    "Die Adresse, von der die E-Mails kommen; der Server muss sie verschicken dürfen.",
+			FromName:         "Absendername",
+			FromNameHint:     "Optional, z. B. Ihr Firmenname.",
+			Rate:             "Höchstens E-Mails pro Sekunde",
+			RateHint:         "0 oder leer: unbegrenzt. Viele Anbieter begrenzen die Rate.",
+			PortNumber:       "Bitte eine ganze Zahl angeben.",
+			RateNumber:       "Bitte eine ganze Zahl angeben.",
+			IsDefault:        "Standardserver dieses Kontos",
+			IsDefaultHint:    "Der Standardserver verschickt alle E-Mails, die keinen anderen Server nennen. Es gibt höchstens einen.",
+			Default:          "Standard",
+			Login:            "Anmeldung",
+			NoLogin:          "ohne Anmeldung",
+			LastTest:         "Letzter Test",
+			NeverTested:      "Noch nicht getestet",
+			Test:             "Verbindung testen",
+			Testing:          "Wird geprüft …",
+			TestCodes: map[string]string{
+				"ok":             "Erfolgreich",
+				"connect_failed": "Verbindung fehlgeschlagen",
+				"tls_failed":     "Verschlüsselung fehlgeschlagen",
+				"auth_failed":    "Anmeldung fehlgeschlagen",
+			},
+			TestedIn:            "Getestet am %s in %s ms",
+			Delete:              "Löschen",
+			DeleteQuestion:      "SMTP-Server „%s“ löschen?",
+			DeleteDetail:        "E-Mails, die diesen Server nennen, gehen danach über den Standardserver.",
+			DeleteDefaultDetail: "Das ist der Standardserver: Danach wird Ihr ältester anderer Server zum Standard, ohne weitere Server gehen E-Mails über den Server des Betreibers.",
+			CreatedFlash:        "Der SMTP-Server „%s“ wurde hinzugefügt. Testen Sie jetzt die Verbindung.",
+			UpdatedFlash:        "Der SMTP-Server „%s“ wurde gespeichert.",
+			DeletedFlash:        "Der SMTP-Server „%s“ wurde gelöscht.",
+			TestUnavailable:     "Der Verbindungstest ist in diesem Prozess nicht verfügbar.",
+		},
+		AB: ABText{
+			Title:             "A/B-Tests",
+			Lead:              "Testen Sie Betreff, Inhalt, Design oder Absender gegeneinander: Rundbrief teilt die Empfänger auf, misst Öffnungen und Klicks und ermittelt den Gewinner.",
+			New:               "Neuer A/B-Test",
+			NewTitle:          "A/B-Test anlegen",
+			Create:            "Test anlegen",
+			EmptyTitle:        "Noch keine A/B-Tests",
+			EmptyBody:         "Legen Sie einen Test für einen Newsletter-Entwurf an. Er beginnt, sobald der Newsletter versendet wird.",
+			Caption:           "A/B-Tests dieses Kontos",
+			Name:              "Name",
+			NameHint:          "Leer lassen für „A/B-Test: <Newsletter>“.",
+			Target:            "E-Mail",
+			Newsletter:        "Newsletter-Entwurf",
+			TargetHint:        "Variante A ist der aktuelle Inhalt dieses Newsletters; der Test beginnt mit seinem Versand.",
+			NoDrafts:          "Es gibt keinen Newsletter-Entwurf ohne Test. Legen Sie zuerst einen Newsletter an.",
+			TestType:          "Was wird getestet?",
+			TestTypeHint:      "Davon hängt ab, welche Änderung Variante B braucht.",
+			TestTypes:         map[string]string{"subject": "Betreff", "content": "Inhalt", "design": "Design", "sender": "Absender", "combo": "Kombination"},
+			Mode:              "Modus",
+			ModeHint:          "Aufteilung: alle Empfänger erhalten A oder B. Gewinner: erst eine Testgruppe, danach geht der Gewinner an alle übrigen.",
+			Modes:             map[string]string{"split": "Aufteilung", "winner": "Testgruppe, dann Gewinner"},
+			SplitA:            "Anteil Variante A (%)",
+			SplitAHint:        "10 bis 90; der Rest erhält Variante B.",
+			SamplePct:         "Testgruppe (%)",
+			SamplePctHint:     "Nur im Modus Gewinner: 5 bis 50 Prozent der Empfänger.",
+			WaitHours:         "Wartezeit (Stunden)",
+			WaitHoursHint:     "1 bis 72 Stunden nach dem Versand wird der Gewinner ermittelt.",
+			Metric:            "Gewinner nach",
+			MetricHint:        "Klicks pro Öffnung vergleicht, wie viele der Öffnenden klicken.",
+			Metrics:           map[string]string{"opens": "Öffnungen", "clicks": "Klicks", "ctr": "Klicks pro Öffnung"},
+			AutoApply:         "Gewinner automatisch übernehmen",
+			AutoApplyHint:     "Ohne Haken schlägt Rundbrief den Gewinner nur vor; Sie wählen ihn dann hier aus.",
+			VariantB:          "Variante B",
+			VariantBLead:      "Nur was Sie hier eintragen, unterscheidet B von A. Leere Felder übernehmen den Wert von A.",
+			BSubject:          "Betreff B",
+			BPreheader:        "Vorschautext B",
+			BFromName:         "Absendername B",
+			BHTML:             "Inhalt B (HTML)",
+			BSubjectHint:      "Platzhalter wie {{vorname}} sind erlaubt.",
+			BHTMLHint:         "Der vollständige HTML-Inhalt von Variante B.",
+			NotANumber:        "Bitte eine ganze Zahl angeben.",
+			Status:            "Status",
+			Created:           "Angelegt",
+			Started:           "Gestartet",
+			DecideAt:          "Entscheidung",
+			Statuses:          map[string]string{"draft": "Bereit", "running": "Läuft", "completed": "Abgeschlossen", "stopped": "Gestoppt"},
+			Variant:           "Variante %s",
+			Subject:           "Betreff",
+			Preheader:         "Vorschautext",
+			FromName:          "Absender",
+			Content:           "Inhalt",
+			Unchanged:         "wie A",
+			OwnContent:        "eigener Inhalt",
+			ShareOfRecipients: "%d %% der Empfänger",
+			Results:           "Ergebnisse",
+			ResultsLead:       "Es zählt nur die Testgruppe; Öffnungen und Klicks jeweils einmal pro Empfänger.",
+			Sent:              "Versendet",
+			Opens:             "Öffnungen",
+			Clicks:            "Klicks",
+			OpenRate:          "Öffnungsrate",
+			ClickRate:         "Klickrate",
+			CTR:               "Klicks pro Öffnung",
+			Confidence:        "Konfidenz",
+			ConfidenceHint:    "Wie sicher der Unterschied kein Zufall ist (z-Test für zwei Anteile); ab 95 % gilt er als signifikant.",
+			Leader:            "Vorne",
+			Level:             "Gleichstand",
+			Waiting:           "%d Empfänger warten auf den Gewinner.",
+			Winner:            "Gewinner",
+			Suggested:         "Vorschlag nach der Wartezeit: Variante %s",
+			MetricRate:        "Rate (%s)",
+			Significant:       "signifikant",
+			NotSignificant:    "noch nicht signifikant",
+			ChooseWinner:      "Gewinner festlegen",
+			ChooseWinnerLead:  "Die wartenden Empfänger erhalten den Gewinner; gewinnt B, wird sein Inhalt in den Newsletter übernommen.",
+			WinnerA:           "A gewinnt",
+			WinnerB:           "B gewinnt",
+			WinnerAuto:        "Nach den Daten",
+			Stop:              "Test stoppen",
+			StopDetail:        "Wartende Empfänger erhalten Variante A.",
+			Delete:            "Test löschen",
+			WinnerFlash:       "Variante %s hat gewonnen. %d wartende Empfänger erhalten sie jetzt.",
+			CopiedFlash:       "Der Inhalt von Variante B wurde in den Newsletter übernommen.",
+			StoppedFlash:      "Der Test wurde gestoppt. %d wartende Empfänger erhalten Variante A.",
+			CreatedFlash:      "Der A/B-Test „%s“ ist angelegt. Er beginnt mit dem Versand des Newsletters.",
+			DeletedFlash:      "Der A/B-Test wurde gelöscht.",
+			NotRunning:        "Der Test beginnt mit dem Versand des Newsletters; bis dahin gibt es keine Ergebnisse.",
+			Copied:            "Inhalt von B übernommen",
+			Released:          "%d wartende Empfänger erhielten den Gewinner.",
+		},
+		Webhooks: WebhooksText{
+			Title:           "Webhooks",
+			Lead:            "Webhooks melden Ereignisse in Rundbrief sofort an Ihre Systeme: als signierte HTTP-POST-Anfrage an eine URL Ihrer Wahl.",
+			New:             "Neuer Webhook",
+			NewTitle:        "Neuen Webhook anlegen",
+			EditTitle:       "Webhook „%s“ bearbeiten",
+			Create:          "Webhook anlegen",
+			EmptyTitle:      "Noch keine Webhooks",
+			EmptyBody:       "Legen Sie einen Webhook an, damit Ihr Shop, CRM oder Automatisierungsdienst von neuen Kontakten, Abmeldungen und Öffnungen erfährt.",
+			Caption:         "Webhooks dieses Kontos",
+			URL:             "URL",
+			URLHint:         "Eine öffentlich erreichbare https-Adresse, z. B. https://shop.example.com/hooks/rundbrief.",
+			Description:     "Beschreibung",
+			DescriptionHint: "Optional: wofür der Webhook da ist.",
+			Events:          "Ereignisse",
+			EventsHint:      "Wählen Sie, welche Ereignisse gesendet werden.",
+			AllEvents:       "Alle Ereignisse",
+			AllEventsLong:   "Alle Ereignisse, auch künftig hinzukommende",
+			EventGroups: map[string]string{
+				"contact":  "Kontakte",
+				"list":     "Listen",
+				"email":    "E-Mails",
+				"campaign": "Kampagnen",
+				"other":    "Termine, Posteingang, Käufe",
+			},
+			EventLabels: map[string]string{
+				"contact.created":      "Kontakt angelegt",
+				"contact.updated":      "Kontakt geändert",
+				"contact.deleted":      "Kontakt gelöscht",
+				"contact.unsubscribed": "Kontakt abgemeldet",
+				"list.joined":          "In Liste aufgenommen",
+				"list.left":            "Aus Liste entfernt",
+				"email.sent":           "E-Mail versendet",
+				"email.opened":         "E-Mail geöffnet",
+				"email.clicked":        "Link geklickt",
+				"email.bounced":        "E-Mail unzustellbar",
+				"newsletter.sent":      "Newsletter fertig versendet",
+				"sequence.completed":   "Sequenz abgeschlossen",
+				"ab_test.completed":    "A/B-Test entschieden",
+				"appointment.booked":   "Termin gebucht",
+				"inbox.received":       "Nachricht eingegangen",
+				"inbox.replied":        "Nachricht beantwortet",
+				"order.completed":      "Kauf abgeschlossen",
+			},
+			Status:  "Status",
+			Active:  "Aktiv",
+			Paused:  "Pausiert",
+			Created: "Angelegt",
+			PauseReasons: map[string]string{
+				"manual":   "von Hand pausiert",
+				"failures": "nach 20 Fehlversuchen in Folge",
+				"gone":     "der Empfänger antwortete 410 Gone",
+			},
+			Failures:             "%d Fehlversuche in Folge",
+			PreviousSecret:       "Altes Secret signiert noch bis %s",
+			Deliveries:           "Zustellungen",
+			Pause:                "Pausieren",
+			Resume:               "Fortsetzen",
+			Rotate:               "Secret erneuern",
+			Delete:               "Löschen",
+			PausedFlash:          "Der Webhook %s ist pausiert. Neue Ereignisse werden gesammelt und nach dem Fortsetzen zugestellt.",
+			ResumedFlash:         "Der Webhook %s ist wieder aktiv.",
+			CreatedFlash:         "Der Webhook %s wurde angelegt.",
+			UpdatedFlash:         "Der Webhook %s wurde gespeichert.",
+			DeletedFlash:         "Der Webhook %s wurde gelöscht.",
+			RotateQuestion:       "Signatur-Secret von %s erneuern?",
+			RotateDetail:         "Sie erhalten ein neues Secret. Das bisherige signiert noch 24 Stunden mit, damit Sie Ihren Empfänger in Ruhe umstellen können.",
+			RotateConfirm:        "Secret erneuern",
+			DeleteQuestion:       "Webhook %s löschen?",
+			DeleteDetail:         "Der Webhook und sein Zustellprotokoll werden gelöscht; ausstehende Zustellungen entfallen.",
+			LimitReached:         "Ihr Tarif erlaubt höchstens %d Webhooks. Löschen Sie einen oder wechseln Sie den Tarif.",
+			RevealTitle:          "Ihr Signatur-Secret",
+			RevealBody:           "Kopieren Sie das Secret jetzt in Ihren Empfänger. Es wird nur dieses eine Mal angezeigt.",
+			RevealLabel:          "Signatur-Secret für %s",
+			RevealUsage:          "Jede Anfrage trägt X-Service-Signature (t=…,v1=…, HMAC-SHA256 wie bei Stripe) und die Standard-Webhooks-Kopfzeilen.",
+			DeliveriesTitle:      "Zustellungen",
+			BackToList:           "Zurück zu den Webhooks",
+			TestTitle:            "Testereignis senden",
+			TestLead:             "Sendet sofort ein Beispiel des gewählten Ereignisses (markiert mit \"test\": true), auch an einen pausierten Webhook.",
+			TestEvent:            "Ereignis",
+			TestSend:             "Testereignis senden",
+			TestSentFlash:        "Testereignis gesendet: %s, Antwort %s.",
+			TestBadge:            "Test",
+			DeliveriesCaption:    "Zustellungen dieses Webhooks, neueste zuerst",
+			DeliveriesEmptyTitle: "Noch keine Zustellungen",
+			DeliveriesEmptyBody:  "Sobald ein abonniertes Ereignis eintritt oder Sie ein Testereignis senden, erscheint die Zustellung hier.",
+			NoMatchBody:          "Für diesen Filter gibt es keine Zustellungen. Ändern oder entfernen Sie den Filter.",
+			AnyEvent:             "Alle Ereignisse",
+			Time:                 "Zeit",
+			Event:                "Ereignis",
+			ResponseCode:         "Antwort",
+			Duration:             "Dauer",
+			Attempts:             "Versuche",
+			DeliveryStatuses: map[string]string{
+				"pending":   "Ausstehend",
+				"retrying":  "Wird wiederholt",
+				"succeeded": "Zugestellt",
+				"failed":    "Fehlgeschlagen",
+			},
+			NextAttempt:  "Nächster Versuch %s",
+			Resend:       "Erneut senden",
+			ResentFlash:  "Erneut gesendet: %s.",
+			ShowDetails:  "Inhalt und Antwort anzeigen",
+			Payload:      "Gesendeter Inhalt",
+			ResponseBody: "Antwort des Empfängers",
+			NoResponse:   "Keine Antwort erhalten.",
+			AttemptLog:   "Versuche",
+			NoStatus:     "keine Antwort",
+			Unavailable:  "Webhooks sind in diesem Prozess nicht verfügbar.",
+		},
+		Activity: ActivityText{
+			Title:       "Aktivitätsprotokoll",
+			Lead:        "Wer hat wann was geändert: über das Portal, die API, Formulare oder Rundbrief selbst.",
+			Caption:     "Aktivitäten, neueste zuerst",
+			EmptyTitle:  "Noch keine Aktivitäten",
+			EmptyBody:   "Sobald Kontakte, Listen, Newsletter oder Einstellungen geändert werden, erscheint es hier.",
+			NoMatchBody: "Für diese Objektart gibt es keine Einträge. Ändern oder entfernen Sie den Filter.",
+			Time:        "Zeit",
+			Action:      "Aktion",
+			Object:      "Objekt",
+			Actor:       "Durch",
+			Details:     "Details",
+			ObjectType:  "Objektart",
+			AnyObject:   "Alle Objekte",
+			ObjectTypes: map[string]string{
+				"contact":         "Kontakt",
+				"list":            "Liste",
+				"blocked_address": "Gesperrte Adresse",
+				"newsletter":      "Newsletter",
+				"email":           "Einzel-E-Mail",
+				"form":            "Formular",
+				"webhook":         "Webhook",
+				"user":            "Benutzer",
+			},
+			ActorTypes: map[string]string{
+				"key":    "API-Schlüssel",
+				"user":   "Benutzer",
+				"system": "Rundbrief (automatisch)",
+				"public": "Öffentlich (Formular oder Link)",
+			},
+			KeyActor:    "API-Schlüssel „%s“",
+			RemovedUser: "Benutzer #%d (entfernt)",
+			Capped:      "Das Protokoll hat mehr Einträge: Hier blättern Sie durch die neuesten %s, ältere liefert die API (GET /v1/logs/activity).",
+			Actions: map[string]string{
+				"contact.created":           "Kontakt angelegt",
+				"contact.updated":           "Kontakt geändert",
+				"contact.deleted":           "Kontakt gelöscht",
+				"contact.unsubscribed":      "Abgemeldet",
+				"contact.signed_up":         "Über ein Formular angemeldet",
+				"contact.confirmation_sent": "Bestätigungs-E-Mail (Double-Opt-in) verschickt",
+				"contact.confirmed":         "Anmeldung bestätigt",
+				"list.joined":               "In Liste aufgenommen",
+				"list.left":                 "Aus Liste entfernt",
+				"list.created":              "Liste angelegt",
+				"list.updated":              "Liste geändert",
+				"list.deleted":              "Liste gelöscht",
+				"address.blocked":           "Adresse gesperrt",
+				"address.unblocked":         "Adresssperre aufgehoben",
+				"email.opened":              "E-Mail geöffnet",
+				"email.clicked":             "Link geklickt",
+				"email.queued":              "Einzel-E-Mail eingereiht",
+				"email.scheduled":           "Einzel-E-Mail geplant",
+				"email.cancelled":           "Einzel-E-Mail abgebrochen",
+				"email.started":             "Einzel-E-Mail wird versendet",
+				"email.finished":            "Einzel-E-Mail versendet",
+				"email.failed":              "Einzel-E-Mail fehlgeschlagen",
+				"newsletter.created":        "Newsletter angelegt",
+				"newsletter.updated":        "Newsletter geändert",
+				"newsletter.deleted":        "Newsletter gelöscht",
+				"newsletter.duplicated":     "Newsletter dupliziert",
+				"newsletter.scheduled":      "Newsletter geplant",
+				"newsletter.unscheduled":    "Planung aufgehoben",
+				"newsletter.started":        "Versand gestartet",
+				"newsletter.finished":       "Versand abgeschlossen",
+				"newsletter.failed":         "Versand fehlgeschlagen",
+				"newsletter.paused":         "Versand pausiert",
+				"newsletter.resumed":        "Versand fortgesetzt",
+				"newsletter.retried":        "Fehlgeschlagene erneut versucht",
+				"form.created":              "Formular angelegt",
+				"form.updated":              "Formular geändert",
+				"form.deleted":              "Formular gelöscht",
+				"webhook.created":           "Webhook angelegt",
+				"webhook.updated":           "Webhook geändert",
+				"webhook.deleted":           "Webhook gelöscht",
+				"webhook.paused":            "Webhook pausiert",
+				"webhook.resumed":           "Webhook fortgesetzt",
+				"webhook.secret_rotated":    "Webhook-Secret erneuert",
+				"user.created":              "Benutzer hinzugefügt",
+				"user.role_changed":         "Rolle geändert",
+				"user.removed":              "Benutzer entfernt",
+			},
+		},
+		Users: UsersText{
+			Title:    "Benutzer",
+			Lead:     "Wer sich mit eigener E-Mail-Adresse und eigenem Passwort für dieses Konto anmeldet.",
+			New:      "Benutzer hinzufügen",
+			NewTitle: "Benutzer hinzufügen",
+			NewLead:  "Der neue Benutzer meldet sich mit seiner E-Mail-Adresse und dem Anfangspasswort an und kann es danach selbst ändern.",
+			Create:   "Benutzer hinzufügen",
+			Caption:  "Benutzer dieses Kontos",
+			Email:    "E-Mail-Adresse",
+			Name:     "Name",
+			NameHint: "Optional.",
+			Role:     "Rolle",
+			RoleOf:   "Rolle von %s",
+			Since:    "Dabei seit",
+			You:      "Sie",
+			Roles: map[string]string{
+				"owner":  "Inhaber",
+				"admin":  "Administrator",
+				"member": "Mitglied",
+			},
+			RolesHelp: "Inhaber und Administratoren verwalten API-Schlüssel, SMTP-Server, Webhooks und Benutzer; " +
+				"nur Inhaber vergeben die Rolle „Inhaber“. Mitglieder arbeiten mit Kontakten, Listen und Newslettern.",
+			Password:         "Anfangspasswort",
+			PasswordHint:     "Mindestens %d Zeichen. Leer lassen: Rundbrief erzeugt ein sicheres Passwort und zeigt es Ihnen einmal an.",
+			PasswordTooShort: "Das Passwort muss mindestens %d Zeichen lang sein.",
+			ChangeRole:       "Rolle ändern",
+			Remove:           "Entfernen",
+			RemoveQuestion:   "%s aus dem Konto entfernen?",
+			RemoveDetail:     "Der Zugang endet sofort, auch laufende Sitzungen. Was der Benutzer angelegt hat, bleibt erhalten.",
+			CreatedFlash:     "%s wurde hinzugefügt.",
+			RoleFlash:        "%s ist jetzt %s.",
+			RemovedFlash:     "%s wurde aus dem Konto entfernt.",
+			RevealTitle:      "Anfangspasswort",
+			RevealBody:       "Geben Sie dieses Passwort sicher weiter. Es wird nur dieses eine Mal angezeigt.",
+			RevealLabel:      "Anfangspasswort für %s",
+		},
+		Outbox: OutboxText{
+			Title:      "Postausgang (Entwicklung)",
+			Lead:       "Im Entwicklungsmodus werden E-Mails ohne eigenen SMTP-Server hier gesammelt statt verschickt. Es bleiben die letzten 1.000.",
+			Caption:    "Gesammelte E-Mails, neueste zuerst",
+			EmptyTitle: "Der Postausgang ist leer",
+			EmptyBody:  "Sobald Rundbrief eine E-Mail verschickt (Test, Newsletter, Double-Opt-in), erscheint sie hier.",
+			Time:       "Zeit",
+			Subject:    "Betreff",
+			From:       "Von",
+			To:         "An",
+			Size:       "Größe",
+			NoSubject:  "(ohne Betreff)",
+			MailLead:   "An %s, gesammelt am %s",
+			Back:       "Zurück zum Postausgang",
+			Headers:    "Kopfzeilen",
+			TextPart:   "Textfassung",
+			HTMLPart:   "HTML-Fassung",
+			HTMLNote:   "Abgeschirmt angezeigt: ohne Skripte und ohne Bilder von außen (die sonst z. B. eine Öffnung zählen würden).",
+			ReadError:  "Die E-Mail ließ sich nicht vollständig zerlegen; angezeigt wird, was lesbar war.",
 		},
 		Unsubscribe: UnsubscribeText{
 			Title:        "Abmelden",

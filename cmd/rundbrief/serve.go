@@ -81,10 +81,18 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	campaigns := mailer.NewCampaigns(db.DB, mail, sendWorker, mailer.CampaignsOptions{Links: links, Log: log})
 	startWorker("campaign sender", sendWorker.Run)
 	startWorker("campaign scheduler", mailer.NewScheduler(db.DB, campaigns, mailer.SchedulerOptions{Log: log}).Run)
+	// A/B tests: the winner of a test is decided once wait_hours have passed,
+	// by whichever process claims it first.
+	abTests := mailer.NewABTests(db.DB, sendWorker, mailer.ABTestsOptions{Log: log})
+	startWorker("a/b test winners", abTests.Run)
+
+	// CSV imports of contacts: uploaded files and the jobs' progress live in
+	// PostgreSQL, so any serve process runs (or resumes) any job.
+	startWorker("contact import", store.NewImportWorker(db.DB, store.ImportWorkerOptions{Log: log}).Run)
 
 	// Portal sessions live in PostgreSQL; this worker deletes expired ones.
 	startWorker("session cleanup", store.NewSessionStore(db.DB, log).Run)
-	portalApp, err := portal.New(portal.Deps{DB: db.DB, Box: box, Log: log, BaseURL: cfg.BaseURL})
+	portalApp, err := portal.New(portal.Deps{DB: db.DB, Box: box, Log: log, BaseURL: cfg.BaseURL, Mail: mail, Webhooks: webhooks, Campaigns: campaigns, ABTests: abTests})
 	if err != nil {
 		return err
 	}
@@ -97,7 +105,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 
 	app := handlers.New(
-		api.New(api.Deps{DB: db.DB, APILog: apiLog, Log: log, AI: aiService, Box: box, Mail: mail, Webhooks: webhooks, Guard: guard, Campaigns: campaigns}, api.Config{BaseURL: cfg.BaseURL, RateLimit: cfg.RateLimit}),
+		api.New(api.Deps{DB: db.DB, APILog: apiLog, Log: log, AI: aiService, Box: box, Mail: mail, Webhooks: webhooks, Guard: guard, Campaigns: campaigns, ABTests: abTests}, api.Config{BaseURL: cfg.BaseURL, RateLimit: cfg.RateLimit}),
 		portalApp,
 		publicPages,
 	)
@@ -143,7 +151,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 // API when a key is set, the OpenAI-compatible fallback when a URL is set. With
 // neither, generation answers 503 and nothing is charged.
 func newAIService(db *store.DB, cfg Config, log *slog.Logger) (*ai.Service, error) {
-	c := ai.Config{Log: log}
+	// The prompts carry what won in the account's past A/B tests.
+	c := ai.Config{Log: log, Insights: store.ABInsightSource{DB: db}}
 	for name, raw := range map[string]string{"RUNDBRIEF_AI_ANTHROPIC_URL": cfg.AIAnthropicURL, "RUNDBRIEF_AI_FALLBACK_URL": cfg.AIFallbackURL} {
 		if u, err := url.Parse(raw); raw != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
 			return nil, fmt.Errorf("%s %q: expected an http(s) URL", name, raw)

@@ -177,12 +177,7 @@ func (a *API) getFormEmbed(w http.ResponseWriter, r *http.Request) error {
 func (a *API) scriptURL() string { return strings.TrimRight(a.cfg.BaseURL, "/") + "/static/signup.js" }
 
 // signUpForm is a form as the embed snippet renders it (no stamp: signup.js
-// fetches one when the snippet is shown).
+// fetches one when the snippet is shown); the portal's embed page shows the same.
 func (a *API) signUpForm(f store.Form) views.SignUpForm {
-	sf := views.SignUpForm{Token: f.Token, Action: a.subscribeURL(f.Token), ChallengeURL: a.subscribeURL(f.Token) + "/challenge",
-		Fields: f.Fields, ProofOfWork: f.ProofOfWork}
-	if f.MinFillSeconds > 0 || f.ProofOfWork {
-		sf.ScriptURL = a.scriptURL()
-	}
-	return sf
+	return views.NewSignUpEmbed(a.cfg.BaseURL, f)
 }

@@ -75,7 +75,8 @@ func newSendAPIEnv(t *testing.T) *sendAPIEnv {
 		wg.Wait()
 	})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a := api.New(api.Deps{DB: db, APILog: store.NewAPILogWriter(db, log), Log: log, Box: e.box, Mail: mail, Campaigns: campaigns},
+	a := api.New(api.Deps{DB: db, APILog: store.NewAPILogWriter(db, log), Log: log, Box: e.box, Mail: mail, Campaigns: campaigns,
+		ABTests: mailer.NewABTests(db, w, mailer.ABTestsOptions{})},
 		api.Config{BaseURL: "https://rundbrief.test", RateLimit: 1_000_000})
 	r := chi.NewRouter()
 	r.Mount("/v1", a.Handler())

@@ -42,6 +42,9 @@ type Deps struct {
 	// Campaigns sends newsletters and single emails, test mails and
 	// previews (nil: those endpoints answer 503).
 	Campaigns *mailer.Campaigns
+	// ABTests decides A/B test winners and stops tests (nil: those
+	// endpoints answer 503).
+	ABTests *mailer.ABTests
 }
 
 // API holds the dependencies of the /v1 handlers.
@@ -59,6 +62,7 @@ type API struct {
 	guard    *botguard.Guard
 
 	campaigns *mailer.Campaigns
+	abTests   *mailer.ABTests
 }
 
 // New returns the API; mount Handler() at /v1.
@@ -70,7 +74,7 @@ func New(d Deps, cfg Config) *API {
 		cfg.RateLimit = 120
 	}
 	return &API{db: d.DB, limiter: store.NewRateLimiter(d.DB), apiLog: d.APILog, log: d.Log, cfg: cfg, ai: d.AI, box: d.Box, mail: d.Mail,
-		webhooks: d.Webhooks, guard: d.Guard, campaigns: d.Campaigns}
+		webhooks: d.Webhooks, guard: d.Guard, campaigns: d.Campaigns, abTests: d.ABTests}
 }
 
 // Handler is the /v1 router. Every route of the API is listed here, top to bottom.
@@ -174,6 +178,17 @@ func (a *API) Handler() http.Handler {
 		r.Get("/emails", a.need("read", "", a.listEmails))
 		r.Get("/emails/{id}", a.need("read", "", a.getEmail))
 		r.Delete("/emails/{id}", a.need("send", "", a.cancelEmail))
+
+		// A/B tests of newsletters and single emails: drafts, results with
+		// significance, the winner, stopping, and what won before (issue 6).
+		r.Get("/ab-tests", a.need("read", "ab_tests", a.listABTests))
+		r.Post("/ab-tests", a.need("write", "ab_tests", a.createABTest))
+		r.Get("/ab-tests/insights", a.need("read", "ab_tests", a.abInsights))
+		r.Get("/ab-tests/{id}", a.need("read", "ab_tests", a.getABTest))
+		r.Patch("/ab-tests/{id}", a.need("write", "ab_tests", a.patchABTest))
+		r.Delete("/ab-tests/{id}", a.need("write", "ab_tests", a.deleteABTest))
+		r.Post("/ab-tests/{id}/winner", a.need("write", "ab_tests", a.setABWinner))
+		r.Post("/ab-tests/{id}/stop", a.need("write", "ab_tests", a.stopABTest))
 
 		// SMTP servers of the account, the connection test, and the development
 		// outbox (only without RUNDBRIEF_SMTP_URL; otherwise its paths are 404) (issue 4).

@@ -56,6 +56,8 @@ func (p *Portal) fail(w http.ResponseWriter, r *http.Request, err error) {
 		status, title, msg = http.StatusForbidden, t.Errors.ForbiddenTitle, t.Errors.Forbidden
 	case errors.Is(err, errBadForm):
 		status, title, msg = http.StatusBadRequest, t.Errors.BadRequestTitle, t.Errors.BadRequest
+	case errors.Is(err, errSendingOff):
+		status, title, msg = http.StatusServiceUnavailable, t.Errors.InternalTitle, t.Newsletters.SendingOff
 	default:
 		p.log.Error("portal request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}

@@ -2,6 +2,7 @@ package portal_test
 
 import (
 	"context"
+	"crypto/tls"
 	"io"
 	"log/slog"
 	"net/http"
@@ -20,10 +21,12 @@ import (
 	"github.com/rundbrief/rundbrief/handlers/portal"
 	"github.com/rundbrief/rundbrief/handlers/public"
 	"github.com/rundbrief/rundbrief/mailer"
+	"github.com/rundbrief/rundbrief/mailer/smtptest"
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/botguard"
 	"github.com/rundbrief/rundbrief/store/dbtest"
 	"github.com/rundbrief/rundbrief/store/secret"
+	"github.com/rundbrief/rundbrief/store/webhook"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -37,13 +40,26 @@ func (c *clock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
 // server is one `rundbrief serve` process (API and portal) over loopback.
 type server struct {
 	*httptest.Server
-	db     *store.DB
-	apiLog *store.APILogWriter
+	db       *store.DB
+	apiLog   *store.APILogWriter
+	webhooks *webhook.Service   // may target loopback receivers; deliver with its Worker's Process
+	mail     *mailer.Transports // trusts cert; without serverOptions.Relay the dev outbox is on
+	cert     *tls.Certificate   // give it to smtptest servers whose TLS the mailer must trust
+}
+
+// serverOptions change how newServerWith sets a process up.
+type serverOptions struct {
+	Relay *mailer.Relay // the operator relay (RUNDBRIEF_SMTP_URL); nil: development, dev outbox on
 }
 
 // newServer starts a process on the database at dbURL (from dbtest.URL); several
 // servers on one URL behave like several processes.
 func newServer(tb testing.TB, dbURL string, clk *clock, baseURL string) *server {
+	tb.Helper()
+	return newServerWith(tb, dbURL, clk, baseURL, serverOptions{})
+}
+
+func newServerWith(tb testing.TB, dbURL string, clk *clock, baseURL string, opts serverOptions) *server {
 	tb.Helper()
 	db := dbtest.Open(tb, dbURL)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -56,11 +72,26 @@ func newServer(tb testing.TB, dbURL string, clk *clock, baseURL string) *server 
 	if clk != nil {
 		now = clk.Now
 	}
-	p, err := portal.New(portal.Deps{DB: db, Box: testBox(tb), Log: log, BaseURL: baseURL, Now: now})
+	cert, roots, err := smtptest.NewCertificate("127.0.0.1")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	a := api.New(api.Deps{DB: db, APILog: apiLog, Log: log}, api.Config{BaseURL: baseURL, RateLimit: 1_000_000})
+	box := testBox(tb)
+	mail := mailer.NewTransports(db, box, mailer.TransportOptions{Relay: opts.Relay, TLSConfig: &tls.Config{RootCAs: roots}, HELO: "rundbrief.test"})
+	hooks := webhook.New(db, webhook.Config{Box: box, AllowPrivate: true, Now: now, Log: log})
+	// Sending as `serve` wires it: an account's own SMTP server (tests point one
+	// at mailer/smtptest), else the relay or the development outbox; a send
+	// worker delivers what a send queues beyond its first batch.
+	links := mailer.LinkBuilder{BaseURL: baseURL, Tokens: mustTokens(tb)}
+	sendWorker := mailer.NewWorker(db, mail, mailer.WorkerOptions{Links: links, PollInterval: 20 * time.Millisecond, Log: log})
+	campaigns := mailer.NewCampaigns(db, mail, sendWorker, mailer.CampaignsOptions{Links: links, Log: log})
+	wg.Go(func() { _ = sendWorker.Run(ctx) })
+	p, err := portal.New(portal.Deps{DB: db, Box: box, Log: log, BaseURL: baseURL, Now: now, Mail: mail, Webhooks: hooks, Campaigns: campaigns,
+		ABTests: mailer.NewABTests(db, sendWorker, mailer.ABTestsOptions{Now: now})})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	a := api.New(api.Deps{DB: db, APILog: apiLog, Log: log, Box: box, Mail: mail, Webhooks: hooks, Campaigns: campaigns}, api.Config{BaseURL: baseURL, RateLimit: 1_000_000})
 	pub, err := public.New(public.Deps{DB: db, Guard: botguard.New("portal tests secret", time.Now), Tokens: mustTokens(tb), Log: log, BaseURL: baseURL})
 	if err != nil {
 		tb.Fatal(err)
@@ -71,7 +102,7 @@ func newServer(tb testing.TB, dbURL string, clk *clock, baseURL string) *server 
 		cancel()
 		wg.Wait()
 	})
-	return &server{Server: srv, db: db, apiLog: apiLog}
+	return &server{Server: srv, db: db, apiLog: apiLog, webhooks: hooks, mail: mail, cert: &cert}
 }
 
 func testBox(tb testing.TB) *secret.Box {

@@ -20,8 +20,10 @@ import (
 	"github.com/alexedwards/scs/v2"
 	"github.com/go-chi/chi/v5"
 
+	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/secret"
+	"github.com/rundbrief/rundbrief/store/webhook"
 	"github.com/rundbrief/rundbrief/views"
 )
 
@@ -39,17 +41,33 @@ type Deps struct {
 	Log     *slog.Logger
 	BaseURL string           // public root URL (RUNDBRIEF_BASE_URL); https makes cookies Secure
 	Now     func() time.Time // the clock; nil: time.Now
+	// Mail runs SMTP connection tests and decides whether the development
+	// outbox exists (nil: no connection tests, no outbox).
+	Mail *mailer.Transports
+	// Webhooks manages webhooks, test sends and resends (nil: the webhook
+	// pages answer with an error).
+	Webhooks *webhook.Service
+	// ABTests decides A/B test winners and stops tests (nil: those buttons
+	// answer with an error).
+	ABTests *mailer.ABTests
+	// Campaigns sends test mails and newsletters, schedules them and renders
+	// previews (the API's service); nil: the newsletter pages cannot send.
+	Campaigns *mailer.Campaigns
 }
 
 // Portal holds the dependencies of the portal pages.
 type Portal struct {
-	db       *store.DB
-	box      *secret.Box
-	log      *slog.Logger
-	baseURL  string
-	now      func() time.Time
-	sessions *scs.SessionManager
-	csrf     *http.CrossOriginProtection
+	db        *store.DB
+	box       *secret.Box
+	log       *slog.Logger
+	baseURL   string
+	now       func() time.Time
+	sessions  *scs.SessionManager
+	csrf      *http.CrossOriginProtection
+	mail      *mailer.Transports
+	webhooks  *webhook.Service
+	campaigns *mailer.Campaigns
+	abTests   *mailer.ABTests
 }
 
 // New returns the portal; Routes registers its pages. The sessions' cleanup runs
@@ -61,7 +79,8 @@ func New(d Deps) (*Portal, error) {
 	if d.Box == nil {
 		return nil, errors.New("portal: Deps.Box is required")
 	}
-	p := &Portal{db: d.DB, box: d.Box, log: d.Log, baseURL: strings.TrimRight(d.BaseURL, "/"), now: d.Now}
+	p := &Portal{db: d.DB, box: d.Box, log: d.Log, baseURL: strings.TrimRight(d.BaseURL, "/"), now: d.Now,
+		mail: d.Mail, webhooks: d.Webhooks, campaigns: d.Campaigns, abTests: d.ABTests}
 	secure := strings.HasPrefix(p.baseURL, "https://")
 
 	p.sessions = scs.New()
@@ -111,6 +130,80 @@ func (p *Portal) Routes(r chi.Router) {
 			r.Get("/account/password", p.handle(p.passwordPage))
 			r.Post("/account/password", p.handle(p.changePassword))
 			r.Get("/logs/api", p.handle(p.apiLog))
+			r.Get("/logs/activity", p.handle(p.activityLog))
+			// The development outbox: only without an operator relay (404 otherwise).
+			r.Get("/dev/outbox", p.handle(p.devOutbox))
+			r.Get("/dev/outbox/{id}", p.handle(p.devOutboxMail))
+			r.Get("/dev/outbox/{id}/html", p.handle(p.devOutboxHTML))
+
+			// Contacts, CSV import and export.
+			r.Get("/contacts", p.handle(p.listContacts))
+			r.Get("/contacts/new", p.handle(p.newContactForm))
+			r.Post("/contacts/new", p.handle(p.createContact))
+			r.Get("/contacts/export", p.handle(p.exportContacts))
+			r.Get("/contacts/import", p.handle(p.importPage))
+			r.Post("/contacts/import", p.handle(p.uploadImport))
+			r.Get("/contacts/import/{id}", p.handle(p.showImport))
+			r.Post("/contacts/import/{id}", p.handle(p.startImport))
+			r.Get("/contacts/{id}", p.handle(p.showContact))
+			r.Get("/contacts/{id}/edit", p.handle(p.editContactForm))
+			r.Post("/contacts/{id}/edit", p.handle(p.updateContact))
+			r.Get("/contacts/{id}/unsubscribe", p.handle(p.confirmContact(views.ContactUnsubscribe)))
+			r.Post("/contacts/{id}/unsubscribe", p.handle(p.unsubscribeContact))
+			r.Get("/contacts/{id}/delete", p.handle(p.confirmContact(views.ContactDelete)))
+			r.Post("/contacts/{id}/delete", p.handle(p.deleteContact))
+			r.Post("/contacts/{id}/tags", p.handle(p.addContactTags))
+			r.Post("/contacts/{id}/tags/remove", p.handle(p.removeContactTag))
+			r.Post("/contacts/{id}/lists", p.handle(p.joinContactList))
+			r.Post("/contacts/{id}/lists/{list_id}/remove", p.handle(p.leaveContactList))
+
+			// Lists and their members.
+			r.Get("/lists", p.handle(p.listLists))
+			r.Get("/lists/new", p.handle(p.newListForm))
+			r.Post("/lists/new", p.handle(p.createList))
+			r.Get("/lists/{id}", p.handle(p.listMembers))
+			r.Get("/lists/{id}/edit", p.handle(p.editListForm))
+			r.Post("/lists/{id}/edit", p.handle(p.updateList))
+			r.Get("/lists/{id}/delete", p.handle(p.confirmDeleteList))
+			r.Post("/lists/{id}/delete", p.handle(p.deleteList))
+			r.Post("/lists/{id}/members", p.handle(p.addMembers))
+			r.Post("/lists/{id}/members/{contact_id}/remove", p.handle(p.removeMember))
+
+			// Newsletters (issue 7): drafts, preview, test mails, sending.
+			r.Get("/newsletters", p.handle(p.listNewsletters))
+			r.Get("/newsletters/new", p.handle(p.newNewsletter))
+			r.Post("/newsletters/new", p.handle(p.createNewsletter))
+			r.Post("/newsletters/preview", p.handle(p.previewNewsletter))
+			r.Get("/newsletters/{id}", p.handle(p.showNewsletter))
+			r.Post("/newsletters/{id}", p.handle(p.saveNewsletter))
+			r.Get("/newsletters/{id}/send", p.handle(p.sendConfirmation))
+			r.Post("/newsletters/{id}/send", p.handle(p.sendNewsletter))
+			r.Get("/newsletters/{id}/progress", p.handle(p.newsletterProgress))
+			r.Post("/newsletters/{id}/unschedule", p.handle(p.newsletterAction(p.unscheduleNewsletter, func(t views.Text) string { return t.Newsletters.UnscheduledFlash })))
+			r.Post("/newsletters/{id}/pause", p.handle(p.newsletterAction(p.pauseNewsletter, func(t views.Text) string { return t.Newsletters.PausedFlash })))
+			r.Post("/newsletters/{id}/resume", p.handle(p.newsletterAction(p.resumeNewsletter, func(t views.Text) string { return t.Newsletters.ResumedFlash })))
+			r.Post("/newsletters/{id}/duplicate", p.handle(p.duplicateNewsletter))
+			r.Get("/newsletters/{id}/delete", p.handle(p.confirmDeleteNewsletter))
+			r.Post("/newsletters/{id}/delete", p.handle(p.deleteNewsletter))
+
+			// Sign-up forms (issue 7): create, embed code, preview.
+			r.Get("/forms", p.handle(p.listForms))
+			r.Get("/forms/new", p.handle(p.newForm))
+			r.Post("/forms/new", p.handle(p.createForm))
+			r.Get("/forms/{id}/edit", p.handle(p.editForm))
+			r.Post("/forms/{id}/edit", p.handle(p.updateForm))
+			r.Get("/forms/{id}/embed", p.handle(p.formEmbed))
+			r.Get("/forms/{id}/delete", p.handle(p.confirmDeleteForm))
+			r.Post("/forms/{id}/delete", p.handle(p.deleteForm))
+
+			// A/B tests of newsletters: create from a draft, results, winner (issue 6).
+			r.Get("/ab-tests", p.needAB(p.listABTests))
+			r.Get("/ab-tests/new", p.needAB(p.newABForm))
+			r.Post("/ab-tests/new", p.needAB(p.createABTest))
+			r.Get("/ab-tests/{id}", p.needAB(p.showABTest))
+			r.Post("/ab-tests/{id}/winner", p.needAB(p.setABWinner))
+			r.Post("/ab-tests/{id}/stop", p.needAB(p.stopABTest))
+			r.Post("/ab-tests/{id}/delete", p.needAB(p.deleteABTest))
 
 			// Owners and admins.
 			r.Group(func(r chi.Router) {
@@ -124,6 +217,40 @@ func (p *Portal) Routes(r chi.Router) {
 				r.Post("/api-keys/{id}/renew", p.handle(p.renewKey))
 				r.Get("/api-keys/{id}/revoke", p.handle(p.confirmKey(views.KeyRevoke)))
 				r.Post("/api-keys/{id}/revoke", p.handle(p.revokeKey))
+
+				// SMTP servers and their connection test.
+				r.Get("/smtp-servers", p.handle(p.listSMTPServers))
+				r.Get("/smtp-servers/new", p.handle(p.newSMTPForm))
+				r.Post("/smtp-servers/new", p.handle(p.createSMTPServer))
+				r.Get("/smtp-servers/{id}/edit", p.handle(p.editSMTPForm))
+				r.Post("/smtp-servers/{id}/edit", p.handle(p.updateSMTPServer))
+				r.Get("/smtp-servers/{id}/delete", p.handle(p.confirmDeleteSMTP))
+				r.Post("/smtp-servers/{id}/delete", p.handle(p.deleteSMTPServer))
+				r.Post("/smtp-servers/{id}/test", p.handle(p.testSMTPServer))
+
+				// Webhooks: secrets shown once, test sends, the delivery log and resends.
+				r.Get("/webhooks", p.handle(p.listWebhooks))
+				r.Get("/webhooks/new", p.handle(p.newWebhookForm))
+				r.Post("/webhooks/new", p.handle(p.createWebhook))
+				r.Get("/webhooks/{id}/edit", p.handle(p.editWebhookForm))
+				r.Post("/webhooks/{id}/edit", p.handle(p.updateWebhook))
+				r.Post("/webhooks/{id}/pause", p.handle(p.setWebhookStatus(store.WebhookPaused)))
+				r.Post("/webhooks/{id}/resume", p.handle(p.setWebhookStatus(store.WebhookActive)))
+				r.Get("/webhooks/{id}/rotate", p.handle(p.confirmWebhook("rotate")))
+				r.Post("/webhooks/{id}/rotate", p.handle(p.rotateWebhookSecret))
+				r.Get("/webhooks/{id}/delete", p.handle(p.confirmWebhook("delete")))
+				r.Post("/webhooks/{id}/delete", p.handle(p.deleteWebhook))
+				r.Get("/webhooks/{id}/deliveries", p.handle(p.webhookDeliveries))
+				r.Post("/webhooks/{id}/test", p.handle(p.testWebhook))
+				r.Post("/webhook-deliveries/{id}/resend", p.handle(p.resendDelivery))
+
+				// The account's users: add, change role, remove (the store's rules).
+				r.Get("/users", p.handle(p.listUsers))
+				r.Get("/users/new", p.handle(p.newUserForm))
+				r.Post("/users/new", p.handle(p.addUser))
+				r.Post("/users/{id}/role", p.handle(p.changeUserRole))
+				r.Get("/users/{id}/remove", p.handle(p.confirmRemoveUser))
+				r.Post("/users/{id}/remove", p.handle(p.removeUser))
 			})
 		})
 	})

@@ -1,7 +1,14 @@
 // Package smtptest runs a real SMTP server (github.com/emersion/go-smtp) on
 // 127.0.0.1 for tests: it records every message, and can require AUTH, speak
 // STARTTLS or implicit TLS with a certificate made on the spot, reject chosen
-// recipients, count and drop connections.
+// recipients or their content, leave PIPELINING and CHUNKING out of its EHLO
+// reply (and notice a client that uses them anyway), count and drop
+// connections.
+//
+// Like Postfix, the server sends the replies to pipelined commands together:
+// a reply waits until the server reads again (or closes), which RFC 2920
+// allows. go-smtp alone writes every reply line at once, which made the sink
+// of the send benchmarks cost more CPU than a real relay's front end.
 //
 //	srv := smtptest.Start(t, smtptest.Options{TLS: smtptest.STARTTLS, Username: "u", Password: "p"})
 //	cfg := mailer.ServerConfig{Host: srv.Host, Port: srv.Port, …, TLSConfig: srv.ClientTLSConfig()}
@@ -59,6 +66,18 @@ type Options struct {
 	// 127.0.0.1 and localhost. Share one between servers to trust them all
 	// with one RootCAs pool.
 	Certificate *tls.Certificate
+	// RejectData maps a recipient address (any case) to the reply code the
+	// message gets after its content (DATA or BDAT), e.g. 554 (content refused)
+	// or 451.
+	RejectData map[string]int
+	// NoPipelining and NoChunking take PIPELINING (RFC 2920) and CHUNKING (RFC
+	// 3030, BDAT) out of the EHLO reply, and count a client that pipelines
+	// commands or sends BDAT anyway (Violations). Only for sessions without
+	// TLS: the reply is rewritten on the wire.
+	NoPipelining, NoChunking bool
+	// Trace records the commands of every session as the server read them
+	// (Commands), to see how a client pipelines.
+	Trace bool
 	// Discard counts messages without keeping their content (benchmarks).
 	Discard bool
 }
@@ -77,16 +96,18 @@ type Server struct {
 	Host string // "127.0.0.1"
 	Port int
 
-	opts    Options
-	srv     *smtp.Server
-	ln      net.Listener
-	roots   *x509.CertPool
-	done    chan struct{}
-	conns   atomic.Int64
-	msgs    atomic.Int64
-	mu      sync.Mutex
-	open    map[*trackedConn]struct{}
-	records []Message
+	opts       Options
+	srv        *smtp.Server
+	ln         net.Listener
+	roots      *x509.CertPool
+	done       chan struct{}
+	conns      atomic.Int64
+	msgs       atomic.Int64
+	mu         sync.Mutex
+	open       map[*trackedConn]struct{}
+	records    []Message
+	violations []string
+	commands   [][]string
 }
 
 // Start runs a server until the test ends.
@@ -101,6 +122,9 @@ func Start(tb testing.TB, opts Options) *Server {
 }
 
 func start(opts Options) (*Server, error) {
+	if (opts.NoPipelining || opts.NoChunking) && opts.TLS != NoTLS {
+		return nil, errors.New("NoPipelining and NoChunking need a server without TLS")
+	}
 	s := &Server{opts: opts, done: make(chan struct{}), open: map[*trackedConn]struct{}{}}
 	var tlsConfig *tls.Config
 	if opts.TLS != NoTLS {
@@ -174,6 +198,23 @@ func (s *Server) Messages() []Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Message(nil), s.records...)
+}
+
+// Violations describes what clients did that the server had not offered:
+// pipelined commands with NoPipelining, BDAT with NoChunking.
+func (s *Server) Violations() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.violations...)
+}
+
+// Commands returns, with Options.Trace, the client's commands (MAIL, RCPT,
+// DATA, BDAT, RSET, QUIT lines) grouped by the read that brought them: a
+// client that pipelines sends several in one group.
+func (s *Server) Commands() [][]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.commands)
 }
 
 // DropConnections closes every open client connection abruptly, as a server that
@@ -303,6 +344,15 @@ func rejection(code int) *smtp.SMTPError {
 }
 
 func (se *session) Data(r io.Reader) error {
+	if code := se.rejectData(); code != 0 {
+		if _, err := io.Copy(io.Discard, r); err != nil {
+			return err
+		}
+		if code >= 500 {
+			return &smtp.SMTPError{Code: code, EnhancedCode: smtp.EnhancedCode{5, 7, 1}, Message: "Message content rejected"}
+		}
+		return &smtp.SMTPError{Code: code, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "Try again later"}
+	}
 	var data []byte
 	if se.s.opts.Discard {
 		if _, err := io.Copy(io.Discard, r); err != nil {
@@ -322,6 +372,18 @@ func (se *session) Data(r io.Reader) error {
 		se.s.mu.Unlock()
 	}
 	return nil
+}
+
+// rejectData is the RejectData code for the session's recipients, or 0.
+func (se *session) rejectData() int {
+	for addr, code := range se.s.opts.RejectData {
+		for _, to := range se.to {
+			if strings.EqualFold(addr, to) {
+				return code
+			}
+		}
+	}
+	return 0
 }
 
 func (se *session) Reset() {
@@ -374,12 +436,91 @@ func (l *trackingListener) Accept() (net.Conn, error) {
 	return tc, nil
 }
 
+// trackedConn is a server connection that holds back the server's replies
+// until the server reads again or closes (see the package comment), and with
+// NoPipelining or NoChunking checks the client's commands.
 type trackedConn struct {
 	net.Conn
-	s *Server
+	s       *Server
+	mu      sync.Mutex // the server may close a connection while it writes
+	pending []byte     // replies not yet sent
+	failed  error      // the error of sending them
+}
+
+// Write keeps the reply; with NoPipelining or NoChunking it drops the line of
+// the EHLO reply that offers the extension (go-smtp writes each line alone,
+// and neither is ever the last).
+func (c *trackedConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.failed != nil {
+		return 0, c.failed
+	}
+	o := &c.s.opts
+	if o.NoPipelining && string(p) == "250-PIPELINING\r\n" || o.NoChunking && string(p) == "250-CHUNKING\r\n" {
+		return len(p), nil
+	}
+	c.pending = append(c.pending, p...)
+	return len(p), nil
+}
+
+// flush sends the replies held back.
+func (c *trackedConn) flush() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.pending) > 0 && c.failed == nil {
+		_, c.failed = c.Conn.Write(c.pending)
+		c.pending = c.pending[:0]
+	}
+	return c.failed
+}
+
+func (c *trackedConn) Read(p []byte) (int, error) {
+	if err := c.flush(); err != nil {
+		return 0, err
+	}
+	n, err := c.Conn.Read(p)
+	if o := &c.s.opts; n > 0 && (o.NoPipelining || o.NoChunking || o.Trace) {
+		c.check(p[:n])
+	}
+	return n, err
+}
+
+// check looks at what the client sent in one piece: a client that waits for
+// each reply never sends two commands at once, and one that was not offered
+// CHUNKING never sends BDAT.
+func (c *trackedConn) check(chunk []byte) {
+	commands := 0
+	var found []string
+	for line := range strings.SplitSeq(string(chunk), "\r\n") {
+		for _, verb := range []string{"MAIL FROM:", "RCPT TO:", "DATA", "BDAT ", "RSET", "QUIT"} {
+			if strings.HasPrefix(strings.ToUpper(line), verb) && (verb != "DATA" || len(line) == 4) {
+				commands++
+				found = append(found, line)
+				if verb == "BDAT " && c.s.opts.NoChunking {
+					c.s.violate("BDAT without CHUNKING: " + line)
+				}
+			}
+		}
+	}
+	if commands > 1 && c.s.opts.NoPipelining {
+		c.s.violate("pipelined without PIPELINING: " + strings.Join(found, " | "))
+	}
+	if c.s.opts.Trace && commands > 0 {
+		c.s.mu.Lock()
+		c.s.commands = append(c.s.commands, found)
+		c.s.mu.Unlock()
+	}
+}
+
+func (s *Server) violate(what string) {
+	s.mu.Lock()
+	s.violations = append(s.violations, what)
+	s.mu.Unlock()
 }
 
 func (c *trackedConn) Close() error {
+	_ = c.flush()
 	c.s.mu.Lock()
 	delete(c.s.open, c)
 	c.s.mu.Unlock()

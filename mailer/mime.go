@@ -1,0 +1,309 @@
+package mailer
+
+import (
+	"crypto/rand"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// This file is the MIME writer: it appends a Message in RFC 5322 form to a
+// byte slice, so that a sender renders message after message into one reused
+// buffer (and knows the size up front, which BDAT needs). It replaced
+// go-mail's writer, which built a tree of parts, header maps and a
+// quoted-printable writer per message and cost more than the SMTP exchange.
+//
+// The output:
+//
+//	Date, MIME-Version, Message-ID, Subject, From, To, Reply-To,
+//	List-Unsubscribe(-Post), the extra headers (sorted), then either
+//	  Content-Type: text/plain; charset=UTF-8 (quoted-printable), or
+//	  multipart/alternative with the text part first and the HTML part last.
+//
+// Header values are ASCII: text with non-ASCII characters becomes RFC 2047
+// encoded-words (Q encoding, UTF-8, at most 75 characters each), and lines are
+// folded at spaces to stay within 78 characters where the value allows it.
+// Bodies are quoted-printable with CRLF line ends; a dot at the start of a
+// line is encoded too (=2E), so no line of a message starts with a dot and
+// SMTP's dot-stuffing never has to change it. The multipart boundary starts
+// with "=_", which quoted-printable text cannot contain.
+
+// mimeWriter renders messages. It is not safe for concurrent use: each
+// SMTPSender holds one.
+type mimeWriter struct {
+	boundary string // random prefix of the multipart boundaries
+	seq      uint64 // makes each message's boundary unique
+	scratch  []byte // a header value before folding
+	// The From header of the last message: a campaign's messages all have
+	// the same sender, so it is formatted once.
+	from      Address
+	fromValue string
+}
+
+func newMIMEWriter() *mimeWriter {
+	return &mimeWriter{boundary: "=_rb" + rand.Text()[:16] + "."}
+}
+
+const (
+	mimeTextPart = "Content-Type: text/plain; charset=UTF-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n"
+	mimeHTMLPart = "Content-Type: text/html; charset=UTF-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n"
+)
+
+// appendMessage prepares m (MessageID, Date, validation) and appends it.
+func (w *mimeWriter) appendMessage(dst []byte, m *Message) ([]byte, error) {
+	if err := m.prepare(); err != nil {
+		return dst, err
+	}
+	dst = append(dst, "Date: "...)
+	dst = m.Date.AppendFormat(dst, time.RFC1123Z)
+	dst = append(dst, "\r\nMIME-Version: 1.0\r\nMessage-ID: <"...)
+	dst = append(dst, m.MessageID...)
+	dst = append(dst, ">\r\n"...)
+	dst = w.appendText(dst, "Subject", cleanHeader(m.Subject))
+	if m.From != w.from || w.fromValue == "" {
+		w.from, w.fromValue = m.From, m.From.String()
+	}
+	dst = appendFolded(dst, "From", w.fromValue)
+	dst = appendFolded(dst, "To", m.To.String())
+	if m.ReplyTo != "" {
+		dst = append(dst, "Reply-To: <"...)
+		dst = append(dst, m.ReplyTo...)
+		dst = append(dst, ">\r\n"...)
+	}
+	if m.UnsubscribeURL != "" {
+		dst = append(dst, "List-Unsubscribe: <"...)
+		dst = append(dst, m.UnsubscribeURL...)
+		dst = append(dst, ">\r\n"...)
+		// RFC 8058 allows one-click only over https.
+		if strings.HasPrefix(m.UnsubscribeURL, "https:") {
+			dst = append(dst, "List-Unsubscribe-Post: List-Unsubscribe=One-Click\r\n"...)
+		}
+	}
+	switch len(m.Headers) {
+	case 0:
+	case 1:
+		for name, value := range m.Headers {
+			dst = w.appendText(dst, name, cleanHeader(value))
+		}
+	default:
+		for _, name := range slices.Sorted(maps.Keys(m.Headers)) {
+			dst = w.appendText(dst, name, cleanHeader(m.Headers[name]))
+		}
+	}
+	text := m.Text
+	if text == "" {
+		text = TextFromHTML(m.HTML)
+	}
+	if m.HTML == "" {
+		dst = append(dst, mimeTextPart...)
+		dst = appendQP(dst, text)
+		if len(dst) < 2 || dst[len(dst)-1] != '\n' {
+			// A soft line break ends the message with CRLF, as SMTP wants,
+			// without adding a line break to the text.
+			dst = append(dst, "=\r\n"...)
+		}
+		return dst, nil
+	}
+	w.seq++
+	dst = append(dst, "Content-Type: multipart/alternative;\r\n boundary=\""...)
+	mark := len(dst)
+	dst = append(dst, w.boundary...)
+	dst = strconv.AppendUint(dst, w.seq, 36)
+	boundary := dst[mark:]
+	dst = append(dst, "\"\r\n\r\n--"...)
+	dst = append(dst, boundary...)
+	dst = append(dst, "\r\n"+mimeTextPart...)
+	dst = appendQP(dst, text)
+	dst = append(dst, "\r\n--"...)
+	dst = append(dst, dst[mark:mark+len(boundary)]...)
+	dst = append(dst, "\r\n"+mimeHTMLPart...)
+	dst = appendQP(dst, m.HTML)
+	dst = append(dst, "\r\n--"...)
+	dst = append(dst, dst[mark:mark+len(boundary)]...)
+	dst = append(dst, "--\r\n"...)
+	return dst, nil
+}
+
+// appendText appends an unstructured header (Subject, extra headers): as
+// is when it is ASCII, else as encoded-words. A value with a word too long
+// for one line is encoded too, since encoded-words can be split anywhere.
+func (w *mimeWriter) appendText(dst []byte, name, value string) []byte {
+	if !needsEncoding(value) {
+		return appendFolded(dst, name, value)
+	}
+	w.scratch = appendQWords(w.scratch[:0], value)
+	return appendFolded(dst, name, w.scratch)
+}
+
+// maxHeaderWord is the longest run without spaces a header value may keep
+// unencoded (RFC 5322 allows 998 characters per line).
+const maxHeaderWord = 900
+
+// needsEncoding reports whether an unstructured header value must become
+// encoded-words: it has bytes outside printable ASCII, or a word too long to
+// fold.
+func needsEncoding(s string) bool {
+	word := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == ' ':
+			word = 0
+			continue
+		case c < ' ' || c > '~':
+			return true
+		}
+		if word++; word > maxHeaderWord {
+			return true
+		}
+	}
+	return false
+}
+
+// appendFolded appends "name: value\r\n", folding at the spaces of value so
+// that lines stay within 78 characters where its words allow. value is ASCII
+// without CR or LF.
+func appendFolded[S string | []byte](dst []byte, name string, value S) []byte {
+	dst = append(dst, name...)
+	dst = append(dst, ':')
+	col := len(name) + 1
+	for i := 0; ; {
+		j := i
+		for j < len(value) && value[j] != ' ' {
+			j++
+		}
+		// Every word follows a space: the value's own, or the one after the
+		// colon. Folding turns it into CRLF and that space; never before an
+		// empty word, which would leave a line of white space only.
+		if j > i && col+1+(j-i) > 78 {
+			dst = append(dst, "\r\n"...)
+			col = 0
+		}
+		dst = append(dst, ' ')
+		dst = append(dst, value[i:j]...)
+		col += 1 + j - i
+		if j >= len(value) {
+			break
+		}
+		i = j + 1
+	}
+	return append(dst, "\r\n"...)
+}
+
+// appendQWords appends s as RFC 2047 encoded-words (UTF-8, Q encoding)
+// separated by spaces, each at most 75 characters, never splitting a
+// character between two words.
+func appendQWords(dst []byte, s string) []byte {
+	const prefix, suffix = "=?UTF-8?q?", "?="
+	const room = 75 - len(prefix) - len(suffix)
+	dst = append(dst, prefix...)
+	used := 0
+	for i := 0; i < len(s); {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		n := 0
+		for k := i; k < i+size; k++ {
+			n += qWordLen(s[k])
+		}
+		if used+n > room {
+			dst = append(dst, suffix+" "+prefix...)
+			used = 0
+		}
+		for k := i; k < i+size; k++ {
+			c := s[k]
+			switch {
+			case c == ' ':
+				dst = append(dst, '_')
+			case qWordLen(c) == 1:
+				dst = append(dst, c)
+			default:
+				dst = append(dst, '=', upperHex[c>>4], upperHex[c&15])
+			}
+		}
+		used += n
+		i += size
+	}
+	return append(dst, suffix...)
+}
+
+// qWordLen is the length of byte c in a Q-encoded word.
+func qWordLen(c byte) int {
+	if c == ' ' || c > ' ' && c <= '~' && c != '=' && c != '?' && c != '_' {
+		return 1
+	}
+	return 3
+}
+
+const upperHex = "0123456789ABCDEF"
+
+// qpLiteral marks the bytes quoted-printable keeps as they are: printable
+// ASCII except "=". Space and tab are literal except at the end of a line.
+var qpLiteral = func() (t [256]bool) {
+	for c := '!'; c <= '~'; c++ {
+		t[c] = c != '='
+	}
+	return t
+}()
+
+// qpLineMax is the longest encoded line without its soft line break's "=".
+const qpLineMax = 75
+
+// appendQP appends s quoted-printable encoded (RFC 2045): line breaks (LF,
+// CRLF or CR) become CRLF, lines are at most 76 characters with soft line
+// breaks, trailing spaces and a leading dot are encoded.
+func appendQP(dst []byte, s string) []byte {
+	col := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if qpLiteral[c] {
+			if col == qpLineMax {
+				dst = append(dst, "=\r\n"...)
+				col = 0
+			}
+			if col == 0 && c == '.' {
+				dst = append(dst, "=2E"...)
+				col, i = 3, i+1
+				continue
+			}
+			// The run of literal bytes that fits on the line.
+			j, end := i+1, min(len(s), i+qpLineMax-col)
+			for j < end && qpLiteral[s[j]] {
+				j++
+			}
+			dst = append(dst, s[i:j]...)
+			col, i = col+j-i, j
+			continue
+		}
+		switch c {
+		case '\n':
+			dst = append(dst, '\r', '\n')
+			col, i = 0, i+1
+			continue
+		case '\r':
+			if i+1 < len(s) && s[i+1] == '\n' {
+				i++
+			}
+			dst = append(dst, '\r', '\n')
+			col, i = 0, i+1
+			continue
+		}
+		literal := (c == ' ' || c == '\t') && i+1 < len(s) && s[i+1] != '\n' && s[i+1] != '\r'
+		n := 3
+		if literal {
+			n = 1
+		}
+		if col+n > qpLineMax {
+			dst = append(dst, "=\r\n"...)
+			col = 0
+		}
+		if literal {
+			dst = append(dst, c)
+		} else {
+			dst = append(dst, '=', upperHex[c>>4], upperHex[c&15])
+		}
+		col, i = col+n, i+1
+	}
+	return dst
+}

@@ -1,0 +1,168 @@
+package mailer
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"mime"
+	"mime/quotedprintable"
+	"net/textproto"
+	"strings"
+	"testing"
+)
+
+// checkQP encodes s and checks the result: it decodes to s with CRLF line
+// ends, has only printable ASCII, lines of at most 76 characters and no line
+// that starts with a dot.
+func checkQP(t *testing.T, s string) {
+	t.Helper()
+	enc := appendQP(nil, s)
+	dec, err := io.ReadAll(quotedprintable.NewReader(bytes.NewReader(enc)))
+	if err != nil {
+		t.Fatalf("%q: decode %q: %v", s, enc, err)
+	}
+	want := strings.ReplaceAll(strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n"), "\n", "\r\n")
+	if string(dec) != want {
+		t.Fatalf("%q encoded as %q decodes to %q", s, enc, dec)
+	}
+	for _, line := range strings.Split(string(enc), "\r\n") {
+		if len(line) > 76 || strings.HasPrefix(line, ".") {
+			t.Fatalf("%q: encoded line %q", s, line)
+		}
+		for i := 0; i < len(line); i++ {
+			if c := line[i]; (c < ' ' || c > '~') && c != '\t' {
+				t.Fatalf("%q: byte %#x in encoded line %q", s, c, line)
+			}
+		}
+	}
+}
+
+func TestQuotedPrintable(t *testing.T) {
+	for _, s := range []string{
+		"", "a", ".", "..", ".a\n.b", "a \nb\t\nc ", "x = y", "Grüße aus Köln",
+		strings.Repeat("a", 75), strings.Repeat("a", 76), strings.Repeat("a", 200),
+		strings.Repeat("ä", 60), strings.Repeat("a", 74) + " b", strings.Repeat("a", 75) + ".b",
+		strings.Repeat("a", 74) + "=", "line\r\nbreaks\rold\nmac", "trailing space \r\n", "tab\t",
+	} {
+		checkQP(t, s)
+	}
+	alphabet := []string{"a", "b", " ", "\t", ".", "=", "\r", "\n", "\r\n", "ä", "€", "\x00", "\x7f", "<p>", strings.Repeat("x", 40)}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 3000 {
+		var b strings.Builder
+		for range r.IntN(60) {
+			b.WriteString(alphabet[r.IntN(len(alphabet))])
+		}
+		checkQP(t, b.String())
+	}
+}
+
+func FuzzQuotedPrintable(f *testing.F) {
+	f.Add("Hallo .\n.Punkt = gleich \t\nGrüße")
+	f.Fuzz(func(t *testing.T, s string) { checkQP(t, s) })
+}
+
+func TestFoldedHeaders(t *testing.T) {
+	for _, value := range []string{
+		"", "kurz", strings.Repeat("wort ", 40), strings.Repeat("x", 120) + " y", "zwei  Leerzeichen" + strings.Repeat(" z", 50),
+	} {
+		out := string(appendFolded(nil, "Subject", value))
+		if !strings.HasSuffix(out, "\r\n") {
+			t.Fatalf("%q: no CRLF at the end", out)
+		}
+		lines := strings.Split(strings.TrimSuffix(out, "\r\n"), "\r\n")
+		for i, line := range lines {
+			if len(line) > 78 && strings.Contains(strings.TrimSpace(line), " ") {
+				t.Errorf("%q: line %q could have been folded", value, line)
+			}
+			if i > 0 && (!strings.HasPrefix(line, " ") || strings.TrimSpace(line) == "") {
+				t.Errorf("%q: continuation line %q", value, line)
+			}
+		}
+		if unfolded := strings.Join(lines, ""); unfolded != "Subject: "+value {
+			t.Errorf("unfolded %q, want %q", unfolded, "Subject: "+value)
+		}
+	}
+}
+
+func TestEncodedWords(t *testing.T) {
+	for _, s := range []string{"Grüße", strings.Repeat("Änderung für Sie ", 20), "a_b=c?d", strings.Repeat("€", 40), strings.Repeat("x", 950)} {
+		enc := string(appendQWords(nil, s))
+		for _, word := range strings.Split(enc, " ") {
+			if len(word) > 75 || !strings.HasPrefix(word, "=?UTF-8?q?") || !strings.HasSuffix(word, "?=") {
+				t.Fatalf("%q: encoded word %q", s, word)
+			}
+		}
+		dec, err := new(mime.WordDecoder).DecodeHeader(enc)
+		if err != nil || dec != s {
+			t.Fatalf("%q encoded as %q decodes to %q (%v)", s, enc, dec, err)
+		}
+	}
+}
+
+func TestDotStuff(t *testing.T) {
+	for _, msg := range []string{"", ".", "a\r\n.\r\n", ".a\r\n..b\r\nc", "x\r\n.\r\ny\r\n"} {
+		out := string(dotStuff(nil, []byte(msg)))
+		body, ok := strings.CutSuffix(out, "\r\n.\r\n")
+		if !ok {
+			t.Fatalf("%q: stuffed %q lacks the end", msg, out)
+		}
+		lines := strings.Split(body, "\r\n")
+		for i, line := range lines {
+			if line == "." {
+				t.Fatalf("%q: stuffed %q has a lone dot inside", msg, out)
+			}
+			lines[i] = strings.TrimPrefix(line, ".")
+		}
+		if got, want := strings.Join(lines, "\r\n")+"\r\n", strings.TrimSuffix(msg, "\r\n")+"\r\n"; got != want && !(msg == "" && got == "\r\n") {
+			t.Fatalf("%q: unstuffed %q", msg, got)
+		}
+	}
+}
+
+func TestReadReply(t *testing.T) {
+	cases := []struct {
+		in     string
+		expect int
+		code   int    // 0: no reply error
+		msg    string // of the reply error
+		proto  bool   // a protocol error
+	}{
+		{"250 OK\r\n", 2, 0, "", false},
+		{"250-smtp.example\r\n250-PIPELINING\r\n250 CHUNKING\r\n", 2, 0, "", false},
+		{"354 go ahead\r\n", 3, 0, "", false},
+		{"550-5.1.1 no such\r\n550 5.1.1 user\r\n", 2, 550, "5.1.1 no such\n5.1.1 user", false},
+		{"421 closing\n", 2, 421, "closing", false},
+		{"250\r\n", 2, 0, "", false},
+		{"hello\r\n", 2, 0, "", true},
+		{"250-a\r\n251 b\r\n", 2, 0, "", true},
+		{"250 " + strings.Repeat("x", 10000) + "\r\n", 2, 0, "", false},
+	}
+	for _, c := range cases {
+		var b wireBuffers
+		r := bufio.NewReaderSize(strings.NewReader(c.in+"250 next\r\n"), 4096)
+		err := b.readReply(r, c.expect)
+		var tp *textproto.Error
+		var pe textproto.ProtocolError
+		switch {
+		case c.proto:
+			if !errors.As(err, &pe) {
+				t.Errorf("%q: %v, want a protocol error", c.in, err)
+			}
+			continue
+		case c.code == 0 && err != nil:
+			t.Errorf("%q: %v", c.in, err)
+		case c.code != 0 && (!errors.As(err, &tp) || tp.Code != c.code || tp.Msg != c.msg):
+			t.Errorf("%q: %#v, want code %d %q", c.in, err, c.code, c.msg)
+		}
+		if err := b.readReply(r, 2); err != nil {
+			t.Errorf("%q: the next reply: %v", c.in, err)
+		}
+	}
+	var b wireBuffers
+	if err := b.readReply(bufio.NewReader(strings.NewReader("250-cut")), 2); !errors.Is(err, io.EOF) {
+		t.Errorf("cut reply: %v, want EOF", err)
+	}
+}
