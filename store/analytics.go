@@ -423,7 +423,10 @@ FROM account_stats WHERE account_id = $1 AND day BETWEEN $2 AND $3`
 const selectNewslettersStarted = `SELECT count(*) FROM campaigns
 WHERE account_id = $1 AND kind = 'newsletter' AND started_at >= $2 AND started_at < $3`
 
-const selectContactCount = `SELECT coalesce((SELECT contacts FROM account_usage WHERE account_id = $1), 0)`
+// selectContactCount is the account's contacts as Usage counts them: the
+// base in account_usage plus the stripes of account_contact_counts.
+const selectContactCount = `SELECT (coalesce((SELECT contacts FROM account_usage WHERE account_id = $1), 0)
+  + coalesce((SELECT sum(contacts) FROM account_contact_counts WHERE account_id = $1), 0))::bigint`
 
 const selectNewContacts = `SELECT count(*) FROM contacts WHERE account_id = $1 AND created_at >= $2 AND created_at < $3`
 
