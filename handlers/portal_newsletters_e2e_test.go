@@ -176,6 +176,12 @@ func TestPortalNewslettersEndToEnd(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS(`#field-content`), ", ab Montag gibt es **Kürbisbrot**.\n\n[Zum Sortiment](https://baeckerei-mueller.de/sortiment)"),
 		chromedp.Click(chromedp.CSS(`input[name="list_ids"]`)),
 	)
+	do("format hint",
+		chromedp.Click(tid("format-html")),
+		until(`document.getElementById('field-content-hint').textContent.startsWith('Vollständiges HTML')`),
+		chromedp.Click(tid("format-markdown")),
+		until(`document.getElementById('field-content-hint').textContent.startsWith('Markdown')`),
+	)
 	if got := read("subject", chromedp.Value(chromedp.CSS(`#field-subject`))); got != "Frische Brötchen für {{vorname}}" {
 		t.Fatalf("subject after the picker: %q", got)
 	}

@@ -310,27 +310,25 @@ type NewslettersText struct {
 	CreateDraft         string
 	CreatedFlash        string // %s: name
 	SavedFlash          string // %s: name
-	NotEditable         string // %s: status label
 	TemplateConflict    string
 
 	Placeholders      string
 	PlaceholdersHint  string
 	PlaceholderLabels map[string]string // placeholder name (German) → meaning
 
-	Preview             string
-	PreviewHint         string
-	PreviewContact      string
-	PreviewContactHint  string
-	PreviewFor          string // %s: contact address
-	PreviewSample       string
-	PreviewEmpty        string
-	PreviewSubject      string
-	PreviewPreheader    string
-	PreviewText         string
-	PreviewFrame        string // title of the iframe
-	PreviewUnknown      string // %s: address without a contact
-	PreviewUpdate       string // button without JavaScript
-	PreviewSavedVersion string
+	Preview            string
+	PreviewHint        string
+	PreviewContact     string
+	PreviewContactHint string
+	PreviewFor         string // %s: contact address
+	PreviewSample      string
+	PreviewEmpty       string
+	PreviewSubject     string
+	PreviewPreheader   string
+	PreviewText        string
+	PreviewFrame       string // title of the iframe
+	PreviewUnknown     string // %s: address without a contact
+	PreviewUpdate      string // button without JavaScript
 
 	TestTitle    string
 	TestTo       string
@@ -356,46 +354,44 @@ type NewslettersText struct {
 	SendingOff       string
 	LimitReached     string // %s: sends per day
 
-	Schedule            string
-	ScheduleAt          string
-	ScheduleHint        string
-	ScheduleButton      string
-	ScheduleInvalid     string
-	ScheduledFlash      string // %s: time
-	ScheduledFor        string // %s: time
-	Unschedule          string
-	UnscheduledFlash    string
-	Pause               string
-	PausedFlash         string
-	Resume              string
-	ResumedFlash        string
-	Duplicate           string
-	DuplicatedFlash     string // %s: name of the copy
-	Delete              string
-	DeleteQuestion      string // %s: name
-	DeleteDetail        string
-	DeleteConfirm       string
-	DeletedFlash        string // %s: name
-	Stats               string
-	Progress            string // %s, %s: sent, total
-	ProgressLabel       string
-	Recipients          string
-	Sent                string
-	Failed              string
-	Skipped             string
-	StartedAt           string
-	FinishedAt          string
-	LastError           string
-	Created             string
-	Updated             string
-	Overview            string
-	EditLink            string
-	Open                string
-	ConflictFlash       string // the service's 409 message follows
-	ChosenLists         string
-	NoneChosen          string
-	DefaultRoute        string
-	ContentMissingShort string
+	Schedule         string
+	ScheduleAt       string
+	ScheduleHint     string
+	ScheduleButton   string
+	ScheduleInvalid  string
+	ScheduledFlash   string // %s: time
+	ScheduledFor     string // %s: time
+	Unschedule       string
+	UnscheduledFlash string
+	Pause            string
+	PausedFlash      string
+	Resume           string
+	ResumedFlash     string
+	Duplicate        string
+	DuplicatedFlash  string // %s: name of the copy
+	Delete           string
+	DeleteQuestion   string // %s: name
+	DeleteDetail     string
+	DeleteConfirm    string
+	DeletedFlash     string // %s: name
+	Stats            string
+	Progress         string // %s, %s: sent, total
+	ProgressLabel    string
+	Recipients       string
+	Sent             string
+	Failed           string
+	Skipped          string
+	StartedAt        string
+	FinishedAt       string
+	LastError        string
+	Created          string
+	Updated          string
+	Overview         string
+	EditLink         string
+	Open             string
+	ChosenLists      string
+	NoneChosen       string
+	DefaultRoute     string
 }
 
 // FormsText holds the sign-up form pages.
@@ -1007,7 +1003,6 @@ func German() Text {
 			CreateDraft:         "Entwurf anlegen",
 			CreatedFlash:        "Der Entwurf „%s“ wurde angelegt.",
 			SavedFlash:          "Der Entwurf „%s“ wurde gespeichert.",
-			NotEditable:         "Nur Entwürfe können bearbeitet werden. Dieser Newsletter ist: %s.",
 			TemplateConflict:    "Dieser Newsletter verwendet eine Vorlage; eigener Inhalt ersetzt sie nicht. Leeren Sie den Inhalt oder entfernen Sie die Vorlage über die API.",
 
 			Placeholders:     "Platzhalter",
@@ -1026,20 +1021,19 @@ func German() Text {
 				"abmelde_link": "Persönlicher Abmeldelink",
 			},
 
-			Preview:             "Vorschau",
-			PreviewHint:         "So sieht der Newsletter für einen Empfänger aus. Links und Öffnungen werden in der Vorschau nicht gezählt.",
-			PreviewContact:      "Vorschau für Kontakt",
-			PreviewContactHint:  "E-Mail-Adresse eines Kontakts. Leer: der erste Empfänger der Listen, sonst ein Beispielkontakt.",
-			PreviewFor:          "Personalisiert für %s",
-			PreviewSample:       "Personalisiert für einen Beispielkontakt (Max Mustermann)",
-			PreviewEmpty:        "Sobald der Newsletter Inhalt hat, erscheint hier die Vorschau.",
-			PreviewSubject:      "Betreff",
-			PreviewPreheader:    "Vorschauzeile",
-			PreviewText:         "Textversion anzeigen",
-			PreviewFrame:        "Vorschau des Newsletters",
-			PreviewUnknown:      "Es gibt keinen Kontakt mit der Adresse %s.",
-			PreviewUpdate:       "Vorschau aktualisieren",
-			PreviewSavedVersion: "Die Vorschau zeigt die gespeicherte Fassung.",
+			Preview:            "Vorschau",
+			PreviewHint:        "So sieht der Newsletter für einen Empfänger aus. Links und Öffnungen werden in der Vorschau nicht gezählt.",
+			PreviewContact:     "Vorschau für Kontakt",
+			PreviewContactHint: "E-Mail-Adresse eines Kontakts. Leer: der erste Empfänger der Listen, sonst ein Beispielkontakt.",
+			PreviewFor:         "Personalisiert für %s",
+			PreviewSample:      "Personalisiert für einen Beispielkontakt (Max Mustermann)",
+			PreviewEmpty:       "Sobald der Newsletter Inhalt hat, erscheint hier die Vorschau.",
+			PreviewSubject:     "Betreff",
+			PreviewPreheader:   "Vorschauzeile",
+			PreviewText:        "Textversion anzeigen",
+			PreviewFrame:       "Vorschau des Newsletters",
+			PreviewUnknown:     "Es gibt keinen Kontakt mit der Adresse %s.",
+			PreviewUpdate:      "Vorschau aktualisieren",
 
 			TestTitle:    "Testmail",
 			TestTo:       "Testempfänger",
@@ -1099,7 +1093,6 @@ func German() Text {
 			Updated:          "Geändert",
 			Overview:         "Übersicht",
 			EditLink:         "Bearbeiten",
-			ConflictFlash:    "Das ging nicht: %s",
 			ChosenLists:      "Listen",
 			NoneChosen:       "keine",
 			DefaultRoute:     "Standard des Kontos",
