@@ -90,8 +90,8 @@ type CommonText struct {
 	PrevPage     string
 	NextPage     string
 	Pagination   string // aria-label of the pagination nav
-	PageOf       string // %d, %d: page, pages
-	RangeOfTotal string // %d, %d, %d: first, last, total
+	PageOf       string // %s, %s: page, pages (formatted numbers)
+	RangeOfTotal string // %s, %s, %s: first, last, total (formatted numbers)
 	Loading      string
 	Copy         string
 	Copied       string
@@ -778,8 +778,8 @@ func German() Text {
 			PrevPage:     "Vorherige Seite",
 			NextPage:     "Nächste Seite",
 			Pagination:   "Seitenauswahl",
-			PageOf:       "Seite %d von %d",
-			RangeOfTotal: "%d–%d von %d Einträgen",
+			PageOf:       "Seite %s von %s",
+			RangeOfTotal: "%s–%s von %s Einträgen",
 			Loading:      "Wird geladen …",
 			Copy:         "Kopieren",
 			Copied:       "In die Zwischenablage kopiert.",
