@@ -326,6 +326,32 @@ func TestPortalAdminEndToEnd(t *testing.T) {
 		chromedp.Click(tid("activity-filter-submit")),
 		until(`location.search.includes("object_type=webhook") && document.querySelectorAll('[data-testid="activity-row"]').length === 1`),
 	)
+
+	// Without an operator relay, mail is captured in the development outbox; a
+	// captured mail's HTML shows in a sandboxed frame, its scripts do not run.
+	if err := mailer.NewDevOutbox(db, acct.Account.ID).Send(bg, &mailer.Message{
+		From: mailer.Address{Name: "Bäckerei Müller", Email: "news@baeckerei-mueller.de"}, To: mailer.Address{Email: "erika.mustermann@example.com"},
+		Subject: "Willkommen in der Backstube",
+		HTML: `<h1 style="font-family:sans-serif;color:#7a4b12">Hallo Erika!</h1><p style="font-family:sans-serif">Ab Montag gibt es Kürbisbrot.</p>` +
+			`<script>try { parent.document.body.dataset.hacked = "1" } catch (e) {} document.body.innerHTML = "SKRIPT LIEF"</script>`,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	do("dev outbox",
+		chromedp.Click(tid("nav-smtp-servers")),
+		chromedp.Click(tid("dev-outbox-link")),
+		chromedp.WaitVisible(tid("outbox-table")),
+		chromedp.Click(tid("outbox-subject")),
+		chromedp.WaitVisible(tid("outbox-html-frame")),
+		chromedp.Sleep(500*time.Millisecond), // the frame loads on its own
+		screenshot(t, dir, "portal-dev-outbox-mail"),
+	)
+	if hacked, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.body.dataset.hacked === "1"`)); err != nil || hacked {
+		t.Errorf("the captured mail's script reached the portal page (%v)", err)
+	}
+	if got := read("text part", chromedp.Text(tid("outbox-text"))); !strings.Contains(got, "Ab Montag gibt es Kürbisbrot.") {
+		t.Errorf("text part %q", got)
+	}
 }
 
 // verifySignature checks X-Service-Signature (t=…,v1=…: HMAC-SHA256 with the
