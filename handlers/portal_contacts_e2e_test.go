@@ -122,6 +122,9 @@ func TestPortalContactsEndToEnd(t *testing.T) {
 	if got := read("tags", chromedp.Text(tid("contact-tags"))); !strings.Contains(got, "vip") || !strings.Contains(got, "messe") {
 		t.Errorf("tags section %q", got)
 	}
+	if got := read("timeline", chromedp.Text(tid("contact-activity"))); !strings.Contains(got, "Geändert: Schlagwörter") {
+		t.Errorf("timeline after tagging %q", got)
+	}
 	do("detail screenshot", screenshot(t, dir, "portal-contact-detail"))
 
 	// Import: upload, mapping, progress, summary.
@@ -190,7 +193,7 @@ func TestPortalContactsEndToEnd(t *testing.T) {
 		js(`new Promise(r => { const t = setInterval(() => { if (location.search.includes("page=2")) { clearInterval(t); r(true) } }, 50) })`),
 		chromedp.WaitVisible(tid("page-prev")),
 	)
-	if got := read("range", chromedp.Text(tid("pagination-range"))); !strings.HasPrefix(got, "26–50 von 1201") {
+	if got := read("range", chromedp.Text(tid("pagination-range"))); !strings.HasPrefix(got, "26–50 von 1.201") {
 		t.Errorf("page 2 range %q", got)
 	}
 	do("table screenshot",

@@ -4,6 +4,7 @@
  * the editor (subject, preheader or content; the content when none was
  * focused) and tells htmx through an input event, so the live preview follows.
  * Without JavaScript the picker is a readable list of what can be typed.
+ * Switching the format (Markdown or HTML) swaps the content field's hint.
  */
 (function () {
   "use strict";
@@ -30,5 +31,14 @@
     field.focus();
     field.setRangeText(text, start, end, "end");
     field.dispatchEvent(new Event("input", { bubbles: true }));
+  });
+
+  document.addEventListener("change", function (ev) {
+    var radio = ev.target;
+    if (!radio || radio.name !== "format") return;
+    var set = radio.closest("[data-hint-target]");
+    var hint = set && document.getElementById(set.getAttribute("data-hint-target"));
+    var text = set && set.getAttribute("data-hint-" + radio.value);
+    if (hint && text) hint.textContent = text;
   });
 })();

@@ -456,7 +456,9 @@ func (db *DB) CreateABTest(ctx context.Context, accountID int64, actor Actor, in
 	if in.WinnerMetric == nil {
 		t.WinnerMetric = defaultMetric(t.TestType)
 	}
-	if len(errs) > 0 {
+	// Without a valid target and test type the rules of variant B cannot be
+	// checked; otherwise they are reported together with the other fields.
+	if errs["target_type"] != "" || errs["target_id"] != "" || errs["campaign_id"] != "" || errs["test_type"] != "" {
 		return ABTest{}, errs.Err()
 	}
 	err := db.WithTx(ctx, func(tx *sqlx.Tx) error {

@@ -674,7 +674,10 @@ func (db *DB) Contacts(ctx context.Context, accountID int64, f ContactFilter, p 
 		add("c.tags @> ARRAY[$%d]::text[]", strings.TrimSpace(f.Tag))
 	}
 	if strings.TrimSpace(f.Query) != "" {
-		add("(c.email LIKE $%[1]d OR lower(c.first_name) LIKE $%[1]d OR lower(c.last_name) LIKE $%[1]d OR lower(c.first_name || ' ' || c.last_name) LIKE $%[1]d)", likePattern(f.Query))
+		// The first condition is what the trigram index contacts_search_idx
+		// answers (every match of the exact per-field test below is a substring
+		// of it); the second keeps the search to one field at a time.
+		add("(c.email || ' ' || lower(c.first_name) || ' ' || lower(c.last_name)) LIKE $%[1]d AND (c.email LIKE $%[1]d OR lower(c.first_name) LIKE $%[1]d OR lower(c.last_name) LIKE $%[1]d OR lower(c.first_name || ' ' || c.last_name) LIKE $%[1]d)", likePattern(f.Query))
 	}
 	// upto is the complement of the updated_after cut, spelled out so that it
 	// can use the index too (PostgreSQL does not invert a row comparison).
@@ -700,13 +703,23 @@ JOIN contacts c ON c.id = page.id ORDER BY %s`, contactColumns, contactLists, co
 
 	if unfiltered || onlyList {
 		// One statement reads the page and its maintained counter in one snapshot.
-		total := `(SELECT contacts FROM account_usage WHERE account_id = $1)`
+		total := contactTotal
 		if onlyList {
 			total = `(SELECT member_count FROM lists WHERE account_id = $1 AND id = $2)`
 		}
 		var t *int64
 		q := strings.Replace(pageSQL, "SELECT ", "SELECT "+total+" AS total, ", 1)
-		rows, err := queryContacts(ctx, db, []any{&t}, true, q, pageArgs...)
+		// The unfiltered listing has one query text per sort, and its plan does
+		// not depend on the values: prepared, a page costs one round trip and no
+		// planning. (A list's size does matter to the plan of its listing.)
+		var qr sqlx.QueryerContext = db
+		if unfiltered {
+			if err := db.prepare(ctx, q); err != nil {
+				return nil, 0, err
+			}
+			qr = preparedDB{db}
+		}
+		rows, err := queryContacts(ctx, qr, []any{&t}, true, q, pageArgs...)
 		if err != nil {
 			return nil, 0, fmt.Errorf("store: contacts: %w", err)
 		}
@@ -783,7 +796,7 @@ func countSync(ctx context.Context, tx *sqlx.Tx, cond, upto string, args []any) 
 		return 0, err
 	}
 	var all int64
-	if err := tx.GetContext(ctx, &all, `SELECT contacts FROM account_usage WHERE account_id = $1`, args[0]); err != nil {
+	if err := tx.GetContext(ctx, &all, `SELECT `+contactTotal, args[0]); err != nil {
 		return 0, err
 	}
 	var n int64
@@ -814,13 +827,15 @@ type Tag struct {
 	Count int64  `db:"count"`
 }
 
-const selectTags = `SELECT t AS name, count(*) AS count FROM contacts c CROSS JOIN LATERAL unnest(c.tags) AS t
-WHERE c.account_id = $1 AND c.tags <> '{}' GROUP BY t ORDER BY t LIMIT $2 OFFSET $3`
+const selectTags = `SELECT tag AS name, sum(contacts)::bigint AS count FROM contact_tag_counts
+WHERE account_id = $1 GROUP BY tag HAVING sum(contacts) > 0 ORDER BY tag LIMIT $2 OFFSET $3`
 
-const countTags = `SELECT count(DISTINCT t) FROM contacts c CROSS JOIN LATERAL unnest(c.tags) AS t
-WHERE c.account_id = $1 AND c.tags <> '{}'`
+const countTags = `SELECT count(*) FROM (SELECT 1 FROM contact_tag_counts
+WHERE account_id = $1 GROUP BY tag HAVING sum(contacts) > 0) t`
 
-// Tags lists an account's tags by name with the number of contacts per tag.
+// Tags lists an account's tags by name with the number of contacts per tag,
+// from the counts every contact change maintains (contact_tag_counts): the
+// cost grows with the number of tags, not of contacts.
 func (db *DB) Tags(ctx context.Context, accountID int64, p Page) ([]Tag, int, error) {
 	var out []Tag
 	var total int
@@ -842,7 +857,20 @@ const deleteContact = `DELETE FROM contacts WHERE account_id = $1 AND id = $2`
 
 const decrementListMembers = `UPDATE lists SET member_count = member_count - 1 WHERE account_id = $1 AND id = ANY($2)`
 
-const decrementUsageContacts = `UPDATE account_usage SET contacts = greatest(contacts - $2, 0) WHERE account_id = $1`
+// contactTotal is the number of contacts of account $1: the base in
+// account_usage plus the stripes of account_contact_counts (migration 00012).
+const contactTotal = `(SELECT u.contacts + coalesce((SELECT sum(s.contacts) FROM account_contact_counts s
+  WHERE s.account_id = u.account_id), 0)::bigint FROM account_usage u WHERE u.account_id = $1)`
+
+// removeContactCounts takes a deleted contact off the contact counter and its
+// tags ($2, sorted) off the tag counts ($3: -1 each), like addTagCounts.
+const removeContactCounts = `WITH tags AS (
+  INSERT INTO contact_tag_counts AS t (account_id, tag, stripe, contacts)
+  SELECT $1, x.tag, pg_backend_pid() % 32, x.d FROM unnest($2::text[], $3::bigint[]) AS x(tag, d)
+  ORDER BY x.tag
+  ON CONFLICT (account_id, tag, stripe) DO UPDATE SET contacts = t.contacts + excluded.contacts
+)
+SELECT add_account_contacts($1, -1)`
 
 // DeleteContact deletes a contact, its memberships and confirmation tokens, and
 // emits contact.deleted. A blocked address stays blocked.
@@ -874,7 +902,10 @@ func (db *DB) DeleteContact(ctx context.Context, accountID int64, actor Actor, i
 			ObjectID: id, Details: map[string]any{"email": c.Email}}); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, decrementUsageContacts, accountID, 1); err != nil {
+		tags := tagDeltas{}
+		tags.change(c.Tags, nil)
+		names, counts := tags.args()
+		if _, err := tx.ExecContext(ctx, removeContactCounts, accountID, names, counts); err != nil {
 			return fmt.Errorf("store: delete contact: %w", err)
 		}
 		return nil

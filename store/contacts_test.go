@@ -1261,3 +1261,75 @@ func TestListCRUD(t *testing.T) {
 		t.Errorf("deleted list: %v", err)
 	}
 }
+
+// The striped contact counter (migration 00012) keeps the plan's limit exact
+// under concurrency, near the limit (one transaction at a time) and far from
+// it (striped), and its total is exact afterwards.
+func TestContactLimitUnderConcurrency(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	if _, err := db.ExecContext(ctx, `INSERT INTO plans (name, features, max_contacts, max_lists, max_sends_per_day, max_storage_bytes)
+		VALUES ('forty', '{api}', 40, 1, 10, 1000), ('roomy', '{api}', 1000000, 1, 10, 1000)`); err != nil {
+		t.Fatal(err)
+	}
+	run := func(acct int64, n int) (created, limited int) {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				_, err := db.UpsertContact(ctx, acct, apiActor, store.ContactInput{Email: fmt.Sprintf("p%d@example.com", i)})
+				var le *store.LimitError
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err == nil:
+					created++
+				case errors.As(err, &le):
+					limited++
+				default:
+					t.Errorf("upsert %d: %v", i, err)
+				}
+			})
+		}
+		wg.Wait()
+		return created, limited
+	}
+	count := func(acct int64) int64 {
+		var n int64
+		if err := db.GetContext(ctx, &n, `SELECT count(*) FROM contacts WHERE account_id = $1`, acct); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	near := newAccount(t, db, "forty")
+	// Ten contacts the counter's base knows of (as an import or an operator sets it).
+	if _, err := db.ExecContext(ctx, `UPDATE account_usage SET contacts = 10 WHERE account_id = $1`, near); err != nil {
+		t.Fatal(err)
+	}
+	if created, limited := run(near, 60); created != 30 || limited != 30 {
+		t.Errorf("near the limit: %d created, %d over the limit; want 30 and 30", created, limited)
+	}
+	if u := usageOf(t, db, near); u.Contacts != 40 || count(near) != 30 {
+		t.Errorf("usage %d with %d rows, want 40 with 30", u.Contacts, count(near))
+	}
+
+	far := newAccount(t, db, "roomy")
+	if created, limited := run(far, 60); created != 60 || limited != 0 {
+		t.Errorf("far from the limit: %d created, %d over the limit", created, limited)
+	}
+	c, err := db.ContactByEmail(ctx, far, "p7@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DeleteContact(ctx, far, apiActor, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if u := usageOf(t, db, far); u.Contacts != 59 || count(far) != 59 {
+		t.Errorf("usage %d with %d rows, want 59", u.Contacts, count(far))
+	}
+	_, total, err := db.Contacts(ctx, far, store.ContactFilter{}, store.Page{Page: 1, PerPage: 10})
+	if err != nil || total != 59 {
+		t.Errorf("listing total = %d, %v; want 59", total, err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -98,6 +99,7 @@ type contactOp struct {
 	strict    bool         // a status the contact cannot take is a conflict, not ignored
 	unsub     Unsubscribe  // how, when the op unsubscribes the contact
 	inputErr  error        // validation error found before the transaction
+	formID    int64        // a sign-up through this form: counted with the change
 
 	// Set by applyOps (reset on a retry).
 	err       error
@@ -117,7 +119,8 @@ type contactOp struct {
 
 func (op *contactOp) reset() {
 	*op = contactOp{in: op.in, byID: op.byID, setTags: op.setTags, setLists: op.setLists,
-		rmTags: op.rmTags, rmLists: op.rmLists, noCreate: op.noCreate, newSource: op.newSource, strict: op.strict, unsub: op.unsub, inputErr: op.inputErr}
+		rmTags: op.rmTags, rmLists: op.rmLists, noCreate: op.noCreate, newSource: op.newSource, strict: op.strict, unsub: op.unsub, inputErr: op.inputErr,
+		formID: op.formID}
 }
 
 func (op *contactOp) failed() bool { return op.inputErr != nil || op.err != nil }
@@ -143,8 +146,20 @@ FROM contacts c WHERE c.account_id = $1 AND (c.email = ANY($2) OR c.id = ANY($3)
 
 const selectBlocked = `SELECT email FROM blocked_addresses WHERE account_id = $1 AND email = ANY($2)`
 
-const selectContactHeadroom = `SELECT p.max_contacts - u.contacts FROM account_usage u
-JOIN accounts a ON a.id = u.account_id JOIN plans p ON p.name = a.plan WHERE u.account_id = $1`
+// lockContactsBlockedSQL is lockContacts and selectBlocked (for the addresses
+// asked for and those of the contacts asked for by id) in one round trip: the
+// blocked addresses come as extra rows with id 0 and only the email set.
+const lockContactsBlockedSQL = `WITH l AS (
+  SELECT ` + contactColumns + `, ` + contactLists + `
+  FROM contacts c WHERE c.account_id = $1 AND (c.email = ANY($2) OR c.id = ANY($3)) ORDER BY c.email FOR UPDATE OF c
+)
+SELECT l.* FROM l
+UNION ALL
+SELECT 0, $1, b.email, '', '', '', '', '', '', '', '{}'::text[], '', '', '{}'::jsonb, NULL::timestamptz, NULL::timestamptz,
+  now(), now(), '[]'::jsonb
+FROM blocked_addresses b WHERE b.account_id = $1 AND (b.email = ANY($2) OR b.email IN (SELECT l.email FROM l))`
+
+const selectContactHeadroom = `SELECT p.max_contacts - ` + contactTotal + ` FROM accounts a JOIN plans p ON p.name = a.plan WHERE a.id = $1`
 
 const insertContacts = `INSERT INTO contacts AS c (account_id, email, first_name, last_name, address, zip, city, phone, note,
   tags, status, source, custom_fields, unsubscribed_at)
@@ -176,9 +191,12 @@ WHERE m.account_id = $1 AND m.list_id = x.l AND m.contact_id = x.c RETURNING m.l
 const updateMemberCounts = `UPDATE lists l SET member_count = l.member_count + x.d
 FROM unnest($2::bigint[], $3::bigint[]) AS x(id, d) WHERE l.account_id = $1 AND l.id = x.id`
 
-const insertBlocks = `INSERT INTO blocked_addresses (account_id, email, source, reason, campaign_id)
-SELECT $1, x.e, x.s, nullif(x.r, ''), nullif(x.c, 0) FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[]) AS x(e, s, r, c)
-ORDER BY x.e ON CONFLICT (account_id, email) DO NOTHING`
+const insertBlocks = `WITH ins AS (
+  INSERT INTO blocked_addresses (account_id, email, source, reason, campaign_id)
+  SELECT $1, x.e, x.s, nullif(x.r, ''), nullif(x.c, 0) FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[]) AS x(e, s, r, c)
+  ORDER BY x.e ON CONFLICT (account_id, email) DO NOTHING RETURNING email, source, campaign_id
+), ` + countUnsubscribes + `
+SELECT count(*) FROM ins`
 
 const selectPlanOfAccount = `SELECT ` + planColumns + ` FROM plans WHERE name = (SELECT plan FROM accounts WHERE id = $1)`
 
@@ -216,7 +234,7 @@ func rowOf(c Contact) contactRow {
 //
 // In a batch (bulk, list import) a new contact over the plan limit fails alone; a
 // single op over the limit fails the call.
-func applyOps(ctx context.Context, tx *sqlx.Tx, accountID int64, actor Actor, ops []*contactOp, batch bool) error {
+func applyOps(ctx context.Context, tx querier, accountID int64, actor Actor, ops []*contactOp, batch bool) error {
 	live := make([]*contactOp, 0, len(ops))
 	for _, op := range ops {
 		if !op.failed() {
@@ -259,14 +277,7 @@ func applyOps(ctx context.Context, tx *sqlx.Tx, accountID int64, actor Actor, op
 			ids = append(ids, op.byID)
 		}
 	}
-	locked, err := lockContactRows(ctx, tx, accountID, emails, ids)
-	if err != nil {
-		return err
-	}
-	for _, c := range locked.byID {
-		emails = append(emails, c.Email)
-	}
-	blocked, err := blockedIn(ctx, tx, accountID, emails)
+	locked, blocked, err := lockContactsAndBlocked(ctx, tx, accountID, emails, ids)
 	if err != nil {
 		return err
 	}
@@ -352,19 +363,36 @@ func applyOps(ctx context.Context, tx *sqlx.Tx, accountID int64, actor Actor, op
 	if err := writeMemberships(ctx, tx, accountID, primaries); err != nil {
 		return err
 	}
-	if err := queueConfirmations(ctx, tx, accountID, primaries); err != nil {
+	if err := skipRecentConfirmations(ctx, tx, accountID, primaries); err != nil {
+		return err
+	}
+	if err := queueConfirmations(ctx, plainTx(tx), accountID, primaries); err != nil {
 		return err
 	}
 	if err := writeBlocks(ctx, tx, accountID, primaries); err != nil {
 		return err
 	}
 
+	for _, op := range primaries {
+		if op.err == nil && op.formID != 0 {
+			if _, err := tx.ExecContext(ctx, countFormSubmission, accountID, op.formID); err != nil {
+				return fmt.Errorf("store: count form submission: %w", err)
+			}
+		}
+	}
+
 	var events []Event
 	var acts []ActivityEntry
+	tags := tagDeltas{}
 	for _, op := range primaries {
 		if op.err != nil {
 			continue
 		}
+		var before []string
+		if op.cur != nil && !op.created {
+			before = op.cur.Tags
+		}
+		tags.change(before, op.final.Tags)
 		finalLists(op, lists)
 		if events, acts, err = appendOpRecords(events, acts, op, lists); err != nil {
 			return err
@@ -378,7 +406,7 @@ func applyOps(ctx context.Context, tx *sqlx.Tx, accountID int64, actor Actor, op
 	// Events, activities and the contact counter in one statement, the last of
 	// the transaction, so that the account's counter row is locked only until
 	// commit.
-	ok, err := writeRecords(ctx, tx, accountID, actor, events, acts, inserted)
+	ok, err := writeRecords(ctx, tx, accountID, actor, events, acts, tags, inserted)
 	if err != nil {
 		return err
 	}
@@ -388,6 +416,42 @@ func applyOps(ctx context.Context, tx *sqlx.Tx, accountID int64, actor Actor, op
 			return err
 		}
 		return &LimitError{Limit: "contacts", Max: plan.MaxContacts, UpgradeURL: plan.UpgradeURL}
+	}
+	return nil
+}
+
+// countFormSubmission counts a sign-up on its form, in the sign-up's transaction.
+const countFormSubmission = `UPDATE forms SET submissions = submissions + 1 WHERE account_id = $1 AND id = $2`
+
+// ConfirmationCooldown is how long after a confirmation mail a contact gets no
+// other one: signing up again and again with a pending address must not turn
+// the service into a mail cannon against that address.
+const ConfirmationCooldown = 10 * time.Minute
+
+const selectRecentConfirmations = `SELECT DISTINCT contact_id FROM doi_tokens
+WHERE account_id = $1 AND contact_id = ANY($2) AND created_at > now() - $3 * interval '1 second'`
+
+// skipRecentConfirmations drops the confirmation mail of existing contacts
+// that got one within ConfirmationCooldown (the earlier link still works).
+func skipRecentConfirmations(ctx context.Context, tx querier, accountID int64, ops []*contactOp) error {
+	var ids []int64
+	for _, op := range ops {
+		if op.err == nil && op.needDOI && op.cur != nil {
+			ids = append(ids, op.cur.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	var recent []int64
+	if err := tx.SelectContext(ctx, &recent, selectRecentConfirmations, accountID, pq.Int64Array(ids),
+		int64(ConfirmationCooldown/time.Second)); err != nil {
+		return fmt.Errorf("store: recent confirmations: %w", err)
+	}
+	for _, op := range ops {
+		if op.err == nil && op.needDOI && op.cur != nil && slices.Contains(recent, op.cur.ID) {
+			op.needDOI = false
+		}
 	}
 	return nil
 }
@@ -424,7 +488,7 @@ func mergeInto(p, op *contactOp) {
 	p.in.SignUp = p.in.SignUp || op.in.SignUp
 }
 
-func lockTargetLists(ctx context.Context, tx *sqlx.Tx, accountID int64, ops []*contactOp) (map[int64]listInfo, error) {
+func lockTargetLists(ctx context.Context, tx querier, accountID int64, ops []*contactOp) (map[int64]listInfo, error) {
 	var ids []int64
 	for _, op := range ops {
 		for _, id := range slices.Concat(op.in.ListIDs, op.rmLists) {
@@ -480,7 +544,7 @@ type lockedSet struct {
 	byID    map[int64]*lockedContact
 }
 
-func lockContactRows(ctx context.Context, tx *sqlx.Tx, accountID int64, emails []string, ids []int64) (lockedSet, error) {
+func lockContactRows(ctx context.Context, tx querier, accountID int64, emails []string, ids []int64) (lockedSet, error) {
 	s := lockedSet{byEmail: map[string]*lockedContact{}, byID: map[int64]*lockedContact{}}
 	cs, err := queryContacts(ctx, tx, nil, true, lockContacts, accountID, pq.StringArray(emails), pq.Int64Array(ids))
 	if err != nil {
@@ -499,7 +563,35 @@ func lockContactRows(ctx context.Context, tx *sqlx.Tx, accountID int64, emails [
 	return s, nil
 }
 
-func accountPlan(ctx context.Context, tx *sqlx.Tx, accountID int64) (Plan, error) {
+// lockContactsAndBlocked locks the contacts with the given addresses or ids
+// and reports which of their addresses (and of the given ones) are blocked.
+func lockContactsAndBlocked(ctx context.Context, tx querier, accountID int64, emails []string, ids []int64) (lockedSet, map[string]bool, error) {
+	s := lockedSet{byEmail: map[string]*lockedContact{}, byID: map[int64]*lockedContact{}}
+	blocked := map[string]bool{}
+	cs, err := queryContacts(ctx, tx, nil, true, lockContactsBlockedSQL, accountID, pq.StringArray(emails), pq.Int64Array(ids))
+	if err != nil {
+		return s, nil, fmt.Errorf("store: lock contacts: %w", err)
+	}
+	rows := make([]lockedContact, 0, len(cs))
+	for _, c := range cs {
+		if c.ID == 0 { // a blocked address
+			blocked[c.Email] = true
+			continue
+		}
+		rows = append(rows, lockedContact{Contact: c})
+	}
+	for i := range rows {
+		r := &rows[i]
+		r.ListIDs = make([]int64, len(r.Lists))
+		for j, l := range r.Lists {
+			r.ListIDs[j] = l.ID
+		}
+		s.byEmail[r.Email], s.byID[r.ID] = r, r
+	}
+	return s, blocked, nil
+}
+
+func accountPlan(ctx context.Context, tx querier, accountID int64) (Plan, error) {
 	var p Plan
 	if err := tx.GetContext(ctx, &p, selectPlanOfAccount, accountID); err != nil {
 		return Plan{}, fmt.Errorf("store: plan of account: %w", err)
@@ -729,7 +821,7 @@ func planUpdate(op *contactOp, cur *lockedContact, blocked map[string]bool, list
 // insertNew inserts the planned new contacts. An address another transaction
 // inserted meanwhile turns into an update of that contact. It returns how many
 // rows it inserted.
-func insertNew(ctx context.Context, tx *sqlx.Tx, accountID int64, creates []*contactOp, blocked map[string]bool, lists map[int64]listInfo) (int64, error) {
+func insertNew(ctx context.Context, tx querier, accountID int64, creates []*contactOp, blocked map[string]bool, lists map[int64]listInfo) (int64, error) {
 	var inserted int64
 	pending := make([]*contactOp, 0, len(creates))
 	for _, op := range creates {
@@ -791,7 +883,7 @@ func insertNew(ctx context.Context, tx *sqlx.Tx, accountID int64, creates []*con
 
 // writeUpdates writes the changed existing contacts and keeps each op's row as
 // it is now (op.final; an unchanged contact keeps its locked row).
-func writeUpdates(ctx context.Context, tx *sqlx.Tx, accountID int64, ops []*contactOp) error {
+func writeUpdates(ctx context.Context, tx querier, accountID int64, ops []*contactOp) error {
 	var rows []contactRow
 	for _, op := range ops {
 		if op.err != nil || op.cur == nil {
@@ -847,7 +939,7 @@ func finalLists(op *contactOp, lists map[int64]listInfo) {
 	op.final.Lists = refs
 }
 
-func writeMemberships(ctx context.Context, tx *sqlx.Tx, accountID int64, ops []*contactOp) error {
+func writeMemberships(ctx context.Context, tx querier, accountID int64, ops []*contactOp) error {
 	var jl, jc, ll, lc []int64
 	for _, op := range ops {
 		if op.err != nil {
@@ -897,7 +989,7 @@ func writeMemberships(ctx context.Context, tx *sqlx.Tx, accountID int64, ops []*
 	return nil
 }
 
-func writeBlocks(ctx context.Context, tx *sqlx.Tx, accountID int64, ops []*contactOp) error {
+func writeBlocks(ctx context.Context, tx querier, accountID int64, ops []*contactOp) error {
 	var emails, sources, reasons []string
 	var campaigns []int64
 	for _, op := range ops {
@@ -1029,12 +1121,22 @@ func (db *DB) runOps(ctx context.Context, accountID int64, actor Actor, ops []*c
 	if err := actor.valid(); err != nil {
 		return err
 	}
+	if err := db.prepare(ctx, writePathStatements()...); err != nil {
+		return err
+	}
 	return db.retryTx(ctx, func(tx *sqlx.Tx) error {
 		for _, op := range ops {
 			op.reset()
 		}
-		return applyOps(ctx, tx, accountID, actor, ops, batch)
+		return applyOps(ctx, preparedTx{Tx: tx, db: db}, accountID, actor, ops, batch)
 	})
+}
+
+// writePathStatements are the statements applyOps runs as prepared statements.
+func writePathStatements() []string {
+	return []string{lockLists, lockContactsBlockedSQL, lockContacts, selectContactHeadroom, insertContacts, updateContacts,
+		insertMembers, deleteMembers, updateMemberCounts, insertBlocks, selectPlanOfAccount, writeRecordsSQL,
+		countFormSubmission, selectRecentConfirmations}
 }
 
 // single runs one op and returns its own error as the call's error.
@@ -1225,9 +1327,10 @@ func cmpErr(errs ...error) error {
 	return nil
 }
 
-// writeRecordsSQL writes events ($2–$4) and activities ($5–$10) and, when
-// $11 > 0, adds $11 to the account's contact counter within the plan's limit: one
-// round trip instead of three for every contact change.
+// writeRecordsSQL writes events ($2–$4) and activities ($5–$10), adds the tag
+// count changes ($12, $13) to this connection's stripe, and, when $11 > 0, counts
+// $11 new contacts within the plan's limit (add_account_contacts, migration
+// 00012): one round trip instead of four for every contact change.
 const writeRecordsSQL = `WITH ev AS (
   INSERT INTO events (account_id, public_id, name, payload)
   SELECT $1, x.public_id, x.name, x.payload
@@ -1238,18 +1341,58 @@ const writeRecordsSQL = `WITH ev AS (
   SELECT $1, $5, $6, x.action, x.object_type, nullif(x.object_id, 0), x.details::jsonb
   FROM unnest($7::text[], $8::text[], $9::bigint[], $10::text[]) WITH ORDINALITY AS x(action, object_type, object_id, details, n)
   ORDER BY x.n
+), tags AS (
+  ` + addTagCounts + `
 ), usage AS (
-  UPDATE account_usage u SET contacts = u.contacts + $11
-  FROM accounts a JOIN plans p ON p.name = a.plan
-  WHERE $11 > 0 AND u.account_id = $1 AND a.id = u.account_id AND u.contacts + $11 <= p.max_contacts
-  RETURNING u.contacts
+  SELECT add_account_contacts($1, $11) AS ok WHERE $11 > 0
 )
-SELECT $11 = 0 OR EXISTS (SELECT 1 FROM usage)`
+SELECT coalesce((SELECT ok FROM usage), true)`
 
-// writeRecords writes the events and activities of a contact change and counts
-// its new contacts; false means the plan's contact limit would be exceeded.
-func writeRecords(ctx context.Context, tx *sqlx.Tx, accountID int64, actor Actor, events []Event, acts []ActivityEntry, newContacts int64) (bool, error) {
-	if len(events) == 0 && len(acts) == 0 && newContacts == 0 {
+// addTagCounts adds count changes ($13) of tags ($12, sorted: rows are locked in
+// one order) to the stripe of this connection (contact_tag_counts).
+const addTagCounts = `INSERT INTO contact_tag_counts AS t (account_id, tag, stripe, contacts)
+  SELECT $1, x.tag, pg_backend_pid() % 32, x.d FROM unnest($12::text[], $13::bigint[]) AS x(tag, d)
+  ORDER BY x.tag
+  ON CONFLICT (account_id, tag, stripe) DO UPDATE SET contacts = t.contacts + excluded.contacts`
+
+// tagDeltas collects how many contacts each tag gains or loses.
+type tagDeltas map[string]int64
+
+func (d tagDeltas) change(before, after []string) {
+	for _, t := range after {
+		if !slices.Contains(before, t) {
+			d[t]++
+		}
+	}
+	for _, t := range before {
+		if !slices.Contains(after, t) {
+			d[t]--
+		}
+	}
+}
+
+// args are the tags (sorted) and their non-zero changes.
+func (d tagDeltas) args() (pq.StringArray, pq.Int64Array) {
+	tags := make([]string, 0, len(d))
+	for t, n := range d {
+		if n != 0 {
+			tags = append(tags, t)
+		}
+	}
+	slices.Sort(tags)
+	ns := make(pq.Int64Array, len(tags))
+	for i, t := range tags {
+		ns[i] = d[t]
+	}
+	return pq.StringArray(tags), ns
+}
+
+// writeRecords writes the events and activities of a contact change, its tag
+// count changes, and counts its new contacts; false means the plan's contact
+// limit would be exceeded.
+func writeRecords(ctx context.Context, tx querier, accountID int64, actor Actor, events []Event, acts []ActivityEntry, tags tagDeltas, newContacts int64) (bool, error) {
+	tagNames, tagCounts := tags.args()
+	if len(events) == 0 && len(acts) == 0 && len(tagNames) == 0 && newContacts == 0 {
 		return true, nil
 	}
 	ids, names, payloads, err := eventArgs(events)
@@ -1262,7 +1405,7 @@ func writeRecords(ctx context.Context, tx *sqlx.Tx, accountID int64, actor Actor
 	}
 	var ok bool
 	if err := tx.GetContext(ctx, &ok, writeRecordsSQL, accountID, ids, names, payloads, actor.Type, actor.idOrNil(),
-		actions, types, objIDs, details, newContacts); err != nil {
+		actions, types, objIDs, details, newContacts, tagNames, tagCounts); err != nil {
 		return false, fmt.Errorf("store: record contact changes: %w", err)
 	}
 	return ok, nil

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -22,7 +23,20 @@ type DB struct {
 	// counters and the API log. Business data never goes through it.
 	relaxed *sqlx.DB
 	keys    *keyCache
-	stmts   stmtCache
+	stmts   stmtCache // the send queue's (recipients.go)
+	// contactStmts are the contact write path's prepared statements.
+	contactStmts preparedStmts
+}
+
+// preparedStmts holds the statements of the contact write path and the
+// unfiltered contact listing as prepared statements.
+// lib/pq prepares nothing by itself: a statement with parameters costs two round
+// trips (parse and describe, then bind and execute) and a parse and plan on every
+// call. A prepared statement costs one round trip and is planned once per
+// connection (database/sql prepares it on each connection on first use there).
+type preparedStmts struct {
+	mu sync.Mutex
+	m  map[string]*sqlx.Stmt
 }
 
 // Open connects to PostgreSQL and checks the connection.
@@ -50,9 +64,158 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	return &DB{DB: db, relaxed: relaxed, keys: newKeyCache()}, nil
 }
 
-// Close closes both pools.
+// Close closes both pools and the prepared statements.
 func (db *DB) Close() error {
-	return errors.Join(db.relaxed.Close(), db.DB.Close())
+	db.contactStmts.mu.Lock()
+	var errs []error
+	for _, s := range db.contactStmts.m {
+		errs = append(errs, s.Close())
+	}
+	db.contactStmts.m = nil
+	db.contactStmts.mu.Unlock()
+	return errors.Join(append(errs, db.relaxed.Close(), db.DB.Close())...)
+}
+
+// prepare prepares the queries on the pool that are not prepared yet. Only
+// fixed query texts belong here (the cache never shrinks), and only statements
+// whose plan does not depend on the parameters' values: after five executions
+// PostgreSQL may keep one generic plan for all of them. Call it while holding
+// no connection: preparing takes one from the pool, and callers that each hold
+// a transaction's connection while waiting for another could exhaust the pool.
+func (db *DB) prepare(ctx context.Context, queries ...string) error {
+	for _, q := range queries {
+		if db.cachedStmt(q) != nil {
+			continue
+		}
+		s, err := db.PreparexContext(ctx, q)
+		if err != nil {
+			return fmt.Errorf("store: prepare: %w", err)
+		}
+		db.contactStmts.mu.Lock()
+		if db.contactStmts.m == nil {
+			db.contactStmts.m = map[string]*sqlx.Stmt{}
+		}
+		if db.contactStmts.m[q] == nil {
+			db.contactStmts.m[q], s = s, nil
+		}
+		db.contactStmts.mu.Unlock()
+		if s != nil {
+			_ = s.Close() // another call prepared it meanwhile
+		}
+	}
+	return nil
+}
+
+// cachedStmt is the prepared statement of query, nil when it was not prepared.
+func (db *DB) cachedStmt(query string) *sqlx.Stmt {
+	db.contactStmts.mu.Lock()
+	defer db.contactStmts.mu.Unlock()
+	return db.contactStmts.m[query]
+}
+
+// querier runs statements: a plain *sqlx.Tx or a preparedTx.
+type querier interface {
+	sqlx.ExtContext
+	GetContext(ctx context.Context, dest any, query string, args ...any) error
+	SelectContext(ctx context.Context, dest any, query string, args ...any) error
+}
+
+// preparedTx is a transaction that runs the statements DB.prepare prepared as
+// prepared statements of its connection (database/sql prepares each on a
+// connection at its first use there, within the transaction's connection); any
+// other statement runs as usual. The contact write path runs on it: the same
+// dozen fixed statements on every call.
+type preparedTx struct {
+	*sqlx.Tx
+	db *DB
+}
+
+// stmt is query prepared on the transaction's connection, nil when the query
+// is not one DB.prepare prepared.
+func (t preparedTx) stmt(ctx context.Context, query string) *sqlx.Stmt {
+	s := t.db.cachedStmt(query)
+	if s == nil {
+		return nil
+	}
+	return t.Tx.StmtxContext(ctx, s)
+}
+
+// QueryContext runs a query, prepared when it can.
+func (t preparedTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if s := t.stmt(ctx, query); s != nil {
+		return s.QueryContext(ctx, args...)
+	}
+	return t.Tx.QueryContext(ctx, query, args...)
+}
+
+// QueryxContext runs a query, prepared when it can.
+func (t preparedTx) QueryxContext(ctx context.Context, query string, args ...any) (*sqlx.Rows, error) {
+	if s := t.stmt(ctx, query); s != nil {
+		return s.QueryxContext(ctx, args...)
+	}
+	return t.Tx.QueryxContext(ctx, query, args...)
+}
+
+// QueryRowxContext runs a query for one row, prepared when it can.
+func (t preparedTx) QueryRowxContext(ctx context.Context, query string, args ...any) *sqlx.Row {
+	if s := t.stmt(ctx, query); s != nil {
+		return s.QueryRowxContext(ctx, args...)
+	}
+	return t.Tx.QueryRowxContext(ctx, query, args...)
+}
+
+// ExecContext runs a statement, prepared when it can.
+func (t preparedTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if s := t.stmt(ctx, query); s != nil {
+		return s.ExecContext(ctx, args...)
+	}
+	return t.Tx.ExecContext(ctx, query, args...)
+}
+
+// GetContext scans one row of a query into dest.
+func (t preparedTx) GetContext(ctx context.Context, dest any, query string, args ...any) error {
+	return sqlx.GetContext(ctx, t, dest, query, args...)
+}
+
+// SelectContext scans the rows of a query into dest.
+func (t preparedTx) SelectContext(ctx context.Context, dest any, query string, args ...any) error {
+	return sqlx.SelectContext(ctx, t, dest, query, args...)
+}
+
+// preparedDB runs queries DB.prepare prepared as prepared statements, any
+// other as usual.
+type preparedDB struct{ db *DB }
+
+// QueryContext runs a query, prepared when it can.
+func (p preparedDB) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if s := p.db.cachedStmt(query); s != nil {
+		return s.QueryContext(ctx, args...)
+	}
+	return p.db.QueryContext(ctx, query, args...)
+}
+
+// QueryxContext runs a query, prepared when it can.
+func (p preparedDB) QueryxContext(ctx context.Context, query string, args ...any) (*sqlx.Rows, error) {
+	if s := p.db.cachedStmt(query); s != nil {
+		return s.QueryxContext(ctx, args...)
+	}
+	return p.db.QueryxContext(ctx, query, args...)
+}
+
+// QueryRowxContext runs a query for one row, prepared when it can.
+func (p preparedDB) QueryRowxContext(ctx context.Context, query string, args ...any) *sqlx.Row {
+	if s := p.db.cachedStmt(query); s != nil {
+		return s.QueryRowxContext(ctx, args...)
+	}
+	return p.db.QueryRowxContext(ctx, query, args...)
+}
+
+// plainTx is the transaction underneath q, for functions that take a *sqlx.Tx.
+func plainTx(q querier) *sqlx.Tx {
+	if t, ok := q.(preparedTx); ok {
+		return t.Tx
+	}
+	return q.(*sqlx.Tx)
 }
 
 // withParam adds a run-time parameter to a connection URL (lib/pq sends unknown

@@ -45,7 +45,9 @@ const (
 
 // ImportTargets are the contact fields a column can be mapped to, in form order;
 // "custom:<key>" maps to a custom field, "" ignores the column.
-var ImportTargets = []string{"email", "first_name", "last_name", "address", "zip", "city", "phone", "note", "tags"}
+func ImportTargets() []string {
+	return []string{"email", "first_name", "last_name", "address", "zip", "city", "phone", "note", "tags"}
+}
 
 // ImportRowError is one row that was not imported.
 type ImportRowError struct {
@@ -306,7 +308,7 @@ func (s *ImportSettings) validate(columns int) Errs {
 				errs.Add(field, fmt.Sprintf("„%s“ ist ein eingebauter Platzhalter; bitte wählen Sie das passende Feld oder einen anderen Namen.", key))
 				continue
 			}
-		case !slices.Contains(ImportTargets, m):
+		case !slices.Contains(ImportTargets(), m):
 			errs.Add(field, "Unbekanntes Feld.")
 			continue
 		}

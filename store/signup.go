@@ -97,8 +97,6 @@ const selectSignUpTarget = `SELECT
   coalesce(c.zip, '') AS zip, coalesce(c.city, '') AS city
 FROM (SELECT 1) AS one LEFT JOIN contacts c ON c.account_id = $1 AND c.email = $2`
 
-const countSubmission = `UPDATE forms SET submissions = submissions + 1 WHERE account_id = $1 AND id = $2`
-
 // SignUp signs a visitor up through the form with the public token, in this
 // order:
 //  1. the form is looked up by its token (FormByToken, the one lookup across
@@ -120,7 +118,7 @@ const countSubmission = `UPDATE forms SET submissions = submissions + 1 WHERE ac
 //     for a confirmation even on a single opt-in form: without one its sign-up
 //     could never take effect. The sign-up only fills a known contact's empty
 //     fields: a public form must not overwrite what the account knows;
-//  7. the form's submission counter.
+//  7. the form's submission counter, in the same transaction as the contact.
 func (db *DB) SignUp(ctx context.Context, g *botguard.Guard, token string, in SignUpInput, now time.Time) (SignUpResult, error) {
 	f, err := db.FormByToken(ctx, token)
 	if err != nil {
@@ -224,12 +222,12 @@ func (db *DB) SignUp(ctx context.Context, g *botguard.Guard, token string, in Si
 	ci.ListIDs = []int64(f.ListIDs)
 	ci.Tags = []string(f.Tags)
 	ci.DoubleOptIn = f.DoubleOptIn || target.Blocked
-	res, err := db.UpsertContact(ctx, f.AccountID, Actor{Type: ActorPublic}, ci)
+	// The form's submission counter commits with the contact (contactOp.formID).
+	op := &contactOp{in: ci, formID: f.ID}
+	op.inputErr = op.in.Normalize()
+	res, err := db.single(ctx, f.AccountID, Actor{Type: ActorPublic}, op)
 	if err != nil {
 		return SignUpResult{}, err
-	}
-	if _, err := db.ExecContext(ctx, countSubmission, f.AccountID, f.ID); err != nil {
-		return SignUpResult{}, fmt.Errorf("store: count form submission: %w", err)
 	}
 	status := StatusPending
 	if res.Contact.Status == StatusSubscribed {

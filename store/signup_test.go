@@ -429,3 +429,50 @@ func TestPurgeUsedChallenges(t *testing.T) {
 		t.Errorf("after purge: %v", left)
 	}
 }
+
+// Signing up again with a pending address sends no second confirmation mail
+// within store.ConfirmationCooldown; after it, one more.
+func TestSignUpConfirmationCooldown(t *testing.T) {
+	ctx := context.Background()
+	e := newSignupEnv(t)
+	l := mkList(t, e.db, e.acct, "News", true)
+	f := mkForm(t, e.db, e.acct, store.FormInput{ListIDs: &[]int64{l.ID}, MinFillSeconds: ptr(0)})
+	mails := func() int {
+		return e.count(t, `SELECT count(*) FROM system_mails WHERE account_id = $1 AND to_email = 'anna@example.com' AND kind = $2`,
+			e.acct, store.SystemMailDOI)
+	}
+	for i := range 3 {
+		if res := e.mustSignUp(t, f.Token, store.SignUpInput{Email: "anna@example.com"}); res.Status != store.StatusPending {
+			t.Fatalf("sign-up %d: status %s", i, res.Status)
+		}
+	}
+	if n := mails(); n != 1 {
+		t.Fatalf("%d confirmation mails after three sign-ups within the cooldown, want 1", n)
+	}
+	if n := e.count(t, `SELECT count(*) FROM activity_log WHERE account_id = $1 AND action = 'contact.confirmation_sent'`, e.acct); n != 1 {
+		t.Errorf("%d confirmation_sent activities, want 1", n)
+	}
+	// The API asking for pending again is held back the same way.
+	if _, err := e.db.UpsertContact(ctx, e.acct, store.Actor{Type: store.ActorSystem}, store.ContactInput{Email: "anna@example.com", Status: ptr(store.StatusPending)}); err != nil {
+		t.Fatal(err)
+	}
+	if n := mails(); n != 1 {
+		t.Fatalf("%d confirmation mails, want 1", n)
+	}
+	// Once the cooldown is over, the next sign-up sends a new link; the first still works.
+	first := e.confirmToken(t, "anna@example.com")
+	if _, err := e.db.ExecContext(ctx, `UPDATE doi_tokens SET created_at = created_at - $2 * interval '1 second' WHERE account_id = $1`,
+		e.acct, int64(store.ConfirmationCooldown/time.Second)+1); err != nil {
+		t.Fatal(err)
+	}
+	e.mustSignUp(t, f.Token, store.SignUpInput{Email: "anna@example.com"})
+	if n := mails(); n != 2 {
+		t.Fatalf("%d confirmation mails after the cooldown, want 2", n)
+	}
+	if got, _ := e.db.Form(ctx, e.acct, f.ID); got.Submissions != 4 {
+		t.Errorf("submissions = %d, want 4", got.Submissions)
+	}
+	if conf, err := e.db.ConfirmContact(ctx, first); err != nil || conf.Contact.Status != store.StatusSubscribed {
+		t.Errorf("confirm with the first link = %+v, %v", conf, err)
+	}
+}

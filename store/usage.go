@@ -20,7 +20,7 @@ type Usage struct {
 }
 
 const selectUsage = `SELECT
-  coalesce(u.contacts, 0) AS contacts, coalesce(u.lists, 0) AS lists,
+  coalesce(u.contacts + (SELECT sum(s.contacts) FROM account_contact_counts s WHERE s.account_id = a.id), u.contacts, 0)::bigint AS contacts, coalesce(u.lists, 0) AS lists,
   coalesce(u.storage_bytes, 0) AS storage_bytes, coalesce(u.webhooks, 0) AS webhooks,
   (SELECT coalesce(sum(count), 0) FROM send_counters s WHERE s.account_id = a.id AND s.day = $2) AS sends_today,
   (SELECT count(*) FROM api_keys k WHERE k.account_id = a.id AND k.revoked_at IS NULL) AS api_keys,

@@ -17,6 +17,7 @@ const (
 	NavWebhooks    = "webhooks"
 	NavActivity    = "activity-log"
 	NavUsers       = "users"
+	NavABTests     = "ab-tests"
 )
 
 // NavItem is one entry of the sidebar.
@@ -40,6 +41,7 @@ func Navigation(t Text) []NavItem {
 		{ID: NavLists, Href: "/lists", Label: t.Nav.Lists, Icon: "lists"},
 		{ID: NavNewsletters, Href: "/newsletters", Label: t.Nav.Newsletters, Icon: "mail"},
 		{ID: NavForms, Href: "/forms", Label: t.Nav.Forms, Icon: "form"},
+		{ID: NavABTests, Href: "/ab-tests", Label: t.Nav.ABTests, Icon: "split"},
 		{ID: NavAPIKeys, Href: "/api-keys", Label: t.Nav.APIKeys, Section: t.Nav.SectionDev, Roles: admins, Icon: "key"},
 		{ID: NavWebhooks, Href: "/webhooks", Label: t.Nav.Webhooks, Section: t.Nav.SectionDev, Roles: admins, Icon: "webhook"},
 		{ID: NavAPILog, Href: "/logs/api", Label: t.Nav.APILog, Section: t.Nav.SectionDev, Icon: "log"},
@@ -94,6 +96,8 @@ func iconPath(name string) string {
 		return "M2.5 10h3l2-5 5 10 2-5h3"
 	case "users":
 		return "M7.5 9a3 3 0 1 0 0-6 3 3 0 0 0 0 6zM2 17c0-3 2.5-5 5.5-5s5.5 2 5.5 5M13 3.3a3 3 0 0 1 0 5.4M15 12.3c1.8.7 3 2.4 3 4.7"
+	case "split":
+		return "M3 16V9h4v7M8 16V4h4v12M13 16v-5h4v5M2 16.5h16"
 	case "lock":
 		return "M5 9h10v8H5zM7 9V6.5a3 3 0 0 1 6 0V9M10 12.5v1.5"
 	}

@@ -47,6 +47,8 @@ type Text struct {
 	Outbox OutboxText
 	// Webhooks holds the webhook pages and their delivery log.
 	Webhooks WebhooksText
+	// AB holds the A/B test pages.
+	AB ABText
 	// Activity holds the activity log, Users the user management.
 	Activity ActivityText
 	Users    UsersText
@@ -58,6 +60,82 @@ type Text struct {
 	Public PublicText
 	// Unsubscribe holds the unsubscribe page behind every mail's link.
 	Unsubscribe UnsubscribeText
+	// Charts holds the SVG charts (ChartFigure); Stats a newsletter's
+	// statistics page; Analytics the dashboard's analytics panels.
+	Charts    ChartsText
+	Stats     StatsText
+	Analytics AnalyticsText
+}
+
+// ChartsText holds what every chart says besides its data.
+type ChartsText struct {
+	NoData    string
+	ShowTable string
+}
+
+// StatsText holds a newsletter's statistics page.
+type StatsText struct {
+	Title         string // %s: the newsletter's name
+	Lead          string // %s: subject
+	Back          string
+	Status        string
+	Started       string
+	Finished      string
+	NotYet        string
+	Recipients    string
+	Sent          string
+	Opened        string
+	Clicked       string
+	Unsubscribed  string
+	Bounced       string
+	Failed        string
+	Skipped       string
+	Waiting       string
+	OfSent        string // %s: a rate, "of sent mail"
+	OfOpened      string // %s: a rate, "of openers"
+	OfAttempted   string // %s: a rate of sent + failed
+	TotalClicks   string // %s: all clicks
+	FiguresHead   string
+	TimelineTitle string
+	TimelineDesc  string // %s: name
+	Day           string
+	LinksHead     string
+	LinksCaption  string
+	URL           string
+	UniqueClicks  string
+	Clicks        string
+	ClickRate     string
+	NoLinks       string
+	NotSentTitle  string
+	NotSentBody   string
+	Note          string
+	// StatusLabels names the campaign statuses.
+	StatusLabels map[string]string
+}
+
+// AnalyticsText holds the dashboard's analytics panels.
+type AnalyticsText struct {
+	ActivityHead       string
+	ActivityLead       string // %d: days
+	Sent               string
+	OpenRate           string
+	ClickRate          string
+	NewContacts        string
+	Contacts           string
+	ContactsChartTitle string
+	ContactsChartDesc  string // %d: days
+	Day                string
+	CampaignsHead      string
+	CampaignsLead      string
+	CampaignsCaption   string
+	RatesChartTitle    string
+	RatesChartDesc     string
+	Campaign           string
+	Status             string
+	NoCampaignsTitle   string
+	NoCampaignsBody    string
+	ShowStats          string // %s: campaign name, for screen readers
+	Email              string // kind label of a single email
 }
 
 // FormatText holds how numbers and times are written.
@@ -88,8 +166,8 @@ type CommonText struct {
 	PrevPage     string
 	NextPage     string
 	Pagination   string // aria-label of the pagination nav
-	PageOf       string // %d, %d: page, pages
-	RangeOfTotal string // %d, %d, %d: first, last, total
+	PageOf       string // %s, %s: page, pages (formatted numbers)
+	RangeOfTotal string // %s, %s, %s: first, last, total (formatted numbers)
 	Loading      string
 	Copy         string
 	Copied       string
@@ -112,6 +190,7 @@ type NavText struct {
 	SectionSettings string
 	SMTP            string
 	Webhooks        string
+	ABTests         string
 	Activity        string
 	Users           string
 }
@@ -307,27 +386,25 @@ type NewslettersText struct {
 	CreateDraft         string
 	CreatedFlash        string // %s: name
 	SavedFlash          string // %s: name
-	NotEditable         string // %s: status label
 	TemplateConflict    string
 
 	Placeholders      string
 	PlaceholdersHint  string
 	PlaceholderLabels map[string]string // placeholder name (German) → meaning
 
-	Preview             string
-	PreviewHint         string
-	PreviewContact      string
-	PreviewContactHint  string
-	PreviewFor          string // %s: contact address
-	PreviewSample       string
-	PreviewEmpty        string
-	PreviewSubject      string
-	PreviewPreheader    string
-	PreviewText         string
-	PreviewFrame        string // title of the iframe
-	PreviewUnknown      string // %s: address without a contact
-	PreviewUpdate       string // button without JavaScript
-	PreviewSavedVersion string
+	Preview            string
+	PreviewHint        string
+	PreviewContact     string
+	PreviewContactHint string
+	PreviewFor         string // %s: contact address
+	PreviewSample      string
+	PreviewEmpty       string
+	PreviewSubject     string
+	PreviewPreheader   string
+	PreviewText        string
+	PreviewFrame       string // title of the iframe
+	PreviewUnknown     string // %s: address without a contact
+	PreviewUpdate      string // button without JavaScript
 
 	TestTitle    string
 	TestTo       string
@@ -353,46 +430,44 @@ type NewslettersText struct {
 	SendingOff       string
 	LimitReached     string // %s: sends per day
 
-	Schedule            string
-	ScheduleAt          string
-	ScheduleHint        string
-	ScheduleButton      string
-	ScheduleInvalid     string
-	ScheduledFlash      string // %s: time
-	ScheduledFor        string // %s: time
-	Unschedule          string
-	UnscheduledFlash    string
-	Pause               string
-	PausedFlash         string
-	Resume              string
-	ResumedFlash        string
-	Duplicate           string
-	DuplicatedFlash     string // %s: name of the copy
-	Delete              string
-	DeleteQuestion      string // %s: name
-	DeleteDetail        string
-	DeleteConfirm       string
-	DeletedFlash        string // %s: name
-	Stats               string
-	Progress            string // %s, %s: sent, total
-	ProgressLabel       string
-	Recipients          string
-	Sent                string
-	Failed              string
-	Skipped             string
-	StartedAt           string
-	FinishedAt          string
-	LastError           string
-	Created             string
-	Updated             string
-	Overview            string
-	EditLink            string
-	Open                string
-	ConflictFlash       string // the service's 409 message follows
-	ChosenLists         string
-	NoneChosen          string
-	DefaultRoute        string
-	ContentMissingShort string
+	Schedule         string
+	ScheduleAt       string
+	ScheduleHint     string
+	ScheduleButton   string
+	ScheduleInvalid  string
+	ScheduledFlash   string // %s: time
+	ScheduledFor     string // %s: time
+	Unschedule       string
+	UnscheduledFlash string
+	Pause            string
+	PausedFlash      string
+	Resume           string
+	ResumedFlash     string
+	Duplicate        string
+	DuplicatedFlash  string // %s: name of the copy
+	Delete           string
+	DeleteQuestion   string // %s: name
+	DeleteDetail     string
+	DeleteConfirm    string
+	DeletedFlash     string // %s: name
+	Stats            string
+	Progress         string // %s, %s: sent, total
+	ProgressLabel    string
+	Recipients       string
+	Sent             string
+	Failed           string
+	Skipped          string
+	StartedAt        string
+	FinishedAt       string
+	LastError        string
+	Created          string
+	Updated          string
+	Overview         string
+	EditLink         string
+	Open             string
+	ChosenLists      string
+	NoneChosen       string
+	DefaultRoute     string
 }
 
 // FormsText holds the sign-up form pages.
@@ -544,6 +619,48 @@ type SMTPText struct {
 	DeleteDefaultDetail                           string
 	CreatedFlash, UpdatedFlash, DeletedFlash      string // %s name
 	TestUnavailable                               string
+}
+
+// ABText holds the A/B test pages: the list, the form that creates a test
+// from a newsletter draft, and the results page.
+type ABText struct {
+	Title, Lead, New, NewTitle, Create       string
+	EmptyTitle, EmptyBody, Caption           string
+	Name, NameHint, Target, Newsletter       string
+	TargetHint, NoDrafts                     string
+	TestType, TestTypeHint                   string
+	TestTypes                                map[string]string // subject, content, design, sender, combo
+	Mode, ModeHint                           string
+	Modes                                    map[string]string // split, winner
+	SplitA, SplitAHint                       string
+	SamplePct, SamplePctHint                 string
+	WaitHours, WaitHoursHint                 string
+	Metric, MetricHint                       string
+	Metrics                                  map[string]string // opens, clicks, ctr
+	AutoApply, AutoApplyHint                 string
+	VariantB, VariantBLead                   string
+	BSubject, BPreheader, BFromName, BHTML   string
+	BSubjectHint, BHTMLHint                  string
+	NotANumber                               string
+	Status, Created, Started, DecideAt       string
+	Statuses                                 map[string]string // draft, running, completed, stopped
+	Variant                                  string            // %s: A or B
+	Subject, Preheader, FromName, Content    string
+	Unchanged, OwnContent, ShareOfRecipients string // ShareOfRecipients: %d percent
+	Results, ResultsLead, Sent, Opens        string
+	Clicks, OpenRate, ClickRate, CTR         string
+	Confidence, ConfidenceHint, Leader       string
+	Level, Waiting, Winner, Suggested        string
+	MetricRate                               string // %s: the metric's name
+	Significant, NotSignificant              string
+	ChooseWinner, ChooseWinnerLead           string
+	WinnerA, WinnerB, WinnerAuto             string
+	Stop, StopDetail, Delete                 string
+	WinnerFlash                              string // %s winner, %d released
+	CopiedFlash, StoppedFlash, CreatedFlash  string // CreatedFlash: %s name; StoppedFlash: %d released
+	DeletedFlash                             string
+	NotRunning, Copied, Released             string // Released: %d recipients
+	PlanTitle, PlanBody                      string
 }
 
 // WebhooksText holds the webhook pages and the delivery log.
@@ -737,8 +854,8 @@ func German() Text {
 			PrevPage:     "Vorherige Seite",
 			NextPage:     "Nächste Seite",
 			Pagination:   "Seitenauswahl",
-			PageOf:       "Seite %d von %d",
-			RangeOfTotal: "%d–%d von %d Einträgen",
+			PageOf:       "Seite %s von %s",
+			RangeOfTotal: "%s–%s von %s Einträgen",
 			Loading:      "Wird geladen …",
 			Copy:         "Kopieren",
 			Copied:       "In die Zwischenablage kopiert.",
@@ -759,6 +876,7 @@ func German() Text {
 			SectionSettings: "Einstellungen",
 			SMTP:            "SMTP-Server",
 			Webhooks:        "Webhooks",
+			ABTests:         "A/B-Tests",
 			Activity:        "Aktivitätsprotokoll",
 			Users:           "Benutzer",
 		},
@@ -961,7 +1079,6 @@ func German() Text {
 			CreateDraft:         "Entwurf anlegen",
 			CreatedFlash:        "Der Entwurf „%s“ wurde angelegt.",
 			SavedFlash:          "Der Entwurf „%s“ wurde gespeichert.",
-			NotEditable:         "Nur Entwürfe können bearbeitet werden. Dieser Newsletter ist: %s.",
 			TemplateConflict:    "Dieser Newsletter verwendet eine Vorlage; eigener Inhalt ersetzt sie nicht. Leeren Sie den Inhalt oder entfernen Sie die Vorlage über die API.",
 
 			Placeholders:     "Platzhalter",
@@ -980,20 +1097,19 @@ func German() Text {
 				"abmelde_link": "Persönlicher Abmeldelink",
 			},
 
-			Preview:             "Vorschau",
-			PreviewHint:         "So sieht der Newsletter für einen Empfänger aus. Links und Öffnungen werden in der Vorschau nicht gezählt.",
-			PreviewContact:      "Vorschau für Kontakt",
-			PreviewContactHint:  "E-Mail-Adresse eines Kontakts. Leer: der erste Empfänger der Listen, sonst ein Beispielkontakt.",
-			PreviewFor:          "Personalisiert für %s",
-			PreviewSample:       "Personalisiert für einen Beispielkontakt (Max Mustermann)",
-			PreviewEmpty:        "Sobald der Newsletter Inhalt hat, erscheint hier die Vorschau.",
-			PreviewSubject:      "Betreff",
-			PreviewPreheader:    "Vorschauzeile",
-			PreviewText:         "Textversion anzeigen",
-			PreviewFrame:        "Vorschau des Newsletters",
-			PreviewUnknown:      "Es gibt keinen Kontakt mit der Adresse %s.",
-			PreviewUpdate:       "Vorschau aktualisieren",
-			PreviewSavedVersion: "Die Vorschau zeigt die gespeicherte Fassung.",
+			Preview:            "Vorschau",
+			PreviewHint:        "So sieht der Newsletter für einen Empfänger aus. Links und Öffnungen werden in der Vorschau nicht gezählt.",
+			PreviewContact:     "Vorschau für Kontakt",
+			PreviewContactHint: "E-Mail-Adresse eines Kontakts. Leer: der erste Empfänger der Listen, sonst ein Beispielkontakt.",
+			PreviewFor:         "Personalisiert für %s",
+			PreviewSample:      "Personalisiert für einen Beispielkontakt (Max Mustermann)",
+			PreviewEmpty:       "Sobald der Newsletter Inhalt hat, erscheint hier die Vorschau.",
+			PreviewSubject:     "Betreff",
+			PreviewPreheader:   "Vorschauzeile",
+			PreviewText:        "Textversion anzeigen",
+			PreviewFrame:       "Vorschau des Newsletters",
+			PreviewUnknown:     "Es gibt keinen Kontakt mit der Adresse %s.",
+			PreviewUpdate:      "Vorschau aktualisieren",
 
 			TestTitle:    "Testmail",
 			TestTo:       "Testempfänger",
@@ -1053,7 +1169,6 @@ func German() Text {
 			Updated:          "Geändert",
 			Overview:         "Übersicht",
 			EditLink:         "Bearbeiten",
-			ConflictFlash:    "Das ging nicht: %s",
 			ChosenLists:      "Listen",
 			NoneChosen:       "keine",
 			DefaultRoute:     "Standard des Kontos",
@@ -1199,7 +1314,10 @@ func German() Text {
 				"list.joined":               "In Liste eingetragen",
 				"list.left":                 "Aus Liste ausgetragen",
 				"email.sent":                "E-Mail verschickt",
+				"email.opened":              "E-Mail geöffnet",
+				"email.clicked":             "Link in E-Mail geklickt",
 				"email.bounced":             "E-Mail unzustellbar",
+				"address.blocked":           "Adresse gesperrt",
 			},
 			ActorLabels: map[string]string{
 				"key":    "API-Schlüssel",
@@ -1420,6 +1538,95 @@ func German() Text {
 			UpdatedFlash:        "Der SMTP-Server „%s“ wurde gespeichert.",
 			DeletedFlash:        "Der SMTP-Server „%s“ wurde gelöscht.",
 			TestUnavailable:     "Der Verbindungstest ist in diesem Prozess nicht verfügbar.",
+		},
+		AB: ABText{
+			Title:             "A/B-Tests",
+			Lead:              "Testen Sie Betreff, Inhalt, Design oder Absender gegeneinander: Rundbrief teilt die Empfänger auf, misst Öffnungen und Klicks und ermittelt den Gewinner.",
+			New:               "Neuer A/B-Test",
+			NewTitle:          "A/B-Test anlegen",
+			Create:            "Test anlegen",
+			EmptyTitle:        "Noch keine A/B-Tests",
+			EmptyBody:         "Legen Sie einen Test für einen Newsletter-Entwurf an. Er beginnt, sobald der Newsletter versendet wird.",
+			Caption:           "A/B-Tests dieses Kontos",
+			Name:              "Name",
+			NameHint:          "Leer lassen für „A/B-Test: <Newsletter>“.",
+			Target:            "E-Mail",
+			Newsletter:        "Newsletter-Entwurf",
+			TargetHint:        "Variante A ist der aktuelle Inhalt dieses Newsletters; der Test beginnt mit seinem Versand.",
+			NoDrafts:          "Es gibt keinen Newsletter-Entwurf ohne Test. Legen Sie zuerst einen Newsletter an.",
+			TestType:          "Was wird getestet?",
+			TestTypeHint:      "Davon hängt ab, welche Änderung Variante B braucht.",
+			TestTypes:         map[string]string{"subject": "Betreff", "content": "Inhalt", "design": "Design", "sender": "Absender", "combo": "Kombination"},
+			Mode:              "Modus",
+			ModeHint:          "Aufteilung: alle Empfänger erhalten A oder B. Gewinner: erst eine Testgruppe, danach geht der Gewinner an alle übrigen.",
+			Modes:             map[string]string{"split": "Aufteilung", "winner": "Testgruppe, dann Gewinner"},
+			SplitA:            "Anteil Variante A (%)",
+			SplitAHint:        "10 bis 90; der Rest erhält Variante B.",
+			SamplePct:         "Testgruppe (%)",
+			SamplePctHint:     "Nur im Modus Gewinner: 5 bis 50 Prozent der Empfänger.",
+			WaitHours:         "Wartezeit (Stunden)",
+			WaitHoursHint:     "1 bis 72 Stunden nach dem Versand wird der Gewinner ermittelt.",
+			Metric:            "Gewinner nach",
+			MetricHint:        "Klicks pro Öffnung vergleicht, wie viele der Öffnenden klicken.",
+			Metrics:           map[string]string{"opens": "Öffnungen", "clicks": "Klicks", "ctr": "Klicks pro Öffnung"},
+			AutoApply:         "Gewinner automatisch übernehmen",
+			AutoApplyHint:     "Ohne Haken schlägt Rundbrief den Gewinner nur vor; Sie wählen ihn dann hier aus.",
+			VariantB:          "Variante B",
+			VariantBLead:      "Nur was Sie hier eintragen, unterscheidet B von A. Leere Felder übernehmen den Wert von A.",
+			BSubject:          "Betreff B",
+			BPreheader:        "Vorschautext B",
+			BFromName:         "Absendername B",
+			BHTML:             "Inhalt B (HTML)",
+			BSubjectHint:      "Platzhalter wie {{vorname}} sind erlaubt.",
+			BHTMLHint:         "Der vollständige HTML-Inhalt von Variante B.",
+			NotANumber:        "Bitte eine ganze Zahl angeben.",
+			Status:            "Status",
+			Created:           "Angelegt",
+			Started:           "Gestartet",
+			DecideAt:          "Entscheidung",
+			Statuses:          map[string]string{"draft": "Bereit", "running": "Läuft", "completed": "Abgeschlossen", "stopped": "Gestoppt"},
+			Variant:           "Variante %s",
+			Subject:           "Betreff",
+			Preheader:         "Vorschautext",
+			FromName:          "Absender",
+			Content:           "Inhalt",
+			Unchanged:         "wie A",
+			OwnContent:        "eigener Inhalt",
+			ShareOfRecipients: "%d %% der Empfänger",
+			Results:           "Ergebnisse",
+			ResultsLead:       "Es zählt nur die Testgruppe; Öffnungen und Klicks jeweils einmal pro Empfänger.",
+			Sent:              "Versendet",
+			Opens:             "Öffnungen",
+			Clicks:            "Klicks",
+			OpenRate:          "Öffnungsrate",
+			ClickRate:         "Klickrate",
+			CTR:               "Klicks pro Öffnung",
+			Confidence:        "Konfidenz",
+			ConfidenceHint:    "Wie sicher der Unterschied kein Zufall ist (z-Test für zwei Anteile); ab 95 % gilt er als signifikant.",
+			Leader:            "Vorne",
+			Level:             "Gleichstand",
+			Waiting:           "%d Empfänger warten auf den Gewinner.",
+			Winner:            "Gewinner",
+			Suggested:         "Vorschlag nach der Wartezeit: Variante %s",
+			MetricRate:        "Rate (%s)",
+			Significant:       "signifikant",
+			NotSignificant:    "noch nicht signifikant",
+			ChooseWinner:      "Gewinner festlegen",
+			ChooseWinnerLead:  "Die wartenden Empfänger erhalten den Gewinner; gewinnt B, wird sein Inhalt in den Newsletter übernommen.",
+			WinnerA:           "A gewinnt",
+			WinnerB:           "B gewinnt",
+			WinnerAuto:        "Nach den Daten",
+			Stop:              "Test stoppen",
+			StopDetail:        "Wartende Empfänger erhalten Variante A.",
+			Delete:            "Test löschen",
+			WinnerFlash:       "Variante %s hat gewonnen. %d wartende Empfänger erhalten sie jetzt.",
+			CopiedFlash:       "Der Inhalt von Variante B wurde in den Newsletter übernommen.",
+			StoppedFlash:      "Der Test wurde gestoppt. %d wartende Empfänger erhalten Variante A.",
+			CreatedFlash:      "Der A/B-Test „%s“ ist angelegt. Er beginnt mit dem Versand des Newsletters.",
+			DeletedFlash:      "Der A/B-Test wurde gelöscht.",
+			NotRunning:        "Der Test beginnt mit dem Versand des Newsletters; bis dahin gibt es keine Ergebnisse.",
+			Copied:            "Inhalt von B übernommen",
+			Released:          "%d wartende Empfänger erhielten den Gewinner.",
 		},
 		Webhooks: WebhooksText{
 			Title:           "Webhooks",
@@ -1679,6 +1886,73 @@ func German() Text {
 			Already:      "%s ist bereits abgemeldet.",
 			TestTitle:    "Testlink",
 			Test:         "Dieser Abmeldelink stammt aus einer Test-E-Mail. Es wurde niemand abgemeldet.",
+		},
+		Charts: ChartsText{
+			NoData:    "Für diesen Zeitraum gibt es noch keine Daten.",
+			ShowTable: "Werte als Tabelle",
+		},
+		Stats: StatsText{
+			Title:         "Statistik: %s",
+			Lead:          "Betreff: %s",
+			Back:          "Zurück zum Newsletter",
+			Status:        "Status",
+			Started:       "Versand gestartet",
+			Finished:      "Versand beendet",
+			NotYet:        "noch nicht",
+			Recipients:    "Empfänger",
+			Sent:          "Versendet",
+			Opened:        "Geöffnet",
+			Clicked:       "Geklickt",
+			Unsubscribed:  "Abmeldungen",
+			Bounced:       "Unzustellbar (Bounces)",
+			Failed:        "Fehlgeschlagen",
+			Skipped:       "Übersprungen (gesperrt oder abgemeldet)",
+			Waiting:       "Noch in der Warteschlange",
+			OfSent:        "%s der versendeten E-Mails",
+			OfOpened:      "%s der Öffnenden",
+			OfAttempted:   "%s der Zustellversuche",
+			TotalClicks:   "%s Klicks insgesamt",
+			FiguresHead:   "Ergebnis",
+			TimelineTitle: "Verlauf pro Tag",
+			TimelineDesc:  "Versendete E-Mails, erste Öffnungen und erste Klicks des Newsletters „%s“ pro Tag.",
+			Day:           "Tag",
+			LinksHead:     "Links",
+			LinksCaption:  "Verfolgte Links in der Reihenfolge des Inhalts mit ihren Klicks",
+			URL:           "Adresse",
+			UniqueClicks:  "Empfänger, die geklickt haben",
+			Clicks:        "Klicks",
+			ClickRate:     "Klickrate",
+			NoLinks:       "Dieser Newsletter enthält keine verfolgten Links.",
+			NotSentTitle:  "Noch nicht versendet",
+			NotSentBody:   "Sobald der Newsletter versendet wird, erscheinen hier Zustellung, Öffnungen und Klicks.",
+			Note:          "Öffnungen und Klicks zählen je Empfänger einmal; automatische Abrufe (Apple Mail Privacy, Link-Scanner) sind herausgefiltert. Raten beziehen sich auf die versendeten E-Mails.",
+			StatusLabels: map[string]string{
+				"draft": "Entwurf", "scheduled": "Geplant", "sending": "Wird versendet", "sent": "Versendet",
+				"paused": "Pausiert", "failed": "Fehlgeschlagen", "cancelled": "Abgebrochen",
+			},
+		},
+		Analytics: AnalyticsText{
+			ActivityHead:       "Versand und Kontakte",
+			ActivityLead:       "Die letzten %d Tage",
+			Sent:               "Versendete E-Mails",
+			OpenRate:           "Öffnungsrate",
+			ClickRate:          "Klickrate",
+			NewContacts:        "Neue Kontakte",
+			Contacts:           "Kontakte",
+			ContactsChartTitle: "Kontakte im Zeitverlauf",
+			ContactsChartDesc:  "Anzahl der Kontakte am Ende jedes Tages der letzten %d Tage.",
+			Day:                "Tag",
+			CampaignsHead:      "Letzte Kampagnen",
+			CampaignsLead:      "Newsletter und Einzel-E-Mails mit Öffnungs- und Klickrate",
+			CampaignsCaption:   "Die letzten Kampagnen, neueste zuerst",
+			RatesChartTitle:    "Öffnungs- und Klickrate der letzten Kampagnen",
+			RatesChartDesc:     "Balken je Kampagne: Anteil der versendeten E-Mails, die geöffnet und in denen geklickt wurde.",
+			Campaign:           "Kampagne",
+			Status:             "Status",
+			NoCampaignsTitle:   "Noch keine Kampagnen",
+			NoCampaignsBody:    "Sobald Sie einen Newsletter oder eine E-Mail versenden, sehen Sie hier, wie sie ankommt.",
+			ShowStats:          "Statistik von „%s“",
+			Email:              "E-Mail",
 		},
 		Public: PublicText{
 			SubscribeTitle: "Newsletter abonnieren",

@@ -41,6 +41,13 @@ func BenchmarkPortalPages(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// An A/B test of the draft (its results page reads the draft's recipients).
+	bSubject := "Neu für {{vorname}}"
+	abTest, err := s.db.CreateABTest(context.Background(), acct.ID, apiActor, store.ABInput{CampaignID: &draft.ID,
+		TestType: &[]string{store.ABTypeSubject}[0], BSubject: &bSubject})
+	if err != nil {
+		b.Fatal(err)
+	}
 	formName := "Fußzeile"
 	form, err := s.db.CreateForm(context.Background(), acct.ID, apiActor, store.FormInput{Name: &formName, ListIDs: &seed.lists})
 	if err != nil {
@@ -74,6 +81,7 @@ func BenchmarkPortalPages(b *testing.B) {
 		"/logs/activity", "/logs/activity?page=2000", "/logs/activity?object_type=webhook", "/users",
 		"/newsletters", "/newsletters/new", fmt.Sprintf("/newsletters/%d", draft.ID), fmt.Sprintf("/newsletters/%d/send", draft.ID),
 		"/forms", "/forms/new", fmt.Sprintf("/forms/%d/edit", form.ID), fmt.Sprintf("/forms/%d/embed", form.ID),
+		"/ab-tests", "/ab-tests/new", fmt.Sprintf("/ab-tests/%d", abTest.ID),
 	} {
 		b.Run(strings.ReplaceAll(path[1:], "/", "_"), func(b *testing.B) {
 			if st, n := get(path); st != http.StatusOK || n < 2000 {

@@ -557,7 +557,8 @@ func (p *Portal) contactPart(w http.ResponseWriter, r *http.Request, c store.Con
 	}
 	switch {
 	case isHTMX(r):
-		p.render(w, r, status, part(d))
+		// The changed section, and the timeline that now tells of the change.
+		p.render(w, r, status, templ.Join(part(d), views.ContactActivity(d, true)))
 	case status != http.StatusOK:
 		p.render(w, r, status, views.ContactPage(p.shell(r, c.Email, views.NavContacts), d))
 	default:

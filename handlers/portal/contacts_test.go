@@ -225,6 +225,9 @@ func TestContactLifecycle(t *testing.T) {
 	if tr.Doc.Find("html body > section#contact-tags").Length() != 1 || tagNames(tr) != "kunde vip neu zweit" {
 		t.Errorf("tags fragment:\n%s", tr.Body)
 	}
+	if a := tr.Doc.Find(`section#contact-activity[hx-swap-oob="true"] [data-testid="activity"]`); a.Length() != 2 || !strings.Contains(text(a.First()), "Geändert: Schlagwörter") {
+		t.Errorf("the timeline is not updated with the tags: %q", text(a))
+	}
 	tr = c.post(path+"/tags", url.Values{"tags": {strings.Repeat("x", 101)}}, "HX-Request", "true")
 	wantStatus(t, tr, http.StatusUnprocessableEntity)
 	if text(tr.find("error-tags")) == "" {

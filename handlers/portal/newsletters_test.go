@@ -379,12 +379,13 @@ func TestNewsletterScheduleAndStatusActions(t *testing.T) {
 	}
 
 	// Pause and resume a sending newsletter; the progress panel polls meanwhile.
-	// A queued recipient due in an hour keeps the send workers from finishing it.
-	if _, err := e.s.db.ExecContext(context.Background(), `UPDATE campaigns SET status = 'sending', started_at = now(), recipients_count = 10, sent_count = 3 WHERE id = $1`, id); err != nil {
-		t.Fatal(err)
-	}
+	// A queued recipient due in an hour (queued before the status changes) keeps
+	// the send workers from finishing it.
 	if _, err := e.s.db.ExecContext(context.Background(), `INSERT INTO campaign_recipients (account_id, campaign_id, email, status, next_attempt_at)
 VALUES ($1, $2, 'spaeter@example.com', 'queued', now() + interval '1 hour')`, e.acct.ID, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.s.db.ExecContext(context.Background(), `UPDATE campaigns SET status = 'sending', started_at = now(), recipients_count = 10, sent_count = 3 WHERE id = $1`, id); err != nil {
 		t.Fatal(err)
 	}
 	r = e.c.get(path+"/progress", "HX-Request", "true")

@@ -47,9 +47,15 @@ type Deps struct {
 	// Webhooks manages webhooks, test sends and resends (nil: the webhook
 	// pages answer with an error).
 	Webhooks *webhook.Service
+	// ABTests decides A/B test winners and stops tests (nil: those buttons
+	// answer with an error).
+	ABTests *mailer.ABTests
 	// Campaigns sends test mails and newsletters, schedules them and renders
 	// previews (the API's service); nil: the newsletter pages cannot send.
 	Campaigns *mailer.Campaigns
+	// SMTPAllowPrivate lets accounts' SMTP servers be on loopback and private
+	// addresses (RUNDBRIEF_SMTP_ALLOW_PRIVATE; development and tests only).
+	SMTPAllowPrivate bool
 }
 
 // Portal holds the dependencies of the portal pages.
@@ -64,6 +70,9 @@ type Portal struct {
 	mail      *mailer.Transports
 	webhooks  *webhook.Service
 	campaigns *mailer.Campaigns
+	abTests   *mailer.ABTests
+	// smtpGuard keeps SMTP server hosts public (the API's rule).
+	smtpGuard *mailer.SMTPGuard
 }
 
 // New returns the portal; Routes registers its pages. The sessions' cleanup runs
@@ -76,7 +85,7 @@ func New(d Deps) (*Portal, error) {
 		return nil, errors.New("portal: Deps.Box is required")
 	}
 	p := &Portal{db: d.DB, box: d.Box, log: d.Log, baseURL: strings.TrimRight(d.BaseURL, "/"), now: d.Now,
-		mail: d.Mail, webhooks: d.Webhooks, campaigns: d.Campaigns}
+		mail: d.Mail, webhooks: d.Webhooks, campaigns: d.Campaigns, abTests: d.ABTests, smtpGuard: mailer.NewSMTPGuard(d.DB, d.Mail, d.SMTPAllowPrivate, nil)}
 	secure := strings.HasPrefix(p.baseURL, "https://")
 
 	p.sessions = scs.New()
@@ -181,6 +190,8 @@ func (p *Portal) Routes(r chi.Router) {
 			r.Post("/newsletters/{id}/duplicate", p.handle(p.duplicateNewsletter))
 			r.Get("/newsletters/{id}/delete", p.handle(p.confirmDeleteNewsletter))
 			r.Post("/newsletters/{id}/delete", p.handle(p.deleteNewsletter))
+			// Its statistics: the figures of GET /v1/newsletters/{id}/stats, over time, per link.
+			r.Get("/newsletters/{id}/stats", p.handle(p.newsletterStats))
 
 			// Sign-up forms (issue 7): create, embed code, preview.
 			r.Get("/forms", p.handle(p.listForms))
@@ -191,6 +202,15 @@ func (p *Portal) Routes(r chi.Router) {
 			r.Get("/forms/{id}/embed", p.handle(p.formEmbed))
 			r.Get("/forms/{id}/delete", p.handle(p.confirmDeleteForm))
 			r.Post("/forms/{id}/delete", p.handle(p.deleteForm))
+
+			// A/B tests of newsletters: create from a draft, results, winner (issue 6).
+			r.Get("/ab-tests", p.needAB(p.listABTests))
+			r.Get("/ab-tests/new", p.needAB(p.newABForm))
+			r.Post("/ab-tests/new", p.needAB(p.createABTest))
+			r.Get("/ab-tests/{id}", p.needAB(p.showABTest))
+			r.Post("/ab-tests/{id}/winner", p.needAB(p.setABWinner))
+			r.Post("/ab-tests/{id}/stop", p.needAB(p.stopABTest))
+			r.Post("/ab-tests/{id}/delete", p.needAB(p.deleteABTest))
 
 			// Owners and admins.
 			r.Group(func(r chi.Router) {

@@ -1,0 +1,286 @@
+package portal
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/rundbrief/rundbrief/mailer"
+	"github.com/rundbrief/rundbrief/store"
+	"github.com/rundbrief/rundbrief/views"
+)
+
+// The A/B test pages use the same services as /v1/ab-tests: the store's A/B
+// methods for drafts and results, and mailer.ABTests for the winner and for
+// stopping (it wakes the send workers for released recipients).
+
+// abPerPage is the number of tests per page.
+const abPerPage = 25
+
+// errNoABTests means the process was started without the A/B service.
+var errNoABTests = errors.New("portal: no a/b test service")
+
+func (p *Portal) abService() (*mailer.ABTests, error) {
+	if p.abTests == nil {
+		return nil, errNoABTests
+	}
+	return p.abTests, nil
+}
+
+// needAB serves h only to accounts whose plan has A/B tests; others get a
+// page saying so (402, as the API answers).
+func (p *Portal) needAB(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
+	return p.handle(func(w http.ResponseWriter, r *http.Request) error {
+		if err := viewer(r).Plan.Require("ab_tests"); err != nil {
+			t := views.TextFor(r.Context()).AB
+			p.errorPage(w, r, http.StatusPaymentRequired, t.PlanTitle, t.PlanBody)
+			return nil
+		}
+		return h(w, r)
+	})
+}
+
+func (p *Portal) listABTests(w http.ResponseWriter, r *http.Request) error {
+	page := queryPage(r)
+	tests, total, err := p.db.ABTests(r.Context(), accountID(r), store.ABFilter{}, store.Page{Page: page, PerPage: abPerPage})
+	if err != nil {
+		return err
+	}
+	l := views.ABList{Tests: tests, Pager: views.Pager{Page: page, PerPage: abPerPage, Total: total, URL: func(n int) string {
+		return "/ab-tests?page=" + strconv.Itoa(n)
+	}}}
+	s := p.shell(r, views.TextFor(r.Context()).AB.Title, views.NavABTests)
+	p.render(w, r, http.StatusOK, views.ABTestsPage(s, l))
+	return nil
+}
+
+// abDrafts are the account's newsletter drafts that have no test yet.
+func (p *Portal) abDrafts(r *http.Request) ([]store.Campaign, error) {
+	drafts, _, err := p.db.Newsletters(r.Context(), accountID(r), store.CampaignDraft, store.Page{Page: 1, PerPage: 100})
+	if err != nil {
+		return nil, err
+	}
+	tests, _, err := p.db.ABTests(r.Context(), accountID(r), store.ABFilter{Status: "all", TargetType: store.ABTargetNewsletter},
+		store.Page{Page: 1, PerPage: 100})
+	if err != nil {
+		return nil, err
+	}
+	taken := map[int64]bool{}
+	for _, t := range tests {
+		taken[t.TargetID] = true
+	}
+	out := drafts[:0]
+	for _, c := range drafts {
+		if !taken[c.ID] {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+func (p *Portal) newABForm(w http.ResponseWriter, r *http.Request) error {
+	drafts, err := p.abDrafts(r)
+	if err != nil {
+		return err
+	}
+	f := views.ABForm{Drafts: drafts, CampaignID: r.URL.Query().Get("newsletter"), TestType: store.ABTypeSubject,
+		Mode: store.ABModeSplit, SplitA: "50", SamplePct: "20", WaitHours: "4", AutoApply: true, Errors: map[string]string{}}
+	p.renderABForm(w, r, http.StatusOK, f)
+	return nil
+}
+
+func (p *Portal) renderABForm(w http.ResponseWriter, r *http.Request, status int, f views.ABForm) {
+	s := p.shell(r, views.TextFor(r.Context()).AB.NewTitle, views.NavABTests)
+	p.render(w, r, status, views.ABFormPage(s, f))
+}
+
+// readABForm reads the form into the view's values and the store's input;
+// numbers that are no integers are field errors.
+func readABForm(r *http.Request, f views.ABForm) (views.ABForm, store.ABInput) {
+	t := views.TextFor(r.Context()).AB
+	v := func(name string) string { return strings.TrimSpace(r.PostFormValue(name)) }
+	f.CampaignID, f.Name, f.TestType, f.Mode, f.Metric = v("campaign_id"), v("name"), v("test_type"), v("mode"), v("winner_metric")
+	f.SplitA, f.SamplePct, f.WaitHours = v("split_a"), v("sample_pct"), v("wait_hours")
+	f.BSubject, f.BPreheader, f.BFromName, f.BHTML = v("b_subject"), v("b_preheader"), v("b_from_name"), r.PostFormValue("b_html")
+	f.AutoApply = r.PostFormValue("auto_apply_winner") != ""
+	f.Errors = map[string]string{}
+	in := store.ABInput{TestType: &f.TestType, Mode: &f.Mode, AutoApplyWinner: &f.AutoApply,
+		BSubject: &f.BSubject, BPreheader: &f.BPreheader, BFromName: &f.BFromName, BHTML: &f.BHTML}
+	if f.Name != "" {
+		in.Name = &f.Name
+	}
+	if f.Metric != "" {
+		in.WinnerMetric = &f.Metric
+	}
+	if id, err := strconv.ParseInt(f.CampaignID, 10, 64); err == nil {
+		in.CampaignID = &id
+	} else {
+		f.Errors["campaign_id"] = t.TargetHint
+	}
+	for _, n := range []struct {
+		name string
+		raw  string
+		dst  **int
+	}{{"split_a", f.SplitA, &in.SplitA}, {"sample_pct", f.SamplePct, &in.SamplePct}, {"wait_hours", f.WaitHours, &in.WaitHours}} {
+		if n.raw == "" {
+			continue
+		}
+		i, err := strconv.Atoi(n.raw)
+		if err != nil {
+			f.Errors[n.name] = t.NotANumber
+			continue
+		}
+		*n.dst = &i
+	}
+	return f, in
+}
+
+func (p *Portal) createABTest(w http.ResponseWriter, r *http.Request) error {
+	if err := parseForm(w, r); err != nil {
+		return err
+	}
+	drafts, err := p.abDrafts(r)
+	if err != nil {
+		return err
+	}
+	f, in := readABForm(r, views.ABForm{Drafts: drafts})
+	if len(f.Errors) > 0 {
+		p.renderABForm(w, r, http.StatusUnprocessableEntity, f)
+		return nil
+	}
+	ab, err := p.db.CreateABTest(r.Context(), accountID(r), userActor(r), in)
+	var ce *store.ConflictError
+	switch {
+	case fieldErrors(err, f.Errors):
+		for _, k := range []string{"target_type", "target_id"} {
+			if msg, ok := f.Errors[k]; ok {
+				delete(f.Errors, k)
+				f.Errors["campaign_id"] = msg
+			}
+		}
+		p.renderABForm(w, r, http.StatusUnprocessableEntity, f)
+		return nil
+	case errors.As(err, &ce), errors.Is(err, store.ErrNotFound):
+		f.Alert = views.TextFor(r.Context()).AB.TargetHint
+		if ce != nil {
+			f.Alert = ce.Message
+		}
+		f.Errors["campaign_id"] = f.Alert
+		p.renderABForm(w, r, http.StatusConflict, f)
+		return nil
+	case err != nil:
+		return err
+	}
+	p.flash(r.Context(), "success", sprintf(views.TextFor(r.Context()).AB.CreatedFlash, ab.Name))
+	p.redirect(w, r, "/ab-tests/"+strconv.FormatInt(ab.ID, 10))
+	return nil
+}
+
+func (p *Portal) abTest(r *http.Request) (store.ABTest, error) {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return store.ABTest{}, err
+	}
+	return p.db.ABTest(r.Context(), accountID(r), id)
+}
+
+// showABTest is the results page; htmx polling gets the results section only.
+func (p *Portal) showABTest(w http.ResponseWriter, r *http.Request) error {
+	ab, err := p.abTest(r)
+	if err != nil {
+		return err
+	}
+	res, err := p.db.ABResults(r.Context(), ab)
+	if err != nil {
+		return err
+	}
+	d := views.ABDetail{Test: ab, Results: res}
+	s := p.shell(r, ab.Name, views.NavABTests)
+	p.page(w, r, http.StatusOK, views.ABTestPage(s, d), views.ABResultsSection(d))
+	return nil
+}
+
+func (p *Portal) setABWinner(w http.ResponseWriter, r *http.Request) error {
+	ab, err := p.abTest(r)
+	if err != nil {
+		return err
+	}
+	svc, err := p.abService()
+	if err != nil {
+		return err
+	}
+	if err := parseForm(w, r); err != nil {
+		return err
+	}
+	t := views.TextFor(r.Context()).AB
+	res, err := svc.SetWinner(r.Context(), accountID(r), userActor(r), ab.ID, r.PostFormValue("variant"))
+	if err := p.abConflict(r, err); err != nil {
+		return err
+	}
+	if err == nil {
+		msg := sprintf(t.WinnerFlash, res.Winner, res.Released)
+		if res.Copied {
+			msg += " " + t.CopiedFlash
+		}
+		p.flash(r.Context(), "success", msg)
+	}
+	p.redirect(w, r, "/ab-tests/"+strconv.FormatInt(ab.ID, 10))
+	return nil
+}
+
+// abConflict turns a conflict (the test is no longer running) into an error
+// flash on the test's page; other errors are returned.
+func (p *Portal) abConflict(r *http.Request, err error) error {
+	var ce *store.ConflictError
+	var ve *store.ValidationError
+	switch {
+	case errors.As(err, &ce):
+		p.flash(r.Context(), "error", ce.Message)
+		return nil
+	case errors.As(err, &ve):
+		for _, msg := range ve.Fields {
+			p.flash(r.Context(), "error", msg)
+		}
+		return nil
+	}
+	return err
+}
+
+func (p *Portal) stopABTest(w http.ResponseWriter, r *http.Request) error {
+	ab, err := p.abTest(r)
+	if err != nil {
+		return err
+	}
+	svc, err := p.abService()
+	if err != nil {
+		return err
+	}
+	_, released, err := svc.Stop(r.Context(), accountID(r), userActor(r), ab.ID)
+	if err := p.abConflict(r, err); err != nil {
+		return err
+	}
+	if err == nil {
+		p.flash(r.Context(), "success", sprintf(views.TextFor(r.Context()).AB.StoppedFlash, released))
+	}
+	p.redirect(w, r, "/ab-tests/"+strconv.FormatInt(ab.ID, 10))
+	return nil
+}
+
+func (p *Portal) deleteABTest(w http.ResponseWriter, r *http.Request) error {
+	ab, err := p.abTest(r)
+	if err != nil {
+		return err
+	}
+	err = p.db.DeleteABTest(r.Context(), accountID(r), userActor(r), ab.ID)
+	if err := p.abConflict(r, err); err != nil {
+		return err
+	}
+	if err != nil {
+		p.redirect(w, r, "/ab-tests/"+strconv.FormatInt(ab.ID, 10))
+		return nil
+	}
+	p.flash(r.Context(), "success", views.TextFor(r.Context()).AB.DeletedFlash)
+	p.redirect(w, r, "/ab-tests")
+	return nil
+}
