@@ -56,7 +56,8 @@ func adminServer(t *testing.T, cert tlsRoots) (*httptest.Server, *store.DB) {
 	mail := mailer.NewTransports(db, box, mailer.TransportOptions{HELO: "rundbrief.test", TLSConfig: cert.config})
 	hooks := webhook.New(db, webhook.Config{Box: box, AllowPrivate: true, Log: log})
 	wg.Go(func() { _ = hooks.Worker(webhook.WorkerOptions{PollInterval: 50 * time.Millisecond}).Run(ctx) })
-	p, err := portal.New(portal.Deps{DB: db, Box: box, Log: log, BaseURL: baseURL, Mail: mail, Webhooks: hooks})
+	// The test SMTP server is on loopback: RUNDBRIEF_SMTP_ALLOW_PRIVATE.
+	p, err := portal.New(portal.Deps{DB: db, Box: box, Log: log, BaseURL: baseURL, Mail: mail, Webhooks: hooks, SMTPAllowPrivate: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +67,7 @@ func adminServer(t *testing.T, cert tlsRoots) (*httptest.Server, *store.DB) {
 		t.Fatal(err)
 	}
 	a := api.New(api.Deps{DB: db, APILog: apiLog, Log: log, Box: box, Mail: mail, Webhooks: hooks, Guard: guard},
-		api.Config{BaseURL: baseURL, RateLimit: 1_000_000})
+		api.Config{BaseURL: baseURL, RateLimit: 1_000_000, SMTPAllowPrivate: true})
 	srv := httptest.NewServer(handlers.New(a, p, pub))
 	t.Cleanup(func() {
 		srv.Close()

@@ -53,7 +53,7 @@ func sendingServer(t *testing.T) (*httptest.Server, *store.DB, *secret.Box) {
 	w := mailer.NewWorker(db, mail, mailer.WorkerOptions{Links: links, PollInterval: 50 * time.Millisecond, Log: log})
 	campaigns := mailer.NewCampaigns(db, mail, w, mailer.CampaignsOptions{Links: links, Log: log})
 	wg.Go(func() { _ = w.Run(ctx) })
-	p, err := portal.New(portal.Deps{DB: db, Box: box, Log: log, BaseURL: baseURL, Mail: mail, Campaigns: campaigns})
+	p, err := portal.New(portal.Deps{DB: db, Box: box, Log: log, BaseURL: baseURL, Mail: mail, Campaigns: campaigns, SMTPAllowPrivate: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func sendingServer(t *testing.T) (*httptest.Server, *store.DB, *secret.Box) {
 		t.Fatal(err)
 	}
 	a := api.New(api.Deps{DB: db, APILog: apiLog, Log: log, Box: box, Mail: mail, Guard: guard, Campaigns: campaigns},
-		api.Config{BaseURL: baseURL, RateLimit: 1_000_000})
+		api.Config{BaseURL: baseURL, RateLimit: 1_000_000, SMTPAllowPrivate: true})
 	srv := httptest.NewServer(handlers.New(a, p, pub))
 	t.Cleanup(func() {
 		srv.Close()

@@ -584,7 +584,7 @@ func (l *lane) sendOne(ctx context.Context, cc *compiledCampaign, sender Sender,
 		return out, stopInFlight
 	case errors.As(err, &se) && se.Permanent:
 		out.Status, out.Error = store.RecipientFailed, se.Reason
-		out.Bounce, out.Code = se.Bounce(), se.Code
+		out.Bounce, out.Code, out.Block = se.Bounce(), se.Code, HardBounce(se)
 	case errors.As(err, &se) && (se.Stage == StageMail || se.Stage == StageRcpt || se.Stage == StageData):
 		out.Error = se.Reason
 		if r.Attempts >= l.w.opts.MaxAttempts {
