@@ -626,6 +626,10 @@ func readNewsletterForm(r *http.Request, f *views.NewsletterForm) store.Newslett
 		Name: &f.Name, Subject: &f.Subject, Preheader: &f.Preheader, ListIDs: &ids, FromName: &f.FromName, ReplyTo: &f.ReplyTo,
 		SMTPServerID: &f.SMTPServerID, TrackOpens: &f.TrackOpens, TrackClicks: &f.TrackClicks,
 	}
+	if f.Name == "" {
+		// Optional: a new draft is named after its subject, a saved one keeps its name.
+		in.Name = nil
+	}
 	empty, content := "", f.Content
 	if f.Format == views.FormatHTML {
 		in.HTML, in.Markdown = &content, &empty

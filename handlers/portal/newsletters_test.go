@@ -172,6 +172,12 @@ func TestNewsletterListAndEditor(t *testing.T) {
 	if text(r.find("flash")) != "Der Entwurf „Herbstbrief“ wurde gespeichert." {
 		t.Errorf("flash %q", text(r.find("flash")))
 	}
+	// The name is optional: left empty, a saved draft keeps its name.
+	form.Set("name", "")
+	wantRedirect(t, e.c.post(fmt.Sprintf("/newsletters/%d", id), form), fmt.Sprintf("/newsletters/%d", id))
+	if got := e.newsletter(t, id).Name; got != "Herbstbrief" {
+		t.Errorf("name after saving it empty: %q", got)
+	}
 }
 
 func TestNewsletterLivePreview(t *testing.T) {
