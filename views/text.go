@@ -355,6 +355,7 @@ type NewslettersText struct {
 
 	Name                string
 	NameHint            string
+	Unnamed             string
 	Subject             string
 	SubjectHint         string
 	Preheader           string
@@ -1047,7 +1048,8 @@ func German() Text {
 			},
 
 			Name:                "Interner Name",
-			NameHint:            "Nur für Sie sichtbar. Leer: der Betreff.",
+			NameHint:            "Nur für Sie sichtbar. Ohne Angabe heißt ein neuer Entwurf wie sein Betreff.",
+			Unnamed:             "Ohne Namen",
 			Subject:             "Betreff",
 			SubjectHint:         "Platzhalter wie {{vorname}} sind erlaubt.",
 			Preheader:           "Vorschauzeile",
