@@ -238,6 +238,7 @@ func TestPortalNewslettersEndToEnd(t *testing.T) {
 	do("send confirmation",
 		chromedp.Click(tid("newsletter-send")),
 		chromedp.WaitVisible(tid("send-confirm")),
+		screenshot(t, dir, "portal-newsletter-send-confirm"),
 	)
 	if got := attr("count", "send-count", "data-count"); got != "3" {
 		t.Fatalf("confirmation shows %s recipients", got)
@@ -246,6 +247,7 @@ func TestPortalNewslettersEndToEnd(t *testing.T) {
 		chromedp.Click(tid("send-confirm-button")),
 		chromedp.WaitVisible(tid("newsletter-status-panel")),
 		until(`document.querySelector('[data-testid="newsletter-status-panel"]').dataset.status === 'sent'`),
+		screenshot(t, dir, "portal-newsletter-sent"),
 	)
 	if got := read("progress", chromedp.Text(tid("progress-text"))); got != "3 von 3 E-Mails verschickt" {
 		t.Errorf("progress %q", got)

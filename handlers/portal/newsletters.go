@@ -541,15 +541,22 @@ func (p *Portal) newsletterTargets(r *http.Request, c store.Campaign) ([]store.L
 			chosen = append(chosen, lists[i])
 		}
 	}
+	// Without a choice the account's default server sends, if it has one (else
+	// the operator relay or the development outbox).
 	server := t.DefaultRoute
+	var s store.SMTPServer
 	if id := c.ServerID(); id != 0 {
-		s, err := p.db.SMTPServer(r.Context(), accountID(r), id)
-		switch {
-		case err == nil:
-			server = s.Name + " (" + s.FromEmail + ")"
-		case !errors.Is(err, store.ErrNotFound):
-			return nil, "", err
-		}
+		s, err = p.db.SMTPServer(r.Context(), accountID(r), id)
+	} else {
+		s, err = p.db.DefaultSMTPServer(r.Context(), accountID(r))
+	}
+	switch {
+	case err == nil && c.ServerID() != 0:
+		server = s.Name + " (" + s.FromEmail + ")"
+	case err == nil:
+		server = t.DefaultRoute + ": " + s.Name + " (" + s.FromEmail + ")"
+	case !errors.Is(err, store.ErrNotFound):
+		return nil, "", err
 	}
 	return chosen, server, nil
 }

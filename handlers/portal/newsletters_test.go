@@ -266,6 +266,9 @@ func TestNewsletterTestSendAndSend(t *testing.T) {
 	if got := r.find("send-count").AttrOr("data-count", ""); got != "4" {
 		t.Fatalf("confirmation count %q:\n%s", got, text(r.find("send-confirm")))
 	}
+	if !strings.Contains(text(r.find("send-confirm")), "Standard des Kontos: Versand (news@baeckerei.test)") {
+		t.Errorf("confirmation does not name the SMTP route: %q", text(r.find("send-confirm")))
+	}
 	r = e.c.post(path+"/send", nil)
 	wantRedirect(t, r, path)
 	c := waitStatus(t, e, id, store.CampaignSent)
