@@ -157,7 +157,7 @@ SELECT l.* FROM l
 UNION ALL
 SELECT 0, $1, b.email, '', '', '', '', '', '', '', '{}'::text[], '', '', '{}'::jsonb, NULL::timestamptz, NULL::timestamptz,
   now(), now(), '[]'::jsonb
-FROM blocked_addresses b WHERE b.account_id = $1 AND (b.email = ANY($2) OR b.email IN (SELECT l.email FROM l))`
+FROM blocked_addresses b WHERE b.account_id = $1 AND b.email = ANY($2::text[] || ARRAY(SELECT l.email FROM l))`
 
 const selectContactHeadroom = `SELECT p.max_contacts - ` + contactTotal + ` FROM accounts a JOIN plans p ON p.name = a.plan WHERE a.id = $1`
 
