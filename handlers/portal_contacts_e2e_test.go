@@ -193,7 +193,7 @@ func TestPortalContactsEndToEnd(t *testing.T) {
 		js(`new Promise(r => { const t = setInterval(() => { if (location.search.includes("page=2")) { clearInterval(t); r(true) } }, 50) })`),
 		chromedp.WaitVisible(tid("page-prev")),
 	)
-	if got := read("range", chromedp.Text(tid("pagination-range"))); !strings.HasPrefix(got, "26–50 von 1201") {
+	if got := read("range", chromedp.Text(tid("pagination-range"))); !strings.HasPrefix(got, "26–50 von 1.201") {
 		t.Errorf("page 2 range %q", got)
 	}
 	do("table screenshot",

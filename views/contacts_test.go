@@ -60,6 +60,10 @@ func TestContactsPageStates(t *testing.T) {
 	if got := tid(doc, "export-link").AttrOr("href", ""); got != "/contacts/export?q=anna&status=pending&tag=vip" {
 		t.Errorf("export link %q", got)
 	}
+	big := render(t, views.Pagination(views.Pager{Page: 1234, PerPage: 25, Total: 100_000, URL: func(int) string { return "/" }}))
+	if got := text(tid(big, "pagination-range")); got != "30.826–30.850 von 100.000 Einträgen · Seite 1.234 von 4.000" {
+		t.Errorf("large numbers: %q", got)
+	}
 	row := tid(doc, "contact-row")
 	if text(row.Find(`[data-testid="contact-status"]`)) != "Unbestätigt" || text(row.Find(`[data-testid="contact-name"]`)) != "Anna Schmidt" {
 		t.Errorf("row %q", text(row))
