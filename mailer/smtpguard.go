@@ -21,14 +21,15 @@ const TestAddressNotAllowed = "address_not_allowed"
 // RUNDBRIEF_SMTP_ALLOW_PRIVATE (allowPrivate) turns it off for development
 // and tests. The operator relay is never checked.
 type SMTPGuard struct {
-	db    *store.DB
-	mail  *Transports
-	guard *webhook.Guard
+	db           *store.DB
+	mail         *Transports
+	guard        *webhook.Guard
+	allowPrivate bool
 }
 
 // NewSMTPGuard returns the guard; resolver nil is the system resolver.
 func NewSMTPGuard(db *store.DB, mail *Transports, allowPrivate bool, resolver webhook.Resolver) *SMTPGuard {
-	return &SMTPGuard{db: db, mail: mail, guard: webhook.NewGuard(allowPrivate, resolver)}
+	return &SMTPGuard{db: db, mail: mail, guard: webhook.NewGuard(allowPrivate, resolver), allowPrivate: allowPrivate}
 }
 
 // CheckHost returns a ValidationError for the field "host" when host resolves
@@ -57,4 +58,37 @@ func (g *SMTPGuard) TestServer(ctx context.Context, accountID, serverID int64) (
 		return TestResult{Code: TestAddressNotAllowed, Message: msg, Detail: "RUNDBRIEF_SMTP_ALLOW_PRIVATE is off", TestedAt: now}, nil
 	}
 	return g.mail.TestServer(ctx, accountID, serverID)
+}
+
+// Opener wraps an Opener (Transports) so that mail, too, goes only to public
+// SMTP servers: a route to one of the account's servers whose host is not
+// public is refused with a ValidationError on smtp_server_id. Starting a send
+// reports it as a 422 (Campaigns checks the route first); a running send's
+// lanes pause the route and try again later. The operator relay and the
+// development outbox are not checked. The host is resolved here and again
+// when connecting, so a name whose address changes in between (DNS
+// rebinding) is not caught: that needs the check in the dialer itself.
+func (g *SMTPGuard) Opener(o Opener) Opener { return &guardedOpener{Opener: o, g: g} }
+
+type guardedOpener struct {
+	Opener
+	g *SMTPGuard
+}
+
+func (o *guardedOpener) Open(ctx context.Context, accountID, serverID int64) (Sender, Route, error) {
+	sender, route, err := o.Opener.Open(ctx, accountID, serverID)
+	if err != nil || route.Kind != RouteServer || o.g.allowPrivate {
+		return sender, route, err
+	}
+	srv, err := o.g.db.SMTPServer(ctx, accountID, route.ServerID)
+	if err == nil {
+		if msg := o.g.guard.CheckHost(ctx, srv.Host); msg != "" {
+			err = store.Invalid("smtp_server_id", msg)
+		}
+	}
+	if err != nil {
+		_ = sender.Close()
+		return nil, Route{}, err
+	}
+	return sender, route, nil
 }

@@ -78,8 +78,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	links := mailer.LinkBuilder{BaseURL: cfg.BaseURL, Tokens: tokens}
 	// The SMTP servers' messages-per-second settings hold for all serve
-	// processes together (a budget shared through PostgreSQL).
-	opener := mailer.SharedRate(mail, store.NewSendRateLimiter(db.DB))
+	// processes together (a budget shared through PostgreSQL), and mail goes
+	// only to public SMTP servers (unless RUNDBRIEF_SMTP_ALLOW_PRIVATE).
+	opener := mailer.SharedRate(mailer.NewSMTPGuard(db.DB, mail, cfg.SMTPAllowPrivate, nil).Opener(mail), store.NewSendRateLimiter(db.DB))
 	sendWorker := mailer.NewWorker(db.DB, opener, mailer.WorkerOptions{Links: links, Log: log})
 	campaigns := mailer.NewCampaigns(db.DB, opener, sendWorker, mailer.CampaignsOptions{Links: links, Log: log})
 	startWorker("campaign sender", sendWorker.Run)
