@@ -1,8 +1,10 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -326,9 +328,99 @@ func (r *QueuedRecipient) CustomFieldStrings() (map[string]string, error) {
 	if len(r.CustomFields) == 0 || string(r.CustomFields) == "{}" {
 		return nil, nil
 	}
+	if out, ok := flatCustomFields(r.CustomFields); ok {
+		return out, nil
+	}
 	var cf CustomFields
 	if err := cf.Scan(r.CustomFields); err != nil {
 		return nil, err
 	}
 	return cf.Strings(), nil
+}
+
+// flatCustomFields is CustomFields' Scan and Strings in one pass for the
+// usual custom fields, an object of plain strings, numbers, booleans and
+// nulls as jsonb prints it: the JSON decoder and its map of interfaces cost
+// more per recipient than rendering the placeholders. ok is false for
+// anything else (escapes, nested values, odd syntax), which the decoder
+// handles.
+func flatCustomFields(b []byte) (out map[string]string, ok bool) {
+	i := skipJSONSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return nil, false
+	}
+	out = make(map[string]string, 4)
+	if i = skipJSONSpace(b, i+1); i < len(b) && b[i] == '}' {
+		return out, skipJSONSpace(b, i+1) == len(b)
+	}
+	for {
+		key, j, ok := plainJSONString(b, i)
+		if !ok {
+			return nil, false
+		}
+		if i = skipJSONSpace(b, j); i >= len(b) || b[i] != ':' {
+			return nil, false
+		}
+		if i = skipJSONSpace(b, i+1); i >= len(b) {
+			return nil, false
+		}
+		switch c := b[i]; {
+		case c == '"':
+			v, j, ok := plainJSONString(b, i)
+			if !ok {
+				return nil, false
+			}
+			out[key], i = v, j
+		case c == 't' && bytes.HasPrefix(b[i:], []byte("true")):
+			out[key], i = "true", i+4
+		case c == 'f' && bytes.HasPrefix(b[i:], []byte("false")):
+			out[key], i = "false", i+5
+		case c == 'n' && bytes.HasPrefix(b[i:], []byte("null")):
+			delete(out, key) // Strings leaves nulls out
+			i += 4
+		case c == '-' || c >= '0' && c <= '9':
+			j := i + 1
+			for j < len(b) && (b[j] >= '0' && b[j] <= '9' || b[j] == '.' || b[j] == 'e' || b[j] == 'E' || b[j] == '+' || b[j] == '-') {
+				j++
+			}
+			if !json.Valid(b[i:j]) {
+				return nil, false
+			}
+			out[key], i = string(b[i:j]), j
+		default:
+			return nil, false
+		}
+		switch i = skipJSONSpace(b, i); {
+		case i < len(b) && b[i] == ',':
+			i = skipJSONSpace(b, i+1)
+		case i < len(b) && b[i] == '}':
+			return out, skipJSONSpace(b, i+1) == len(b)
+		default:
+			return nil, false
+		}
+	}
+}
+
+func skipJSONSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// plainJSONString reads the string starting at b[i] when it has no escapes
+// and no control characters, and returns it with the index after it.
+func plainJSONString(b []byte, i int) (string, int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return "", 0, false
+	}
+	for j := i + 1; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			return string(b[i+1 : j]), j + 1, true
+		case c == '\\' || c < 0x20:
+			return "", 0, false
+		}
+	}
+	return "", 0, false
 }
