@@ -56,7 +56,8 @@ func adminServer(t *testing.T, cert tlsRoots) (*httptest.Server, *store.DB) {
 	mail := mailer.NewTransports(db, box, mailer.TransportOptions{HELO: "rundbrief.test", TLSConfig: cert.config})
 	hooks := webhook.New(db, webhook.Config{Box: box, AllowPrivate: true, Log: log})
 	wg.Go(func() { _ = hooks.Worker(webhook.WorkerOptions{PollInterval: 50 * time.Millisecond}).Run(ctx) })
-	p, err := portal.New(portal.Deps{DB: db, Box: box, Log: log, BaseURL: baseURL, Mail: mail, Webhooks: hooks})
+	// The test SMTP server is on loopback: RUNDBRIEF_SMTP_ALLOW_PRIVATE.
+	p, err := portal.New(portal.Deps{DB: db, Box: box, Log: log, BaseURL: baseURL, Mail: mail, Webhooks: hooks, SMTPAllowPrivate: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +67,7 @@ func adminServer(t *testing.T, cert tlsRoots) (*httptest.Server, *store.DB) {
 		t.Fatal(err)
 	}
 	a := api.New(api.Deps{DB: db, APILog: apiLog, Log: log, Box: box, Mail: mail, Webhooks: hooks, Guard: guard},
-		api.Config{BaseURL: baseURL, RateLimit: 1_000_000})
+		api.Config{BaseURL: baseURL, RateLimit: 1_000_000, SMTPAllowPrivate: true})
 	srv := httptest.NewServer(handlers.New(a, p, pub))
 	t.Cleanup(func() {
 		srv.Close()
@@ -326,6 +327,32 @@ func TestPortalAdminEndToEnd(t *testing.T) {
 		chromedp.Click(tid("activity-filter-submit")),
 		until(`location.search.includes("object_type=webhook") && document.querySelectorAll('[data-testid="activity-row"]').length === 1`),
 	)
+
+	// Without an operator relay, mail is captured in the development outbox; a
+	// captured mail's HTML shows in a sandboxed frame, its scripts do not run.
+	if err := mailer.NewDevOutbox(db, acct.Account.ID).Send(bg, &mailer.Message{
+		From: mailer.Address{Name: "Bäckerei Müller", Email: "news@baeckerei-mueller.de"}, To: mailer.Address{Email: "erika.mustermann@example.com"},
+		Subject: "Willkommen in der Backstube",
+		HTML: `<h1 style="font-family:sans-serif;color:#7a4b12">Hallo Erika!</h1><p style="font-family:sans-serif">Ab Montag gibt es Kürbisbrot.</p>` +
+			`<script>try { parent.document.body.dataset.hacked = "1" } catch (e) {} document.body.innerHTML = "SKRIPT LIEF"</script>`,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	do("dev outbox",
+		chromedp.Click(tid("nav-smtp-servers")),
+		chromedp.Click(tid("dev-outbox-link")),
+		chromedp.WaitVisible(tid("outbox-table")),
+		chromedp.Click(tid("outbox-subject")),
+		chromedp.WaitVisible(tid("outbox-html-frame")),
+		chromedp.Sleep(500*time.Millisecond), // the frame loads on its own
+		screenshot(t, dir, "portal-dev-outbox-mail"),
+	)
+	if hacked, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.body.dataset.hacked === "1"`)); err != nil || hacked {
+		t.Errorf("the captured mail's script reached the portal page (%v)", err)
+	}
+	if got := read("text part", chromedp.Text(tid("outbox-text"))); !strings.Contains(got, "Ab Montag gibt es Kürbisbrot.") {
+		t.Errorf("text part %q", got)
+	}
 }
 
 // verifySignature checks X-Service-Signature (t=…,v1=…: HMAC-SHA256 with the

@@ -53,7 +53,7 @@ func sendingServer(t *testing.T) (*httptest.Server, *store.DB, *secret.Box) {
 	w := mailer.NewWorker(db, mail, mailer.WorkerOptions{Links: links, PollInterval: 50 * time.Millisecond, Log: log})
 	campaigns := mailer.NewCampaigns(db, mail, w, mailer.CampaignsOptions{Links: links, Log: log})
 	wg.Go(func() { _ = w.Run(ctx) })
-	p, err := portal.New(portal.Deps{DB: db, Box: box, Log: log, BaseURL: baseURL, Mail: mail, Campaigns: campaigns})
+	p, err := portal.New(portal.Deps{DB: db, Box: box, Log: log, BaseURL: baseURL, Mail: mail, Campaigns: campaigns, SMTPAllowPrivate: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func sendingServer(t *testing.T) (*httptest.Server, *store.DB, *secret.Box) {
 		t.Fatal(err)
 	}
 	a := api.New(api.Deps{DB: db, APILog: apiLog, Log: log, Box: box, Mail: mail, Guard: guard, Campaigns: campaigns},
-		api.Config{BaseURL: baseURL, RateLimit: 1_000_000})
+		api.Config{BaseURL: baseURL, RateLimit: 1_000_000, SMTPAllowPrivate: true})
 	srv := httptest.NewServer(handlers.New(a, p, pub))
 	t.Cleanup(func() {
 		srv.Close()
@@ -238,6 +238,7 @@ func TestPortalNewslettersEndToEnd(t *testing.T) {
 	do("send confirmation",
 		chromedp.Click(tid("newsletter-send")),
 		chromedp.WaitVisible(tid("send-confirm")),
+		screenshot(t, dir, "portal-newsletter-send-confirm"),
 	)
 	if got := attr("count", "send-count", "data-count"); got != "3" {
 		t.Fatalf("confirmation shows %s recipients", got)
@@ -246,6 +247,7 @@ func TestPortalNewslettersEndToEnd(t *testing.T) {
 		chromedp.Click(tid("send-confirm-button")),
 		chromedp.WaitVisible(tid("newsletter-status-panel")),
 		until(`document.querySelector('[data-testid="newsletter-status-panel"]').dataset.status === 'sent'`),
+		screenshot(t, dir, "portal-newsletter-sent"),
 	)
 	if got := read("progress", chromedp.Text(tid("progress-text"))); got != "3 von 3 E-Mails verschickt" {
 		t.Errorf("progress %q", got)
@@ -265,7 +267,7 @@ func TestPortalNewslettersEndToEnd(t *testing.T) {
 	if n := len(smtp.Messages()); n != 4 {
 		t.Errorf("%d mails at the SMTP server, want 1 test + 3", n)
 	}
-	// The stats page (built elsewhere) is linked from here.
+	// The stats page (handlers/portal/stats.go) is linked from here.
 	stats := attr("stats link", "stats-link", "href")
 	if stats != "/newsletters/"+id+"/stats" {
 		t.Fatalf("stats link %q", stats)
@@ -275,9 +277,16 @@ func TestPortalNewslettersEndToEnd(t *testing.T) {
 	if got := read("list status", chromedp.Text(tid("newsletter-status"))); got != "Versendet" {
 		t.Errorf("list shows status %q", got)
 	}
-	do("stats", chromedp.Click(tid("newsletter-stats")), chromedp.WaitReady(chromedp.CSS("main")))
+	do("stats", chromedp.Click(tid("newsletter-stats")), chromedp.WaitVisible(tid("stats-meta")),
+		screenshot(t, dir, "portal-newsletter-stats"))
 	if loc := read("stats location", chromedp.Location()); !strings.HasSuffix(loc, stats) {
 		t.Errorf("stats link led to %s", loc)
+	}
+	if got := read("stats sent", chromedp.Text(chromedp.CSS(`[data-testid="stat-sent"] [data-testid="value"]`))); got != "3" {
+		t.Errorf("stats page: %s sent, want 3", got)
+	}
+	if got := read("stats status", chromedp.Text(tid("stats-status"))); got != "Versendet" {
+		t.Errorf("stats page status %q", got)
 	}
 
 	// A sign-up form with its embed code, copied, and the hosted page previewed.

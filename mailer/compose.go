@@ -369,9 +369,9 @@ type recipientData struct {
 // renderState holds the buffers of one rendering goroutine, reused for every
 // message it renders.
 type renderState struct {
-	subject, html, text, link bytes.Buffer
-	vals                      Values
-	custom                    map[string]string
+	subject, preheader, html, text, link bytes.Buffer
+	vals                                 Values
+	custom                               map[string]string
 }
 
 // setCustom starts the per-recipient Custom map from the request
@@ -395,6 +395,16 @@ type rendered struct {
 // render fills the templates for one recipient. links builds the token URLs;
 // the unsubscribe URL is always set (it fills {{abmelde_link}}).
 func (cc *compiledCampaign) render(st *renderState, links LinkBuilder, r recipientData) (rendered, error) {
+	if err := cc.fill(st, links, r); err != nil {
+		return rendered{}, err
+	}
+	return rendered{Subject: st.subject.String(), Preheader: st.preheader.String(), HTML: st.html.String(),
+		Text: st.text.String()}, nil
+}
+
+// fill renders one recipient's subject, preheader, HTML and text into st's
+// buffers (HTML empty for a text-only campaign).
+func (cc *compiledCampaign) fill(st *renderState, links LinkBuilder, r recipientData) error {
 	st.setCustom(cc.c.Placeholders)
 	st.vals.Recipient = r.values
 	st.vals.Recipient.UnsubscribeURL = links.UnsubscribeURL(r.recipientID)
@@ -410,44 +420,36 @@ func (cc *compiledCampaign) render(st *renderState, links LinkBuilder, r recipie
 		if l.tmpl != nil {
 			st.link.Reset()
 			if err := l.tmpl.Render(&st.link, &st.vals); err != nil {
-				return rendered{}, err
+				return err
 			}
 			b := st.link.Bytes()
 			personal = html.UnescapeString(string(b[l.pre : len(b)-len(personalizedLinkSuffix)]))
 		}
 		st.custom[key] = links.ClickURL(r.recipientID, l.id, personal)
 	}
-	var out rendered
-	var err error
-	if out.Subject, err = renderTo(&st.subject, cc.subject, &st.vals); err != nil {
-		return rendered{}, err
+	if err := renderInto(&st.subject, cc.subject, &st.vals); err != nil {
+		return err
 	}
-	if out.Preheader, err = renderTo(&st.subject, cc.preheader, &st.vals); err != nil {
-		return rendered{}, err
+	if err := renderInto(&st.preheader, cc.preheader, &st.vals); err != nil {
+		return err
 	}
+	st.html.Reset()
 	if cc.html != nil {
-		if out.HTML, err = renderTo(&st.html, cc.html, &st.vals); err != nil {
-			return rendered{}, err
+		if err := cc.html.Render(&st.html, &st.vals); err != nil {
+			return err
 		}
 	}
-	if out.Text, err = renderTo(&st.text, cc.text, &st.vals); err != nil {
-		return rendered{}, err
-	}
-	return out, nil
+	return renderInto(&st.text, cc.text, &st.vals)
 }
 
-func renderTo(buf *bytes.Buffer, t *Template, v *Values) (string, error) {
+func renderInto(buf *bytes.Buffer, t *Template, v *Values) error {
 	buf.Reset()
-	if err := t.Render(buf, v); err != nil {
-		return "", err
-	}
-	return buf.String(), nil
+	return t.Render(buf, v)
 }
 
 // message renders the message for one recipient, from the route's sender.
 func (cc *compiledCampaign) message(st *renderState, links LinkBuilder, r recipientData, route Route) (*Message, error) {
-	out, err := cc.render(st, links, r)
-	if err != nil {
+	if err := cc.fill(st, links, r); err != nil {
 		return nil, err
 	}
 	from := route.From
@@ -458,10 +460,12 @@ func (cc *compiledCampaign) message(st *renderState, links LinkBuilder, r recipi
 		From:    from,
 		To:      Address{Name: strings.TrimSpace(r.values.FirstName + " " + r.values.LastName), Email: r.values.Email},
 		ReplyTo: cc.c.ReplyTo,
-		Subject: out.Subject,
-		HTML:    out.HTML,
-		Text:    out.Text,
+		Subject: st.subject.String(),
 		Headers: cc.headers,
+		// The bodies stay in st's buffers: the sender renders the message
+		// before st renders the next one, so a copy would be garbage at once.
+		htmlBody: st.html.Bytes(),
+		textBody: st.text.Bytes(),
 	}
 	if cc.unsubscribeHeader {
 		m.UnsubscribeURL = st.vals.Recipient.UnsubscribeURL

@@ -74,6 +74,12 @@ type Message struct {
 	MessageID string
 	// Date of the message; zero: the time of first Send or WriteTo.
 	Date time.Time
+
+	// htmlBody and textBody, when set, are the bodies as the send pipeline
+	// rendered them into its reused buffers, used instead of HTML and Text.
+	// They are valid until the pipeline renders the next message, which it
+	// does after Send returned.
+	htmlBody, textBody []byte
 }
 
 // reservedHeaders are set from the Message's own fields only.
@@ -102,23 +108,27 @@ func TextFromHTML(html string) string {
 
 // Validate reports the first problem that keeps the message from being built, as
 // an error wrapping ErrInvalidMessage.
-func (m *Message) Validate() error {
+func (m *Message) Validate() error { return m.validate(nil) }
+
+// validate is Validate; known, when set, says which addresses passed before
+// (a campaign's messages share From and Reply-To).
+func (m *Message) validate(known *validAddresses) error {
 	invalid := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", ErrInvalidMessage, fmt.Sprintf(format, args...))
 	}
-	if !bareAddress(m.From.Email) {
+	if !(known != nil && known.from == m.From.Email && m.From.Email != "") && !bareAddress(m.From.Email) {
 		return invalid("from address %q", m.From.Email)
 	}
 	if !bareAddress(m.To.Email) {
 		return invalid("to address %q", m.To.Email)
 	}
-	if m.ReplyTo != "" && !bareAddress(m.ReplyTo) {
+	if m.ReplyTo != "" && !(known != nil && known.replyTo == m.ReplyTo) && !bareAddress(m.ReplyTo) {
 		return invalid("reply-to address %q", m.ReplyTo)
 	}
 	if m.ReturnPath != "" && !bareAddress(m.ReturnPath) {
 		return invalid("return path %q", m.ReturnPath)
 	}
-	if m.HTML == "" && m.Text == "" {
+	if m.HTML == "" && m.Text == "" && len(m.htmlBody) == 0 && len(m.textBody) == 0 {
 		return invalid("no content")
 	}
 	if m.UnsubscribeURL != "" {
@@ -195,15 +205,26 @@ func cleanHeader(s string) string {
 }
 
 // prepare fills MessageID and Date when empty and validates the message.
-func (m *Message) prepare() error {
+// known, when set, remembers the From and Reply-To addresses that passed.
+func (m *Message) prepare(known *validAddresses) error {
 	if m.MessageID == "" {
 		m.MessageID = NewMessageID(m.From.Email)
 	}
 	if m.Date.IsZero() {
 		m.Date = time.Now()
 	}
-	return m.Validate()
+	if err := m.validate(known); err != nil {
+		return err
+	}
+	if known != nil {
+		known.from, known.replyTo = m.From.Email, m.ReplyTo
+	}
+	return nil
 }
+
+// validAddresses are the From and Reply-To addresses of the last message a
+// mimeWriter wrote, which passed validation.
+type validAddresses struct{ from, replyTo string }
 
 // envelope returns the SMTP MAIL FROM and RCPT TO addresses.
 func (m *Message) envelope() (from, to string) {

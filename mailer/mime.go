@@ -41,6 +41,7 @@ type mimeWriter struct {
 	// the same sender, so it is formatted once.
 	from      Address
 	fromValue string
+	valid     validAddresses
 }
 
 func newMIMEWriter() *mimeWriter {
@@ -54,7 +55,7 @@ const (
 
 // appendMessage prepares m (MessageID, Date, validation) and appends it.
 func (w *mimeWriter) appendMessage(dst []byte, m *Message) ([]byte, error) {
-	if err := m.prepare(); err != nil {
+	if err := m.prepare(&w.valid); err != nil {
 		return dst, err
 	}
 	dst = append(dst, "Date: "...)
@@ -93,13 +94,9 @@ func (w *mimeWriter) appendMessage(dst []byte, m *Message) ([]byte, error) {
 			dst = w.appendText(dst, name, cleanHeader(m.Headers[name]))
 		}
 	}
-	text := m.Text
-	if text == "" {
-		text = TextFromHTML(m.HTML)
-	}
-	if m.HTML == "" {
+	if len(m.htmlBody) == 0 && m.HTML == "" {
 		dst = append(dst, mimeTextPart...)
-		dst = appendQP(dst, text)
+		dst = m.appendText(dst)
 		if len(dst) < 2 || dst[len(dst)-1] != '\n' {
 			// A soft line break ends the message with CRLF, as SMTP wants,
 			// without adding a line break to the text.
@@ -116,15 +113,33 @@ func (w *mimeWriter) appendMessage(dst []byte, m *Message) ([]byte, error) {
 	dst = append(dst, "\"\r\n\r\n--"...)
 	dst = append(dst, boundary...)
 	dst = append(dst, "\r\n"+mimeTextPart...)
-	dst = appendQP(dst, text)
+	dst = m.appendText(dst)
 	dst = append(dst, "\r\n--"...)
 	dst = append(dst, dst[mark:mark+len(boundary)]...)
 	dst = append(dst, "\r\n"+mimeHTMLPart...)
-	dst = appendQP(dst, m.HTML)
+	if len(m.htmlBody) > 0 {
+		dst = appendQP(dst, m.htmlBody)
+	} else {
+		dst = appendQP(dst, m.HTML)
+	}
 	dst = append(dst, "\r\n--"...)
 	dst = append(dst, dst[mark:mark+len(boundary)]...)
 	dst = append(dst, "--\r\n"...)
 	return dst, nil
+}
+
+// appendText appends the text part's body, derived from the HTML when the
+// message has none.
+func (m *Message) appendText(dst []byte) []byte {
+	switch {
+	case len(m.textBody) > 0:
+		return appendQP(dst, m.textBody)
+	case m.Text != "":
+		return appendQP(dst, m.Text)
+	case len(m.htmlBody) > 0:
+		return appendQP(dst, TextFromHTML(string(m.htmlBody)))
+	}
+	return appendQP(dst, TextFromHTML(m.HTML))
 }
 
 // appendText appends an unstructured header (Subject, extra headers): as
@@ -238,12 +253,13 @@ func qWordLen(c byte) int {
 
 const upperHex = "0123456789ABCDEF"
 
-// qpLiteral marks the bytes quoted-printable keeps as they are: printable
-// ASCII except "=". Space and tab are literal except at the end of a line.
-var qpLiteral = func() (t [256]bool) {
+// qpRun marks the bytes quoted-printable keeps as they are: printable ASCII
+// except "=", and space and tab except at the end of a line.
+var qpRun = func() (t [256]bool) {
 	for c := '!'; c <= '~'; c++ {
 		t[c] = c != '='
 	}
+	t[' '], t['\t'] = true, true
 	return t
 }()
 
@@ -253,11 +269,11 @@ const qpLineMax = 75
 // appendQP appends s quoted-printable encoded (RFC 2045): line breaks (LF,
 // CRLF or CR) become CRLF, lines are at most 76 characters with soft line
 // breaks, trailing spaces and a leading dot are encoded.
-func appendQP(dst []byte, s string) []byte {
+func appendQP[S string | []byte](dst []byte, s S) []byte {
 	col := 0
 	for i := 0; i < len(s); {
 		c := s[i]
-		if qpLiteral[c] {
+		if qpRun[c] {
 			if col == qpLineMax {
 				dst = append(dst, "=\r\n"...)
 				col = 0
@@ -267,14 +283,19 @@ func appendQP(dst []byte, s string) []byte {
 				col, i = 3, i+1
 				continue
 			}
-			// The run of literal bytes that fits on the line.
+			// The run of bytes kept as they are that fits on the line.
 			j, end := i+1, min(len(s), i+qpLineMax-col)
-			for j < end && qpLiteral[s[j]] {
+			for j < end && qpRun[s[j]] {
 				j++
 			}
-			dst = append(dst, s[i:j]...)
-			col, i = col+j-i, j
-			continue
+			if k := j - 1; (s[k] == ' ' || s[k] == '\t') && (j == len(s) || s[j] == '\r' || s[j] == '\n') {
+				j = k // a space at the end of a line is encoded below
+			}
+			if j > i {
+				dst = append(dst, s[i:j]...)
+				col, i = col+j-i, j
+				continue
+			}
 		}
 		switch c {
 		case '\n':
@@ -289,21 +310,12 @@ func appendQP(dst []byte, s string) []byte {
 			col, i = 0, i+1
 			continue
 		}
-		literal := (c == ' ' || c == '\t') && i+1 < len(s) && s[i+1] != '\n' && s[i+1] != '\r'
-		n := 3
-		if literal {
-			n = 1
-		}
-		if col+n > qpLineMax {
+		if col+3 > qpLineMax {
 			dst = append(dst, "=\r\n"...)
 			col = 0
 		}
-		if literal {
-			dst = append(dst, c)
-		} else {
-			dst = append(dst, '=', upperHex[c>>4], upperHex[c&15])
-		}
-		col, i = col+n, i+1
+		dst = append(dst, '=', upperHex[c>>4], upperHex[c&15])
+		col, i = col+3, i+1
 	}
 	return dst
 }

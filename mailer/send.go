@@ -15,8 +15,8 @@ import (
 // share the queue in campaign_recipients.
 //
 // A lane claims a batch of due recipients of a running campaign (FOR UPDATE
-// SKIP LOCKED, leased until claimed_until), checks them against the blocked
-// list (store.BlockedAddresses, except for transactional mail), renders and
+// SKIP LOCKED, leased until claimed_until; the claim also looks them up in the
+// blocked list, which counts except for transactional mail), renders and
 // sends them one by one over one pooled SMTP connection that it keeps across
 // batches, and hands the outcomes over every FlushEvery messages or
 // FlushInterval, whichever comes first, to its recorder (record.go), which
@@ -491,24 +491,16 @@ func (l *lane) send(ctx context.Context, cc *compiledCampaign, rows []store.Queu
 	}
 	l.rates[c.ID] = route.RatePerSecond
 
-	var blocked map[string]bool
-	if !c.Transactional() {
-		emails := make([]string, len(rows))
-		for i := range rows {
-			emails[i] = rows[i].Email
-		}
-		if blocked, err = db.BlockedAddresses(ctx, c.AccountID, emails); err != nil {
-			return errors.Join(err, db.ReleaseRecipients(bg, c.ID, ids(rows), 0, true))
-		}
-	}
-
+	// Blocked addresses get nothing but transactional mail; the claim looked
+	// them up (QueuedRecipient.Blocked).
+	checkBlocked := !c.Transactional()
 	l.outs = l.rec.buffer()
 	mark := l.rec.mark()
 	lastFlush := time.Now()
 	var stopErr error
 	for i := range rows {
 		r := &rows[i]
-		if blocked[store.NormalizeEmail(r.Email)] {
+		if checkBlocked && r.Blocked {
 			l.outs = append(l.outs, store.Outcome{RecipientID: r.ID, ContactID: r.ContactID, Email: r.Email,
 				Status: store.RecipientSkipped, Error: store.SkipBlocked, At: time.Now()})
 			continue
@@ -584,7 +576,7 @@ func (l *lane) sendOne(ctx context.Context, cc *compiledCampaign, sender Sender,
 		return out, stopInFlight
 	case errors.As(err, &se) && se.Permanent:
 		out.Status, out.Error = store.RecipientFailed, se.Reason
-		out.Bounce, out.Code = se.Bounce(), se.Code
+		out.Bounce, out.Code, out.Block = se.Bounce(), se.Code, HardBounce(se)
 	case errors.As(err, &se) && (se.Stage == StageMail || se.Stage == StageRcpt || se.Stage == StageData):
 		out.Error = se.Reason
 		if r.Attempts >= l.w.opts.MaxAttempts {

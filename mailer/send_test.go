@@ -532,10 +532,13 @@ func TestBlockedAddressesByEmailType(t *testing.T) {
 
 // TestRetryFailedSendsOnlyFailed: permanent rejections fail their recipients
 // with email.bounced; after the cause is fixed (here: another server),
-// retry-failed sends to exactly those recipients again.
+// retry-failed sends to exactly those recipients again. The rejections are
+// the server's policy (554 5.7.1), not unknown mailboxes: a hard bounce would
+// put the address on the blocked list, and a retry skips it
+// (TestHardBounceBlocksAddress in handlers/api).
 func TestRetryFailedSendsOnlyFailed(t *testing.T) {
 	ctx := context.Background()
-	e := newSendEnv(t, smtptest.Options{Reject: map[string]int{userEmail("retry", 3): 550, userEmail("retry", 5): 550}})
+	e := newSendEnv(t, smtptest.Options{Reject: map[string]int{userEmail("retry", 3): 554, userEmail("retry", 5): 554}})
 	nl := e.newsletter(e.seedList("retry", 10))
 	w := e.worker(e.db, e.transports, mailer.WorkerOptions{})
 	svc := e.campaigns(w)
@@ -549,8 +552,8 @@ func TestRetryFailedSendsOnlyFailed(t *testing.T) {
 		t.Fatalf("sent %d failed %d", c.SentCount, c.FailedCount)
 	}
 	var bounces, bounceActs int
-	e.scalar(&bounces, `SELECT count(*) FROM events WHERE account_id = $1 AND name = 'email.bounced' AND (payload->>'code')::int = 550
-  AND payload->>'reason' LIKE '550%' AND (payload->>'campaign_id')::bigint = $2`, e.acct, nl.ID)
+	e.scalar(&bounces, `SELECT count(*) FROM events WHERE account_id = $1 AND name = 'email.bounced' AND (payload->>'code')::int = 554
+  AND payload->>'reason' LIKE '554%' AND (payload->>'campaign_id')::bigint = $2`, e.acct, nl.ID)
 	e.scalar(&bounceActs, `SELECT count(*) FROM activity_log WHERE account_id = $1 AND action = 'email.bounced'`, e.acct)
 	if bounces != 2 || bounceActs != 2 {
 		t.Errorf("%d email.bounced events, %d activities; want 2 each", bounces, bounceActs)

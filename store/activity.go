@@ -186,7 +186,65 @@ func (db *DB) ContactActivities(ctx context.Context, accountID, contactID int64,
 	if !ok {
 		return nil, 0, ErrNotFound
 	}
-	return db.activities(ctx, "account_id = $1 AND object_type = 'contact' AND object_id = $2", []any{accountID, contactID}, p)
+	acts, total, err := db.activities(ctx, "account_id = $1 AND object_type = 'contact' AND object_id = $2", []any{accountID, contactID}, p)
+	if err != nil {
+		return nil, 0, err
+	}
+	return acts, total, db.addCampaigns(ctx, accountID, acts)
+}
+
+// activityCampaign is the campaign a mail activity (email.sent, .opened,
+// .clicked, .bounced) names, as its details show it.
+type activityCampaign struct {
+	ID      int64  `db:"id" json:"id"`
+	Kind    string `db:"kind" json:"kind"`
+	Name    string `db:"name" json:"name"`
+	Subject string `db:"subject" json:"subject"`
+}
+
+// addCampaigns puts the campaign (id, kind, name, subject) into the details
+// of the mail activities of a page, read in one query: the rows only record
+// its id, and a contact's timeline should say which mail it was.
+func (db *DB) addCampaigns(ctx context.Context, accountID int64, acts []Activity) error {
+	want := map[int64][]int{}
+	for i, a := range acts {
+		if !strings.HasPrefix(a.Action, "email.") {
+			continue
+		}
+		var d struct {
+			CampaignID int64 `json:"campaign_id"`
+		}
+		if json.Unmarshal(a.Details, &d) == nil && d.CampaignID > 0 {
+			want[d.CampaignID] = append(want[d.CampaignID], i)
+		}
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	ids := make(pq.Int64Array, 0, len(want))
+	for id := range want {
+		ids = append(ids, id)
+	}
+	var cs []activityCampaign
+	if err := db.SelectContext(ctx, &cs, `SELECT id, kind, name, subject FROM campaigns WHERE account_id = $1 AND id = ANY($2)`,
+		accountID, ids); err != nil {
+		return fmt.Errorf("store: activity campaigns: %w", err)
+	}
+	for _, c := range cs {
+		for _, i := range want[c.ID] {
+			var d map[string]any
+			if err := json.Unmarshal(acts[i].Details, &d); err != nil || d == nil {
+				continue
+			}
+			d["campaign"] = c
+			b, err := json.Marshal(d)
+			if err != nil {
+				return fmt.Errorf("store: activity campaigns: %w", err)
+			}
+			acts[i].Details = b
+		}
+	}
+	return nil
 }
 
 func (db *DB) activities(ctx context.Context, cond string, args []any, p Page) ([]Activity, int, error) {

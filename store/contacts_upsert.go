@@ -157,7 +157,7 @@ SELECT l.* FROM l
 UNION ALL
 SELECT 0, $1, b.email, '', '', '', '', '', '', '', '{}'::text[], '', '', '{}'::jsonb, NULL::timestamptz, NULL::timestamptz,
   now(), now(), '[]'::jsonb
-FROM blocked_addresses b WHERE b.account_id = $1 AND (b.email = ANY($2) OR b.email IN (SELECT l.email FROM l))`
+FROM blocked_addresses b WHERE b.account_id = $1 AND b.email = ANY($2::text[] || ARRAY(SELECT l.email FROM l))`
 
 const selectContactHeadroom = `SELECT p.max_contacts - ` + contactTotal + ` FROM accounts a JOIN plans p ON p.name = a.plan WHERE a.id = $1`
 
@@ -191,9 +191,12 @@ WHERE m.account_id = $1 AND m.list_id = x.l AND m.contact_id = x.c RETURNING m.l
 const updateMemberCounts = `UPDATE lists l SET member_count = l.member_count + x.d
 FROM unnest($2::bigint[], $3::bigint[]) AS x(id, d) WHERE l.account_id = $1 AND l.id = x.id`
 
-const insertBlocks = `INSERT INTO blocked_addresses (account_id, email, source, reason, campaign_id)
-SELECT $1, x.e, x.s, nullif(x.r, ''), nullif(x.c, 0) FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[]) AS x(e, s, r, c)
-ORDER BY x.e ON CONFLICT (account_id, email) DO NOTHING`
+const insertBlocks = `WITH ins AS (
+  INSERT INTO blocked_addresses (account_id, email, source, reason, campaign_id)
+  SELECT $1, x.e, x.s, nullif(x.r, ''), nullif(x.c, 0) FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[]) AS x(e, s, r, c)
+  ORDER BY x.e ON CONFLICT (account_id, email) DO NOTHING RETURNING email, source, campaign_id
+), ` + countUnsubscribes + `
+SELECT count(*) FROM ins`
 
 const selectPlanOfAccount = `SELECT ` + planColumns + ` FROM plans WHERE name = (SELECT plan FROM accounts WHERE id = $1)`
 
@@ -1118,10 +1121,10 @@ func (db *DB) runOps(ctx context.Context, accountID int64, actor Actor, ops []*c
 	if err := actor.valid(); err != nil {
 		return err
 	}
-	if err := db.prepare(ctx, writePathStatements()...); err != nil {
+	if err := db.prepare(ctx, db.writes, writePathStatements()...); err != nil {
 		return err
 	}
-	return db.retryTx(ctx, func(tx *sqlx.Tx) error {
+	return retryTxOn(ctx, db.writes, func(tx *sqlx.Tx) error {
 		for _, op := range ops {
 			op.reset()
 		}

@@ -1,8 +1,10 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -42,6 +44,10 @@ type QueuedRecipient struct {
 	FirstName, LastName, Address, Zip, City, Phone, Note string
 	// CustomFields is the contact's custom_fields as JSON ("{}" without).
 	CustomFields []byte
+	// Blocked: the address is on the account's blocked list at the time of
+	// the claim (what BlockedAddresses would say), so that the worker's check
+	// right before sending costs no statement of its own.
+	Blocked bool
 }
 
 // The claim takes due rows after the worker's cursor in id order: queued rows
@@ -64,7 +70,8 @@ const claimRecipients = `WITH picked AS (
 )
 SELECT q.id, coalesce(q.contact_id, 0), q.email, q.attempts, coalesce(q.variant, ''),
   coalesce(c.first_name, ''), coalesce(c.last_name, ''), coalesce(c.address, ''), coalesce(c.zip, ''),
-  coalesce(c.city, ''), coalesce(c.phone, ''), coalesce(c.note, ''), coalesce(c.custom_fields, '{}')
+  coalesce(c.city, ''), coalesce(c.phone, ''), coalesce(c.note, ''), coalesce(c.custom_fields, '{}'),
+  EXISTS (SELECT 1 FROM blocked_addresses b WHERE b.account_id = $5 AND b.email = lower(q.email))
 FROM claimed q LEFT JOIN contacts c ON c.id = q.contact_id AND c.account_id = $5
 ORDER BY q.id`
 
@@ -81,7 +88,7 @@ func (db *DB) ClaimRecipients(ctx context.Context, accountID, campaignID, after 
 	for rows.Next() {
 		var r QueuedRecipient
 		if err := rows.Scan(&r.ID, &r.ContactID, &r.Email, &r.Attempts, &r.Variant, &r.FirstName, &r.LastName,
-			&r.Address, &r.Zip, &r.City, &r.Phone, &r.Note, &r.CustomFields); err != nil {
+			&r.Address, &r.Zip, &r.City, &r.Phone, &r.Note, &r.CustomFields, &r.Blocked); err != nil {
 			return dst, fmt.Errorf("store: claim recipients: %w", err)
 		}
 		dst = append(dst, r)
@@ -126,6 +133,10 @@ type Outcome struct {
 	// Bounce marks a permanent rejection of the recipient: email.bounced.
 	Bounce bool
 	Code   int // the SMTP reply code of a bounce
+	// Block marks a hard bounce (the address itself does not exist): the
+	// address goes on the blocked list with source "bounce", so that no
+	// later newsletter or follow-up is sent to it.
+	Block bool
 }
 
 // recordOutcomes stores a batch of outcomes in one statement, so that a
@@ -141,14 +152,14 @@ type Outcome struct {
 // last, so each worker holds the campaign row's lock only for an instant.
 const recordOutcomes = `WITH x AS MATERIALIZED (
   SELECT * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[], $8::bigint[],
-    $9::int[], $10::boolean[], $11::text[])
-    AS x(id, status, mid, err, at, retry, contact, code, bounce, evt)
+    $9::int[], $10::boolean[], $11::text[], $13::boolean[])
+    AS x(id, status, mid, err, at, retry, contact, code, bounce, evt, block)
 ), upd AS (
   UPDATE campaign_recipients r SET status = x.status, message_id = nullif(x.mid, ''), error = nullif(x.err, ''),
     sent_at = CASE WHEN x.status = 'sent' THEN to_timestamp(x.at / 1e6) END, claimed_until = NULL,
     next_attempt_at = CASE WHEN x.status = 'queued' THEN now() + x.retry * interval '1 millisecond' END
   FROM x WHERE r.id = ANY($2) AND r.id = x.id AND r.campaign_id + 0 = $1 AND r.status || '' = 'sending'
-  RETURNING r.id, r.email, x.status, x.mid, x.err, x.contact, x.code, x.bounce, x.evt
+  RETURNING r.id, r.email, x.status, x.mid, x.err, x.contact, x.code, x.bounce, x.evt, x.block
 ), noted AS (
   SELECT u.*, CASE WHEN u.status = 'sent' THEN 'email.sent' ELSE 'email.bounced' END AS event
   FROM upd u WHERE u.status = 'sent' OR (u.status = 'failed' AND u.bounce)
@@ -164,6 +175,31 @@ const recordOutcomes = `WITH x AS MATERIALIZED (
     THEN jsonb_build_object('campaign_id', $1::bigint, 'message_id', n.mid)
     ELSE jsonb_build_object('campaign_id', $1::bigint, 'code', n.code, 'reason', n.err) END
   FROM noted n WHERE n.contact <> 0 ORDER BY n.id
+), agg AS (
+  SELECT (now() AT TIME ZONE 'Europe/Berlin')::date AS day, (($2::bigint[])[1] % 16)::smallint AS shard,
+    count(*) FILTER (WHERE u.status = 'sent') AS sent, count(*) FILTER (WHERE u.status = 'failed') AS failed,
+    count(*) FILTER (WHERE u.status = 'failed' AND u.bounce) AS bounces
+  FROM upd u HAVING count(*) FILTER (WHERE u.status IN ('sent', 'failed')) > 0
+), st AS (
+  INSERT INTO campaign_stats AS s (account_id, campaign_id, day, shard, sent, failed, bounces)
+  SELECT $12, $1, a.day, a.shard, a.sent, a.failed, a.bounces FROM agg a
+  ON CONFLICT (campaign_id, day, shard) DO UPDATE SET sent = s.sent + EXCLUDED.sent, failed = s.failed + EXCLUDED.failed,
+    bounces = s.bounces + EXCLUDED.bounces
+), ast AS (
+  INSERT INTO account_stats AS s (account_id, day, shard, sent, failed, bounces)
+  SELECT $12, a.day, a.shard, a.sent, a.failed, a.bounces FROM agg a
+  ON CONFLICT (account_id, day, shard) DO UPDATE SET sent = s.sent + EXCLUDED.sent, failed = s.failed + EXCLUDED.failed,
+    bounces = s.bounces + EXCLUDED.bounces
+), blk AS (
+  INSERT INTO blocked_addresses (account_id, email, source, reason, campaign_id)
+  SELECT DISTINCT $12::bigint, lower(btrim(n.email)), 'bounce', nullif(n.err, ''), $1::bigint
+  FROM noted n WHERE n.status = 'failed' AND n.block ORDER BY 2
+  ON CONFLICT (account_id, email) DO NOTHING RETURNING email, reason
+), blkact AS (
+  INSERT INTO activity_log (account_id, actor_type, actor_id, action, object_type, object_id, details)
+  SELECT $12, 'system', NULL, 'address.blocked', 'blocked_address', NULL,
+    jsonb_build_object('email', b.email, 'source', 'bounce', 'reason', b.reason, 'campaign_id', $1::bigint)
+  FROM blk b ORDER BY b.email
 )
 UPDATE campaigns SET sent_count = sent_count + (SELECT count(*) FROM upd WHERE status = 'sent'),
   failed_count = failed_count + (SELECT count(*) FROM upd WHERE status = 'failed'),
@@ -173,7 +209,10 @@ WHERE id = $1 RETURNING status`
 // RecordOutcomes stores the outcomes of claimed recipients atomically: their
 // rows (one UPDATE … FROM unnest), email.sent and email.bounced into the
 // outbox, the contacts' "email.sent" / "email.bounced" activities (actor
-// system) and the campaign's counters. The payloads are those of
+// system), the campaign's counters and its day's campaign_stats, and for hard
+// bounces (Outcome.Block) the address on the blocked list (source "bounce",
+// activity "address.blocked"; the contact's status is left alone: it did not
+// unsubscribe, and the blocked list alone keeps mail from it). The payloads are those of
 // decisions.md: email.sent {campaign_id, contact_id, email, message_id},
 // email.bounced {campaign_id, email, code, reason}. It returns the
 // campaign's status afterwards, so a worker notices a pause.
@@ -184,11 +223,11 @@ func (db *DB) RecordOutcomes(ctx context.Context, accountID, campaignID int64, o
 	n := len(outs)
 	ids, ats, retries, contacts := make(pq.Int64Array, n), make(pq.Int64Array, n), make(pq.Int64Array, n), make(pq.Int64Array, n)
 	statuses, mids, errs, evts := make(pq.StringArray, n), make(pq.StringArray, n), make(pq.StringArray, n), make(pq.StringArray, n)
-	codes, bounces := make(pq.Int64Array, n), make(pq.BoolArray, n)
+	codes, bounces, blocks := make(pq.Int64Array, n), make(pq.BoolArray, n), make(pq.BoolArray, n)
 	for i, o := range outs {
 		ids[i], statuses[i], mids[i], errs[i] = o.RecipientID, o.Status, o.MessageID, o.Error
 		ats[i], retries[i], contacts[i] = o.At.UnixMicro(), o.RetryIn.Milliseconds(), o.ContactID
-		codes[i], bounces[i] = int64(o.Code), o.Bounce
+		codes[i], bounces[i], blocks[i] = int64(o.Code), o.Bounce, o.Bounce && o.Block
 		if o.Status == RecipientSent || o.Bounce {
 			evts[i] = newEventID()
 		}
@@ -199,7 +238,7 @@ func (db *DB) RecordOutcomes(ctx context.Context, accountID, campaignID int64, o
 	}
 	var status string
 	if err := stmt.QueryRowContext(ctx, campaignID, ids, statuses, mids, errs, ats, retries, contacts,
-		codes, bounces, evts, accountID).Scan(&status); err != nil {
+		codes, bounces, evts, accountID, blocks).Scan(&status); err != nil {
 		return "", fmt.Errorf("store: record outcomes: %w", err)
 	}
 	return status, nil
@@ -289,9 +328,99 @@ func (r *QueuedRecipient) CustomFieldStrings() (map[string]string, error) {
 	if len(r.CustomFields) == 0 || string(r.CustomFields) == "{}" {
 		return nil, nil
 	}
+	if out, ok := flatCustomFields(r.CustomFields); ok {
+		return out, nil
+	}
 	var cf CustomFields
 	if err := cf.Scan(r.CustomFields); err != nil {
 		return nil, err
 	}
 	return cf.Strings(), nil
+}
+
+// flatCustomFields is CustomFields' Scan and Strings in one pass for the
+// usual custom fields, an object of plain strings, numbers, booleans and
+// nulls as jsonb prints it: the JSON decoder and its map of interfaces cost
+// more per recipient than rendering the placeholders. ok is false for
+// anything else (escapes, nested values, odd syntax), which the decoder
+// handles.
+func flatCustomFields(b []byte) (out map[string]string, ok bool) {
+	i := skipJSONSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return nil, false
+	}
+	out = make(map[string]string, 4)
+	if i = skipJSONSpace(b, i+1); i < len(b) && b[i] == '}' {
+		return out, skipJSONSpace(b, i+1) == len(b)
+	}
+	for {
+		key, j, ok := plainJSONString(b, i)
+		if !ok {
+			return nil, false
+		}
+		if i = skipJSONSpace(b, j); i >= len(b) || b[i] != ':' {
+			return nil, false
+		}
+		if i = skipJSONSpace(b, i+1); i >= len(b) {
+			return nil, false
+		}
+		switch c := b[i]; {
+		case c == '"':
+			v, j, ok := plainJSONString(b, i)
+			if !ok {
+				return nil, false
+			}
+			out[key], i = v, j
+		case c == 't' && bytes.HasPrefix(b[i:], []byte("true")):
+			out[key], i = "true", i+4
+		case c == 'f' && bytes.HasPrefix(b[i:], []byte("false")):
+			out[key], i = "false", i+5
+		case c == 'n' && bytes.HasPrefix(b[i:], []byte("null")):
+			delete(out, key) // Strings leaves nulls out
+			i += 4
+		case c == '-' || c >= '0' && c <= '9':
+			j := i + 1
+			for j < len(b) && (b[j] >= '0' && b[j] <= '9' || b[j] == '.' || b[j] == 'e' || b[j] == 'E' || b[j] == '+' || b[j] == '-') {
+				j++
+			}
+			if !json.Valid(b[i:j]) {
+				return nil, false
+			}
+			out[key], i = string(b[i:j]), j
+		default:
+			return nil, false
+		}
+		switch i = skipJSONSpace(b, i); {
+		case i < len(b) && b[i] == ',':
+			i = skipJSONSpace(b, i+1)
+		case i < len(b) && b[i] == '}':
+			return out, skipJSONSpace(b, i+1) == len(b)
+		default:
+			return nil, false
+		}
+	}
+}
+
+func skipJSONSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// plainJSONString reads the string starting at b[i] when it has no escapes
+// and no control characters, and returns it with the index after it.
+func plainJSONString(b []byte, i int) (string, int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return "", 0, false
+	}
+	for j := i + 1; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			return string(b[i+1 : j]), j + 1, true
+		case c == '\\' || c < 0x20:
+			return "", 0, false
+		}
+	}
+	return "", 0, false
 }

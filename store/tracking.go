@@ -80,6 +80,9 @@ func (db *DB) TrackOpen(ctx context.Context, recipientID int64, at time.Time) (b
 			return fmt.Errorf("store: track open: %w", err)
 		}
 		first = true
+		if err := addEngagement(ctx, tx, r.AccountID, r.CampaignID, recipientID, at, 1, 0, 0); err != nil {
+			return err
+		}
 		t := EventTime(at)
 		return recordEngagement(ctx, tx, r, EventEmailOpened, emailEvent{CampaignID: r.CampaignID, ContactID: r.contact(), Email: r.Email, OpenedAt: &t})
 	})
@@ -96,7 +99,33 @@ VALUES ($1, $2, $3, $4, $4)
 ON CONFLICT (recipient_id, link_id) DO UPDATE SET clicks = link_clicks.clicks + 1, last_clicked_at = EXCLUDED.last_clicked_at
 RETURNING xmax = 0 AS inserted`
 
-const markClicked = `UPDATE campaign_recipients SET clicked_at = coalesce(clicked_at, $2) WHERE id = $1`
+const markClicked = `UPDATE campaign_recipients SET clicked_at = $2 WHERE id = $1 AND clicked_at IS NULL`
+
+// addStatsEngagement adds opens and clicks to a campaign's and its account's
+// day, in the shard of the recipient (see migrations/00011_campaign_stats.sql).
+const addStatsEngagement = `WITH a AS (
+  INSERT INTO account_stats AS s (account_id, day, shard, opens, clicks, total_clicks) VALUES ($1, $3, $4, $5, $6, $7)
+  ON CONFLICT (account_id, day, shard) DO UPDATE SET opens = s.opens + EXCLUDED.opens, clicks = s.clicks + EXCLUDED.clicks,
+    total_clicks = s.total_clicks + EXCLUDED.total_clicks
+)
+INSERT INTO campaign_stats AS s (account_id, campaign_id, day, shard, opens, clicks, total_clicks)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+ON CONFLICT (campaign_id, day, shard) DO UPDATE SET opens = s.opens + EXCLUDED.opens, clicks = s.clicks + EXCLUDED.clicks,
+  total_clicks = s.total_clicks + EXCLUDED.total_clicks`
+
+// addEngagement counts a first open (opens), a recipient's first click
+// (clicks) and a counted click (total) on the campaign's Berlin day of at.
+func addEngagement(ctx context.Context, tx *sqlx.Tx, accountID, campaignID, recipientID int64, at time.Time, opens, clicks, total int) error {
+	if _, err := tx.ExecContext(ctx, addStatsEngagement, accountID, campaignID, Day(at), recipientID%statsShards,
+		opens, clicks, total); err != nil {
+		return fmt.Errorf("store: campaign stats: %w", err)
+	}
+	return nil
+}
+
+// statsShards is the number of campaign_stats rows per campaign and day that
+// concurrent writers spread over.
+const statsShards = 16
 
 // TrackClick returns the address a tracked link leads to: the campaign's own
 // link, so a token can never redirect anywhere else (a personalised link passes
@@ -123,11 +152,19 @@ func (db *DB) TrackClick(ctx context.Context, recipientID, linkID int64, rendere
 		if err := tx.GetContext(ctx, &inserted, upsertLinkClick, row.AccountID, recipientID, linkID, at); err != nil {
 			return fmt.Errorf("store: track click: %w", err)
 		}
+		firstOfRecipient := int64(0)
+		if inserted {
+			res, err := tx.ExecContext(ctx, markClicked, recipientID, at)
+			if err != nil {
+				return fmt.Errorf("store: track click: %w", err)
+			}
+			firstOfRecipient, _ = res.RowsAffected()
+		}
+		if err := addEngagement(ctx, tx, row.AccountID, row.CampaignID, recipientID, at, 0, int(firstOfRecipient), 1); err != nil {
+			return err
+		}
 		if !inserted {
 			return nil
-		}
-		if _, err := tx.ExecContext(ctx, markClicked, recipientID, at); err != nil {
-			return fmt.Errorf("store: track click: %w", err)
 		}
 		t := EventTime(at)
 		return recordEngagement(ctx, tx, row.trackedRecipient, EventEmailClicked,
@@ -153,8 +190,12 @@ func recordEngagement(ctx context.Context, tx *sqlx.Tx, r trackedRecipient, even
 		return err
 	}
 	if c := r.contact(); c != nil {
+		details := map[string]any{"campaign_id": r.CampaignID}
+		if data.URL != "" {
+			details["url"] = data.URL
+		}
 		return LogActivity(ctx, tx, r.AccountID, Actor{Type: ActorPublic}, ActivityEntry{
-			Action: event, ObjectType: ObjectContact, ObjectID: *c, Details: map[string]any{"campaign_id": r.CampaignID, "url": data.URL},
+			Action: event, ObjectType: ObjectContact, ObjectID: *c, Details: details,
 		})
 	}
 	return nil

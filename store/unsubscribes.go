@@ -42,9 +42,30 @@ func (db *DB) IsBlocked(ctx context.Context, accountID int64, email string) (boo
 
 const blockedColumns = `email, source, reason, campaign_id, created_at`
 
-const insertBlockedReturning = `INSERT INTO blocked_addresses (account_id, email, source, reason, campaign_id)
-SELECT $1, e, $3, nullif($4, ''), nullif($5, 0) FROM unnest($2::text[]) AS e ORDER BY e
-ON CONFLICT (account_id, email) DO NOTHING RETURNING email`
+const insertBlockedReturning = `WITH ins AS (
+  INSERT INTO blocked_addresses (account_id, email, source, reason, campaign_id)
+  SELECT $1, e, $3, nullif($4, ''), nullif($5, 0) FROM unnest($2::text[]) AS e ORDER BY e
+  ON CONFLICT (account_id, email) DO NOTHING RETURNING email, source, campaign_id
+), ` + countUnsubscribes + `
+SELECT email FROM ins`
+
+// countUnsubscribes is a CTE after "ins" (the inserted blocked_addresses
+// rows, $1 the account) that counts the addresses blocked from a campaign of
+// the account as its unsubscribes of the day (campaign_stats). Hard bounces
+// (source bounce) are no unsubscribes.
+const countUnsubscribes = `unsub_agg AS (
+  SELECT i.campaign_id, (now() AT TIME ZONE 'Europe/Berlin')::date AS day, count(*) AS n
+  FROM ins i JOIN campaigns c ON c.id = i.campaign_id AND c.account_id = $1
+  WHERE i.source <> 'bounce' GROUP BY i.campaign_id
+), unsubs AS (
+  INSERT INTO campaign_stats AS s (account_id, campaign_id, day, shard, unsubscribes)
+  SELECT $1, u.campaign_id, u.day, 0, u.n FROM unsub_agg u
+  ON CONFLICT (campaign_id, day, shard) DO UPDATE SET unsubscribes = s.unsubscribes + EXCLUDED.unsubscribes
+), unsubs_account AS (
+  INSERT INTO account_stats AS s (account_id, day, shard, unsubscribes)
+  SELECT $1, u.day, 0, sum(u.n) FROM unsub_agg u GROUP BY u.day
+  ON CONFLICT (account_id, day, shard) DO UPDATE SET unsubscribes = s.unsubscribes + EXCLUDED.unsubscribes
+)`
 
 const selectBlockedRows = `SELECT ` + blockedColumns + ` FROM blocked_addresses WHERE account_id = $1 AND email = ANY($2) ORDER BY email`
 

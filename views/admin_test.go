@@ -175,3 +175,67 @@ func TestActivitySection(t *testing.T) {
 		t.Errorf("%d filter options", opts)
 	}
 }
+
+func TestWebhookRowStatus(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	later := now.Add(3 * time.Hour)
+	paused := renderRows(t, views.WebhookRow(store.Webhook{ID: 3, URL: "https://shop.example.com/h", Events: []string{"*"},
+		Status: store.WebhookPaused, PauseReason: store.PauseFailures, PreviousSecretExpiresAt: &later, CreatedAt: now}, now))
+	if got := text(tid(paused, "webhook-status")); got != "Pausiert nach 20 Fehlversuchen in Folge Altes Secret signiert noch bis 01.03.2026, 16:00" {
+		t.Errorf("paused status %q", got)
+	}
+	if tid(paused, "webhook-resume").Length() != 1 || tid(paused, "webhook-pause").Length() != 0 || text(tid(paused, "webhook-events")) != "Alle Ereignisse" {
+		t.Error("paused row actions or events")
+	}
+	if f := tid(paused, "webhook-resume").Closest("form"); f.AttrOr("action", "") != "/webhooks/3/resume" || f.AttrOr("hx-target", "") != "#webhook-3" {
+		t.Errorf("resume form %v", f.Nodes)
+	}
+	earlier := now.Add(-time.Hour)
+	active := renderRows(t, views.WebhookRow(store.Webhook{ID: 4, URL: "https://x.example.com", Events: []string{"contact.created"},
+		Status: store.WebhookActive, ConsecutiveFailures: 3, PreviousSecretExpiresAt: &earlier, CreatedAt: now}, now))
+	if got := text(tid(active, "webhook-status")); got != "Aktiv 3 Fehlversuche in Folge" {
+		t.Errorf("active status %q (an expired previous secret is not mentioned)", got)
+	}
+}
+
+func TestDeliveryRows(t *testing.T) {
+	code := 502
+	at := time.Date(2026, 3, 1, 9, 30, 0, 0, time.UTC)
+	next := at.Add(5 * time.Minute)
+	d := views.Delivery{
+		WebhookDelivery: store.WebhookDelivery{ID: 9, PublicID: "whd_abc", Event: "email.opened", Status: store.DeliveryRetrying, Attempts: 2,
+			NextAttemptAt: &next, LastStatusCode: &code, LastError: "Der Empfänger antwortete mit 502.", ResponseExcerpt: "<h1>Bad Gateway</h1>", CreatedAt: at},
+		Log: []store.WebhookAttempt{{Attempt: 1, Error: "Zeitüberschreitung", DurationMS: 4000, AttemptedAt: at},
+			{Attempt: 2, StatusCode: &code, DurationMS: 1234, AttemptedAt: at.Add(time.Minute)}},
+		Pretty: "{\n  \"event\": \"email.opened\"\n}",
+	}
+	doc := renderRows(t, views.DeliveryRows(d))
+	group := doc.Find("tbody#delivery-9")
+	if group.Length() != 1 || group.Find("tr").Length() != 2 {
+		t.Fatal("a delivery is one tbody with its summary and detail rows")
+	}
+	for id, want := range map[string]string{
+		"delivery-event": "E-Mail geöffnet", "delivery-code": "502", "delivery-duration": "1.234 ms", "delivery-attempts": "2",
+		"delivery-response": "<h1>Bad Gateway</h1>", "delivery-error": "Der Empfänger antwortete mit 502.",
+	} {
+		if got := text(tid(doc, id)); got != want {
+			t.Errorf("%s: %q, want %q", id, got, want)
+		}
+	}
+	if got := text(tid(doc, "delivery-status")); got != "Wird wiederholtNächster Versuch 01.03.2026, 10:35" {
+		t.Errorf("status %q", got)
+	}
+	if got := tid(doc, "delivery-payload").Text(); got != d.Pretty {
+		t.Errorf("payload %q", got)
+	}
+	if doc.Find("details summary").Length() != 1 || doc.Find("details[open]").Length() != 0 {
+		t.Error("the body is not behind a closed <details>")
+	}
+	if got := text(tid(doc, "delivery-attempt-log")); got != "01.03.2026, 10:30 · keine Antwort · 4.000 ms · Zeitüberschreitung01.03.2026, 10:31 · 502 · 1.234 ms" {
+		t.Errorf("attempt log %q", got)
+	}
+	form := doc.Find("form")
+	if form.AttrOr("action", "") != "/webhook-deliveries/9/resend" || form.AttrOr("hx-target", "") != "#delivery-9" {
+		t.Errorf("resend form %v", form.Nodes)
+	}
+}

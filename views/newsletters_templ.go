@@ -517,9 +517,9 @@ func NewsletterRow(c store.Campaign) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var22 string
-		templ_7745c5c3_Var22, templ_7745c5c3_Err = templ.JoinStringErrs(c.Name)
+		templ_7745c5c3_Var22, templ_7745c5c3_Err = templ.JoinStringErrs(newsletterName(t, c))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/newsletters.templ`, Line: 176, Col: 100}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/newsletters.templ`, Line: 176, Col: 114}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var22))
 		if templ_7745c5c3_Err != nil {
@@ -3517,7 +3517,19 @@ func NewsletterURL(id int64, action string) string {
 	return u
 }
 
-// hasStats reports whether a newsletter has begun sending, so its stats page has
+// newsletterName is how a newsletter is called in lists: its name, else its
+// subject.
+func newsletterName(t Text, c store.Campaign) string {
+	switch {
+	case c.Name != "":
+		return c.Name
+	case c.Subject != "":
+		return c.Subject
+	}
+	return t.Newsletters.Unnamed
+}
+
+// newsletterHasStats reports whether a newsletter has begun sending, so its stats page has
 // something to show.
 func newsletterHasStats(c store.Campaign) bool { return c.StartedAt != nil }
 

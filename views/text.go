@@ -60,6 +60,82 @@ type Text struct {
 	Public PublicText
 	// Unsubscribe holds the unsubscribe page behind every mail's link.
 	Unsubscribe UnsubscribeText
+	// Charts holds the SVG charts (ChartFigure); Stats a newsletter's
+	// statistics page; Analytics the dashboard's analytics panels.
+	Charts    ChartsText
+	Stats     StatsText
+	Analytics AnalyticsText
+}
+
+// ChartsText holds what every chart says besides its data.
+type ChartsText struct {
+	NoData    string
+	ShowTable string
+}
+
+// StatsText holds a newsletter's statistics page.
+type StatsText struct {
+	Title         string // %s: the newsletter's name
+	Lead          string // %s: subject
+	Back          string
+	Status        string
+	Started       string
+	Finished      string
+	NotYet        string
+	Recipients    string
+	Sent          string
+	Opened        string
+	Clicked       string
+	Unsubscribed  string
+	Bounced       string
+	Failed        string
+	Skipped       string
+	Waiting       string
+	OfSent        string // %s: a rate, "of sent mail"
+	OfOpened      string // %s: a rate, "of openers"
+	OfAttempted   string // %s: a rate of sent + failed
+	TotalClicks   string // %s: all clicks
+	FiguresHead   string
+	TimelineTitle string
+	TimelineDesc  string // %s: name
+	Day           string
+	LinksHead     string
+	LinksCaption  string
+	URL           string
+	UniqueClicks  string
+	Clicks        string
+	ClickRate     string
+	NoLinks       string
+	NotSentTitle  string
+	NotSentBody   string
+	Note          string
+	// StatusLabels names the campaign statuses.
+	StatusLabels map[string]string
+}
+
+// AnalyticsText holds the dashboard's analytics panels.
+type AnalyticsText struct {
+	ActivityHead       string
+	ActivityLead       string // %d: days
+	Sent               string
+	OpenRate           string
+	ClickRate          string
+	NewContacts        string
+	Contacts           string
+	ContactsChartTitle string
+	ContactsChartDesc  string // %d: days
+	Day                string
+	CampaignsHead      string
+	CampaignsLead      string
+	CampaignsCaption   string
+	RatesChartTitle    string
+	RatesChartDesc     string
+	Campaign           string
+	Status             string
+	NoCampaignsTitle   string
+	NoCampaignsBody    string
+	ShowStats          string // %s: campaign name, for screen readers
+	Email              string // kind label of a single email
 }
 
 // FormatText holds how numbers and times are written.
@@ -281,6 +357,7 @@ type NewslettersText struct {
 
 	Name                string
 	NameHint            string
+	Unnamed             string
 	Subject             string
 	SubjectHint         string
 	Preheader           string
@@ -975,7 +1052,8 @@ func German() Text {
 			},
 
 			Name:                "Interner Name",
-			NameHint:            "Nur für Sie sichtbar. Leer: der Betreff.",
+			NameHint:            "Nur für Sie sichtbar. Ohne Angabe heißt ein neuer Entwurf wie sein Betreff.",
+			Unnamed:             "Ohne Namen",
 			Subject:             "Betreff",
 			SubjectHint:         "Platzhalter wie {{vorname}} sind erlaubt.",
 			Preheader:           "Vorschauzeile",
@@ -1242,7 +1320,10 @@ func German() Text {
 				"list.joined":               "In Liste eingetragen",
 				"list.left":                 "Aus Liste ausgetragen",
 				"email.sent":                "E-Mail verschickt",
+				"email.opened":              "E-Mail geöffnet",
+				"email.clicked":             "Link in E-Mail geklickt",
 				"email.bounced":             "E-Mail unzustellbar",
+				"address.blocked":           "Adresse gesperrt",
 			},
 			ActorLabels: map[string]string{
 				"key":    "API-Schlüssel",
@@ -1811,6 +1892,73 @@ func German() Text {
 			Already:      "%s ist bereits abgemeldet.",
 			TestTitle:    "Testlink",
 			Test:         "Dieser Abmeldelink stammt aus einer Test-E-Mail. Es wurde niemand abgemeldet.",
+		},
+		Charts: ChartsText{
+			NoData:    "Für diesen Zeitraum gibt es noch keine Daten.",
+			ShowTable: "Werte als Tabelle",
+		},
+		Stats: StatsText{
+			Title:         "Statistik: %s",
+			Lead:          "Betreff: %s",
+			Back:          "Zurück zum Newsletter",
+			Status:        "Status",
+			Started:       "Versand gestartet",
+			Finished:      "Versand beendet",
+			NotYet:        "noch nicht",
+			Recipients:    "Empfänger",
+			Sent:          "Versendet",
+			Opened:        "Geöffnet",
+			Clicked:       "Geklickt",
+			Unsubscribed:  "Abmeldungen",
+			Bounced:       "Unzustellbar (Bounces)",
+			Failed:        "Fehlgeschlagen",
+			Skipped:       "Übersprungen (gesperrt oder abgemeldet)",
+			Waiting:       "Noch in der Warteschlange",
+			OfSent:        "%s der versendeten E-Mails",
+			OfOpened:      "%s der Öffnenden",
+			OfAttempted:   "%s der Zustellversuche",
+			TotalClicks:   "%s Klicks insgesamt",
+			FiguresHead:   "Ergebnis",
+			TimelineTitle: "Verlauf pro Tag",
+			TimelineDesc:  "Versendete E-Mails, erste Öffnungen und erste Klicks des Newsletters „%s“ pro Tag.",
+			Day:           "Tag",
+			LinksHead:     "Links",
+			LinksCaption:  "Verfolgte Links in der Reihenfolge des Inhalts mit ihren Klicks",
+			URL:           "Adresse",
+			UniqueClicks:  "Empfänger, die geklickt haben",
+			Clicks:        "Klicks",
+			ClickRate:     "Klickrate",
+			NoLinks:       "Dieser Newsletter enthält keine verfolgten Links.",
+			NotSentTitle:  "Noch nicht versendet",
+			NotSentBody:   "Sobald der Newsletter versendet wird, erscheinen hier Zustellung, Öffnungen und Klicks.",
+			Note:          "Öffnungen und Klicks zählen je Empfänger einmal; automatische Abrufe (Apple Mail Privacy, Link-Scanner) sind herausgefiltert. Raten beziehen sich auf die versendeten E-Mails.",
+			StatusLabels: map[string]string{
+				"draft": "Entwurf", "scheduled": "Geplant", "sending": "Wird versendet", "sent": "Versendet",
+				"paused": "Pausiert", "failed": "Fehlgeschlagen", "cancelled": "Abgebrochen",
+			},
+		},
+		Analytics: AnalyticsText{
+			ActivityHead:       "Versand und Kontakte",
+			ActivityLead:       "Die letzten %d Tage",
+			Sent:               "Versendete E-Mails",
+			OpenRate:           "Öffnungsrate",
+			ClickRate:          "Klickrate",
+			NewContacts:        "Neue Kontakte",
+			Contacts:           "Kontakte",
+			ContactsChartTitle: "Kontakte im Zeitverlauf",
+			ContactsChartDesc:  "Anzahl der Kontakte am Ende jedes Tages der letzten %d Tage.",
+			Day:                "Tag",
+			CampaignsHead:      "Letzte Kampagnen",
+			CampaignsLead:      "Newsletter und Einzel-E-Mails mit Öffnungs- und Klickrate",
+			CampaignsCaption:   "Die letzten Kampagnen, neueste zuerst",
+			RatesChartTitle:    "Öffnungs- und Klickrate der letzten Kampagnen",
+			RatesChartDesc:     "Balken je Kampagne: Anteil der versendeten E-Mails, die geöffnet und in denen geklickt wurde.",
+			Campaign:           "Kampagne",
+			Status:             "Status",
+			NoCampaignsTitle:   "Noch keine Kampagnen",
+			NoCampaignsBody:    "Sobald Sie einen Newsletter oder eine E-Mail versenden, sehen Sie hier, wie sie ankommt.",
+			ShowStats:          "Statistik von „%s“",
+			Email:              "E-Mail",
 		},
 		Public: PublicText{
 			SubscribeTitle: "Newsletter abonnieren",

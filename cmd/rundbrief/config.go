@@ -23,6 +23,7 @@ type Config struct {
 	Secret              string
 	RateLimit           int
 	WebhookAllowPrivate bool
+	SMTPAllowPrivate    bool
 	SMTPURL             string
 	AIAnthropicKey      string
 	AIAnthropicURL      string
@@ -67,6 +68,13 @@ func loadConfig(getenv func(string) string) (Config, error) {
 			errs = append(errs, fmt.Errorf("RUNDBRIEF_WEBHOOK_ALLOW_PRIVATE %q: expected true or false", s))
 		}
 		c.WebhookAllowPrivate = b
+	}
+	if s := getenv("RUNDBRIEF_SMTP_ALLOW_PRIVATE"); s != "" {
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("RUNDBRIEF_SMTP_ALLOW_PRIVATE %q: expected true or false", s))
+		}
+		c.SMTPAllowPrivate = b
 	}
 	if c.SMTPURL != "" {
 		if u, err := url.Parse(c.SMTPURL); err != nil || (u.Scheme != "smtp" && u.Scheme != "smtps") || u.Host == "" {

@@ -118,16 +118,18 @@ func TestAccountAndKeyCommands(t *testing.T) {
 
 func TestConfig(t *testing.T) {
 	c, err := loadConfig(env(map[string]string{}))
-	if err != nil || c.Addr != "127.0.0.1:8080" || c.BaseURL != "http://127.0.0.1:8080" || c.DataDir != "./data" || c.RateLimit != 120 || c.WebhookAllowPrivate {
+	if err != nil || c.Addr != "127.0.0.1:8080" || c.BaseURL != "http://127.0.0.1:8080" || c.DataDir != "./data" || c.RateLimit != 120 || c.WebhookAllowPrivate || c.SMTPAllowPrivate {
 		t.Errorf("defaults: %+v %v", c, err)
 	}
-	c, err = loadConfig(env(map[string]string{"RUNDBRIEF_BASE_URL": "https://news.example.com/", "RUNDBRIEF_RATE_LIMIT": "60", "RUNDBRIEF_WEBHOOK_ALLOW_PRIVATE": "true"}))
-	if err != nil || c.BaseURL != "https://news.example.com" || c.RateLimit != 60 || !c.WebhookAllowPrivate {
+	c, err = loadConfig(env(map[string]string{"RUNDBRIEF_BASE_URL": "https://news.example.com/", "RUNDBRIEF_RATE_LIMIT": "60", "RUNDBRIEF_WEBHOOK_ALLOW_PRIVATE": "true",
+		"RUNDBRIEF_SMTP_ALLOW_PRIVATE": "1"}))
+	if err != nil || c.BaseURL != "https://news.example.com" || c.RateLimit != 60 || !c.WebhookAllowPrivate || !c.SMTPAllowPrivate {
 		t.Errorf("explicit: %+v %v", c, err)
 	}
 	_, err = loadConfig(env(map[string]string{"RUNDBRIEF_ADDR": "nope", "RUNDBRIEF_RATE_LIMIT": "-1", "RUNDBRIEF_SMTP_URL": "http://x",
-		"RUNDBRIEF_SECRET": "short", "RUNDBRIEF_WEBHOOK_ALLOW_PRIVATE": "maybe"}))
-	for _, name := range []string{"RUNDBRIEF_ADDR", "RUNDBRIEF_RATE_LIMIT", "RUNDBRIEF_SMTP_URL", "RUNDBRIEF_SECRET", "RUNDBRIEF_WEBHOOK_ALLOW_PRIVATE"} {
+		"RUNDBRIEF_SECRET": "short", "RUNDBRIEF_WEBHOOK_ALLOW_PRIVATE": "maybe", "RUNDBRIEF_SMTP_ALLOW_PRIVATE": "ja"}))
+	for _, name := range []string{"RUNDBRIEF_ADDR", "RUNDBRIEF_RATE_LIMIT", "RUNDBRIEF_SMTP_URL", "RUNDBRIEF_SECRET", "RUNDBRIEF_WEBHOOK_ALLOW_PRIVATE",
+		"RUNDBRIEF_SMTP_ALLOW_PRIVATE"} {
 		if err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("bad %s not reported: %v", name, err)
 		}

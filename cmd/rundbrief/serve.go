@@ -77,8 +77,11 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	links := mailer.LinkBuilder{BaseURL: cfg.BaseURL, Tokens: tokens}
-	sendWorker := mailer.NewWorker(db.DB, mail, mailer.WorkerOptions{Links: links, Log: log})
-	campaigns := mailer.NewCampaigns(db.DB, mail, sendWorker, mailer.CampaignsOptions{Links: links, Log: log})
+	// The SMTP servers' messages-per-second settings hold for all serve
+	// processes together (a budget shared through PostgreSQL).
+	opener := mailer.SharedRate(mail, store.NewSendRateLimiter(db.DB))
+	sendWorker := mailer.NewWorker(db.DB, opener, mailer.WorkerOptions{Links: links, Log: log})
+	campaigns := mailer.NewCampaigns(db.DB, opener, sendWorker, mailer.CampaignsOptions{Links: links, Log: log})
 	startWorker("campaign sender", sendWorker.Run)
 	startWorker("campaign scheduler", mailer.NewScheduler(db.DB, campaigns, mailer.SchedulerOptions{Log: log}).Run)
 	// A/B tests: the winner of a test is decided once wait_hours have passed,
@@ -92,7 +95,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 	// Portal sessions live in PostgreSQL; this worker deletes expired ones.
 	startWorker("session cleanup", store.NewSessionStore(db.DB, log).Run)
-	portalApp, err := portal.New(portal.Deps{DB: db.DB, Box: box, Log: log, BaseURL: cfg.BaseURL, Mail: mail, Webhooks: webhooks, Campaigns: campaigns, ABTests: abTests})
+	portalApp, err := portal.New(portal.Deps{DB: db.DB, Box: box, Log: log, BaseURL: cfg.BaseURL, Mail: mail, Webhooks: webhooks, Campaigns: campaigns, ABTests: abTests,
+		SMTPAllowPrivate: cfg.SMTPAllowPrivate})
 	if err != nil {
 		return err
 	}
@@ -104,8 +108,12 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 
+	if cfg.SMTPAllowPrivate {
+		log.Warn("RUNDBRIEF_SMTP_ALLOW_PRIVATE is on: accounts' SMTP servers may be on loopback and private addresses (development only)")
+	}
 	app := handlers.New(
-		api.New(api.Deps{DB: db.DB, APILog: apiLog, Log: log, AI: aiService, Box: box, Mail: mail, Webhooks: webhooks, Guard: guard, Campaigns: campaigns, ABTests: abTests}, api.Config{BaseURL: cfg.BaseURL, RateLimit: cfg.RateLimit}),
+		api.New(api.Deps{DB: db.DB, APILog: apiLog, Log: log, AI: aiService, Box: box, Mail: mail, Webhooks: webhooks, Guard: guard, Campaigns: campaigns, ABTests: abTests},
+			api.Config{BaseURL: cfg.BaseURL, RateLimit: cfg.RateLimit, SMTPAllowPrivate: cfg.SMTPAllowPrivate}),
 		portalApp,
 		publicPages,
 	)

@@ -60,6 +60,14 @@ func activityLabel(action string) string {
 		return "Adresse gesperrt"
 	case "address.unblocked":
 		return "Adresssperre aufgehoben"
+	case "email.sent":
+		return "E-Mail verschickt"
+	case "email.opened":
+		return "E-Mail geöffnet"
+	case "email.clicked":
+		return "Link in E-Mail geklickt"
+	case "email.bounced":
+		return "E-Mail unzustellbar"
 	}
 	return action
 }

@@ -415,29 +415,20 @@ func (a *API) retryFailedNewsletter(w http.ResponseWriter, r *http.Request) erro
 }
 
 // statsResponse is GET /newsletters/{id}/stats: the recipients by status,
-// counted live, and the first opens and clicks the tracking pages recorded.
+// counted live (sent and failed among them), the engagement (unique opens
+// and clicks, clicks, bounces, unsubscribes) with its rates, and the same per
+// day in timeline.
 type statsResponse struct {
-	ID         int64   `json:"id"`
-	Status     string  `json:"status"`
-	Recipients int64   `json:"recipients"`
-	Queued     int64   `json:"queued"`
-	Sending    int64   `json:"sending"`
-	Sent       int64   `json:"sent"`
-	Failed     int64   `json:"failed"`
-	Skipped    int64   `json:"skipped"`
-	Opened     int64   `json:"unique_opens"`
-	Clicked    int64   `json:"unique_clicks"`
-	OpenRate   float64 `json:"open_rate"`
-	ClickRate  float64 `json:"click_rate"`
-	StartedAt  *Time   `json:"started_at"`
-	FinishedAt *Time   `json:"finished_at"`
-}
-
-func rate(n, of int64) float64 {
-	if of == 0 {
-		return 0
-	}
-	return float64(n) / float64(of)
+	ID         int64  `json:"id"`
+	Status     string `json:"status"`
+	Recipients int64  `json:"recipients"`
+	Queued     int64  `json:"queued"`
+	Sending    int64  `json:"sending"`
+	Skipped    int64  `json:"skipped"`
+	engagementResponse
+	StartedAt  *Time         `json:"started_at"`
+	FinishedAt *Time         `json:"finished_at"`
+	Timeline   []dayResponse `json:"timeline"`
 }
 
 func (a *API) newsletterStats(w http.ResponseWriter, r *http.Request) error {
@@ -445,19 +436,15 @@ func (a *API) newsletterStats(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	c, err := a.db.Newsletter(r.Context(), accountID(r), id)
+	st, err := a.db.NewsletterStats(r.Context(), accountID(r), id)
 	if err != nil {
 		return err
 	}
-	rc, err := a.db.CampaignRecipientCounts(r.Context(), accountID(r), id)
-	if err != nil {
-		return err
-	}
+	c, rc := st.Campaign, st.Counts
 	return writeData(w, r, http.StatusOK, statsResponse{
-		ID: c.ID, Status: c.Status, Recipients: rc.Total, Queued: rc.Queued, Sending: rc.Sending, Sent: rc.Sent,
-		Failed: rc.Failed, Skipped: rc.Skipped, Opened: rc.Opened, Clicked: rc.Clicked,
-		OpenRate: rate(rc.Opened, rc.Sent), ClickRate: rate(rc.Clicked, rc.Sent),
-		StartedAt: timePtr(c.StartedAt), FinishedAt: timePtr(c.FinishedAt),
+		ID: c.ID, Status: c.Status, Recipients: rc.Total, Queued: rc.Queued, Sending: rc.Sending, Skipped: rc.Skipped,
+		engagementResponse: newEngagementResponse(st.Engagement),
+		StartedAt:          timePtr(c.StartedAt), FinishedAt: timePtr(c.FinishedAt), Timeline: dayResponses(st.Days),
 	})
 }
 

@@ -37,7 +37,7 @@ type sendAPIEnv struct {
 
 const sendAPISecret = "api send test secret, at least 32 characters"
 
-func newSendAPIEnv(t *testing.T) *sendAPIEnv {
+func newSendAPIEnv(t *testing.T, smtpOpts ...smtptest.Options) *sendAPIEnv {
 	t.Helper()
 	ctx := context.Background()
 	db := dbtest.NewDB(t)
@@ -49,7 +49,11 @@ func newSendAPIEnv(t *testing.T) *sendAPIEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &sendAPIEnv{db: db, acct: res.Account.ID, srv: smtptest.Start(t, smtptest.Options{})}
+	so := smtptest.Options{}
+	if len(smtpOpts) > 0 {
+		so = smtpOpts[0]
+	}
+	e := &sendAPIEnv{db: db, acct: res.Account.ID, srv: smtptest.Start(t, so)}
 	if e.box, err = secret.NewBox(sendAPISecret); err != nil {
 		t.Fatal(err)
 	}

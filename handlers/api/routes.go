@@ -23,6 +23,9 @@ type Config struct {
 	BaseURL   string           // public root URL; the API is BaseURL + "/v1"
 	RateLimit int              // default requests per minute per key
 	Now       func() time.Time // the clock; tests move it
+	// SMTPAllowPrivate lets accounts' SMTP servers be on loopback and private
+	// addresses (RUNDBRIEF_SMTP_ALLOW_PRIVATE; development and tests only).
+	SMTPAllowPrivate bool
 }
 
 // Deps are the services the API calls. Each feature adds its service here.
@@ -63,6 +66,7 @@ type API struct {
 
 	campaigns *mailer.Campaigns
 	abTests   *mailer.ABTests
+	smtpGuard *mailer.SMTPGuard // keeps SMTP server hosts public (RUNDBRIEF_SMTP_ALLOW_PRIVATE)
 }
 
 // New returns the API; mount Handler() at /v1.
@@ -74,7 +78,7 @@ func New(d Deps, cfg Config) *API {
 		cfg.RateLimit = 120
 	}
 	return &API{db: d.DB, limiter: store.NewRateLimiter(d.DB), apiLog: d.APILog, log: d.Log, cfg: cfg, ai: d.AI, box: d.Box, mail: d.Mail,
-		webhooks: d.Webhooks, guard: d.Guard, campaigns: d.Campaigns, abTests: d.ABTests}
+		webhooks: d.Webhooks, guard: d.Guard, campaigns: d.Campaigns, abTests: d.ABTests, smtpGuard: mailer.NewSMTPGuard(d.DB, d.Mail, cfg.SMTPAllowPrivate, nil)}
 }
 
 // Handler is the /v1 router. Every route of the API is listed here, top to bottom.
@@ -178,6 +182,15 @@ func (a *API) Handler() http.Handler {
 		r.Get("/emails", a.need("read", "", a.listEmails))
 		r.Get("/emails/{id}", a.need("read", "", a.getEmail))
 		r.Delete("/emails/{id}", a.need("send", "", a.cancelEmail))
+
+		// Campaigns (newsletters and single emails) with their engagement,
+		// recipients and links, and the account's analytics (issue 4).
+		r.Get("/campaigns", a.need("read", "", a.listCampaigns))
+		r.Get("/campaigns/{id}", a.need("read", "", a.getCampaign))
+		r.Get("/campaigns/{id}/recipients", a.need("read", "", a.listCampaignRecipients))
+		r.Get("/campaigns/{id}/links", a.need("read", "", a.listCampaignLinks))
+		r.Get("/analytics/overview", a.need("read", "", a.analyticsOverview))
+		r.Get("/analytics/timeseries", a.need("read", "", a.analyticsTimeseries))
 
 		// A/B tests of newsletters and single emails: drafts, results with
 		// significance, the winner, stopping, and what won before (issue 6).

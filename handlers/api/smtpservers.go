@@ -122,6 +122,9 @@ func (a *API) createSMTPServer(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &req); err != nil {
 		return err
 	}
+	if err := a.checkSMTPHost(r, req.Host); err != nil {
+		return err
+	}
 	s, err := a.db.CreateSMTPServer(r.Context(), a.box, accountID(r), req.input())
 	if err != nil {
 		return err
@@ -153,6 +156,11 @@ func (a *API) updateSMTPServer(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &req); err != nil {
 		return err
 	}
+	if req.Host != nil {
+		if err := a.checkSMTPHost(r, *req.Host); err != nil {
+			return err
+		}
+	}
 	s, err := a.db.UpdateSMTPServer(r.Context(), a.box, accountID(r), id, req.patch())
 	if err != nil {
 		return err
@@ -182,7 +190,7 @@ func (a *API) testSMTPServer(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := a.mail.TestServer(r.Context(), accountID(r), id)
+	res, err := a.smtpGuard.TestServer(r.Context(), accountID(r), id)
 	if err != nil {
 		return err
 	}
@@ -190,4 +198,10 @@ func (a *API) testSMTPServer(w http.ResponseWriter, r *http.Request) error {
 		OK: res.OK, Code: res.Code, Message: res.Message, Detail: res.Detail,
 		DurationMS: float64(res.Duration.Microseconds()) / 1000, TestedAt: Time(res.TestedAt),
 	})
+}
+
+// checkSMTPHost refuses an SMTP server host that is not public (see
+// mailer.SMTPGuard).
+func (a *API) checkSMTPHost(r *http.Request, host string) error {
+	return a.smtpGuard.CheckHost(r.Context(), host)
 }

@@ -54,7 +54,7 @@ func newMailEnv(t *testing.T, relay *mailer.Relay) *mailEnv {
 	tlsConfig := &tls.Config{RootCAs: roots} // production: nil, the system roots
 	mail := mailer.NewTransports(db, box, mailer.TransportOptions{Relay: relay, TLSConfig: tlsConfig, HELO: "rundbrief.test"})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a := api.New(api.Deps{DB: db, APILog: store.NewAPILogWriter(db, log), Log: log, Box: box, Mail: mail}, api.Config{BaseURL: "https://rundbrief.test"})
+	a := api.New(api.Deps{DB: db, APILog: store.NewAPILogWriter(db, log), Log: log, Box: box, Mail: mail}, api.Config{BaseURL: "https://rundbrief.test", SMTPAllowPrivate: true})
 	r := chi.NewRouter()
 	r.Mount("/v1", a.Handler())
 	c := apitest.NewClient(t, r, apitest.NewValidator(t, api.OpenAPIDocument()))
@@ -278,4 +278,71 @@ func TestDevOutboxAPI(t *testing.T) {
 	prod := newMailEnv(t, &relay)
 	prod.do(t, http.MethodGet, "/v1/dev/outbox", nil, http.StatusNotFound)
 	prod.do(t, http.MethodGet, "/v1/dev/outbox/1", nil, http.StatusNotFound)
+}
+
+// TestSMTPServerPrivateAddresses: without RUNDBRIEF_SMTP_ALLOW_PRIVATE an
+// account's SMTP server cannot be on loopback or a private network: saving
+// such a host is a 422, and the connection test of one stored earlier refuses
+// without connecting.
+func TestSMTPServerPrivateAddresses(t *testing.T) {
+	db := dbtest.NewDB(t)
+	ctx := context.Background()
+	res, err := db.CreateAccount(ctx, store.NewAccount{Name: "Acme GmbH", Email: "owner@acme.test", Password: "a long password"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, key, err := db.CreateKey(ctx, res.Account.ID, store.KeySettings{Name: "default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	box, err := secret.NewBox("api-test-secret-0123456789-abcdefghijklmn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mail := mailer.NewTransports(db, box, mailer.TransportOptions{HELO: "rundbrief.test"})
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	a := api.New(api.Deps{DB: db, APILog: store.NewAPILogWriter(db, log), Log: log, Box: box, Mail: mail}, api.Config{BaseURL: "https://rundbrief.test"})
+	r := chi.NewRouter()
+	r.Mount("/v1", a.Handler())
+	e := &mailEnv{db: db, acct: res.Account.ID, c: apitest.NewClient(t, r, apitest.NewValidator(t, api.OpenAPIDocument()))}
+	e.c.Header.Set("Authorization", "Bearer "+key)
+
+	for _, host := range []string{"127.0.0.1", "localhost", "10.1.2.3", "192.168.0.10", "169.254.169.254", "::1"} {
+		r := e.do(t, http.MethodPost, "/v1/smtp-servers", map[string]any{"name": "intern", "host": host, "port": 25,
+			"encryption": "none", "from_email": "news@example.com"}, http.StatusUnprocessableEntity)
+		if !strings.Contains(string(r.Body), `"host"`) || !strings.Contains(string(r.Body), "nicht öffentlich") {
+			t.Errorf("%s: %s", host, r.Body)
+		}
+	}
+	// A public address literal is accepted (nothing connects on save) …
+	var s smtpServerJSON
+	e.do(t, http.MethodPost, "/v1/smtp-servers", map[string]any{"name": "extern", "host": "203.0.114.7", "port": 587,
+		"encryption": "starttls", "from_email": "news@example.com"}, http.StatusCreated).Data(t, &s)
+	// … but cannot be moved inside.
+	e.do(t, http.MethodPatch, fmt.Sprintf("/v1/smtp-servers/%d", s.ID), map[string]any{"host": "127.0.0.1"}, http.StatusUnprocessableEntity)
+
+	// A server stored before the rule (or by other means) on loopback: the
+	// test refuses without a connection.
+	srv := smtptest.Start(t, smtptest.Options{})
+	stored, err := db.CreateSMTPServer(ctx, box, e.acct, store.NewSMTPServer{SMTPServerSettings: store.SMTPServerSettings{
+		Name: "alt", Host: srv.Host, Port: srv.Port, Encryption: "none", FromEmail: "news@example.com"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr struct {
+		OK      bool   `json:"ok"`
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	}
+	e.do(t, http.MethodPost, fmt.Sprintf("/v1/smtp-servers/%d/test", stored.ID), nil, http.StatusOK).Data(t, &tr)
+	if tr.OK || tr.Code != "address_not_allowed" || !strings.Contains(tr.Message, "127.0.0.1") {
+		t.Errorf("test: %+v", tr)
+	}
+	if n := srv.Connections(); n != 0 {
+		t.Errorf("the test connected %d times", n)
+	}
+	e.do(t, http.MethodGet, fmt.Sprintf("/v1/smtp-servers/%d", stored.ID), nil, http.StatusOK).Data(t, &s)
+	if s.LastTestResult == nil || *s.LastTestResult != "address_not_allowed" {
+		t.Errorf("recorded: %v", s.LastTestResult)
+	}
 }

@@ -27,7 +27,8 @@ func (p *Portal) activityLog(w http.ResponseWriter, r *http.Request) error {
 	if !slices.Contains(views.ActivityObjectTypes(), l.ObjectType) {
 		l.ObjectType = "" // an unknown type filters nothing rather than everything
 	}
-	page := queryPage(r)
+	// No page lies beyond the counted entries; a deeper offset would only cost.
+	page := min(queryPage(r), (activityMaxCount+activityPerPage-1)/activityPerPage)
 	f := store.ActivityFilter{ObjectType: l.ObjectType}
 	var err error
 	l.Entries, l.Pager.Total, l.Capped, err = p.db.ActivityLogCapped(ctx, acct, f, store.Page{Page: page, PerPage: activityPerPage}, activityMaxCount)

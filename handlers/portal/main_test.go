@@ -50,6 +50,9 @@ type server struct {
 // serverOptions change how newServerWith sets a process up.
 type serverOptions struct {
 	Relay *mailer.Relay // the operator relay (RUNDBRIEF_SMTP_URL); nil: development, dev outbox on
+	// SMTPDenyPrivate keeps SMTP servers off loopback (RUNDBRIEF_SMTP_ALLOW_PRIVATE
+	// unset, as in production); the tests' servers are on loopback, so it is off.
+	SMTPDenyPrivate bool
 }
 
 // newServer starts a process on the database at dbURL (from dbtest.URL); several
@@ -87,11 +90,12 @@ func newServerWith(tb testing.TB, dbURL string, clk *clock, baseURL string, opts
 	campaigns := mailer.NewCampaigns(db, mail, sendWorker, mailer.CampaignsOptions{Links: links, Log: log})
 	wg.Go(func() { _ = sendWorker.Run(ctx) })
 	p, err := portal.New(portal.Deps{DB: db, Box: box, Log: log, BaseURL: baseURL, Now: now, Mail: mail, Webhooks: hooks, Campaigns: campaigns,
-		ABTests: mailer.NewABTests(db, sendWorker, mailer.ABTestsOptions{Now: now})})
+		ABTests: mailer.NewABTests(db, sendWorker, mailer.ABTestsOptions{Now: now}), SMTPAllowPrivate: !opts.SMTPDenyPrivate})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	a := api.New(api.Deps{DB: db, APILog: apiLog, Log: log, Box: box, Mail: mail, Webhooks: hooks, Campaigns: campaigns}, api.Config{BaseURL: baseURL, RateLimit: 1_000_000})
+	a := api.New(api.Deps{DB: db, APILog: apiLog, Log: log, Box: box, Mail: mail, Webhooks: hooks, Campaigns: campaigns}, api.Config{BaseURL: baseURL, RateLimit: 1_000_000,
+		SMTPAllowPrivate: !opts.SMTPDenyPrivate})
 	pub, err := public.New(public.Deps{DB: db, Guard: botguard.New("portal tests secret", time.Now), Tokens: mustTokens(tb), Log: log, BaseURL: baseURL})
 	if err != nil {
 		tb.Fatal(err)

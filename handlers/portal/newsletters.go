@@ -541,15 +541,22 @@ func (p *Portal) newsletterTargets(r *http.Request, c store.Campaign) ([]store.L
 			chosen = append(chosen, lists[i])
 		}
 	}
+	// Without a choice the account's default server sends, if it has one (else
+	// the operator relay or the development outbox).
 	server := t.DefaultRoute
+	var s store.SMTPServer
 	if id := c.ServerID(); id != 0 {
-		s, err := p.db.SMTPServer(r.Context(), accountID(r), id)
-		switch {
-		case err == nil:
-			server = s.Name + " (" + s.FromEmail + ")"
-		case !errors.Is(err, store.ErrNotFound):
-			return nil, "", err
-		}
+		s, err = p.db.SMTPServer(r.Context(), accountID(r), id)
+	} else {
+		s, err = p.db.DefaultSMTPServer(r.Context(), accountID(r))
+	}
+	switch {
+	case err == nil && c.ServerID() != 0:
+		server = s.Name + " (" + s.FromEmail + ")"
+	case err == nil:
+		server = t.DefaultRoute + ": " + s.Name + " (" + s.FromEmail + ")"
+	case !errors.Is(err, store.ErrNotFound):
+		return nil, "", err
 	}
 	return chosen, server, nil
 }
@@ -625,6 +632,10 @@ func readNewsletterForm(r *http.Request, f *views.NewsletterForm) store.Newslett
 	in := store.NewsletterInput{
 		Name: &f.Name, Subject: &f.Subject, Preheader: &f.Preheader, ListIDs: &ids, FromName: &f.FromName, ReplyTo: &f.ReplyTo,
 		SMTPServerID: &f.SMTPServerID, TrackOpens: &f.TrackOpens, TrackClicks: &f.TrackClicks,
+	}
+	if f.Name == "" {
+		// Optional: a new draft is named after its subject, a saved one keeps its name.
+		in.Name = nil
 	}
 	empty, content := "", f.Content
 	if f.Format == views.FormatHTML {

@@ -172,6 +172,12 @@ func TestNewsletterListAndEditor(t *testing.T) {
 	if text(r.find("flash")) != "Der Entwurf „Herbstbrief“ wurde gespeichert." {
 		t.Errorf("flash %q", text(r.find("flash")))
 	}
+	// The name is optional: left empty, a saved draft keeps its name.
+	form.Set("name", "")
+	wantRedirect(t, e.c.post(fmt.Sprintf("/newsletters/%d", id), form), fmt.Sprintf("/newsletters/%d", id))
+	if got := e.newsletter(t, id).Name; got != "Herbstbrief" {
+		t.Errorf("name after saving it empty: %q", got)
+	}
 }
 
 func TestNewsletterLivePreview(t *testing.T) {
@@ -259,6 +265,9 @@ func TestNewsletterTestSendAndSend(t *testing.T) {
 	wantStatus(t, r, http.StatusOK)
 	if got := r.find("send-count").AttrOr("data-count", ""); got != "4" {
 		t.Fatalf("confirmation count %q:\n%s", got, text(r.find("send-confirm")))
+	}
+	if !strings.Contains(text(r.find("send-confirm")), "Standard des Kontos: Versand (news@baeckerei.test)") {
+		t.Errorf("confirmation does not name the SMTP route: %q", text(r.find("send-confirm")))
 	}
 	r = e.c.post(path+"/send", nil)
 	wantRedirect(t, r, path)

@@ -53,6 +53,9 @@ type Deps struct {
 	// Campaigns sends test mails and newsletters, schedules them and renders
 	// previews (the API's service); nil: the newsletter pages cannot send.
 	Campaigns *mailer.Campaigns
+	// SMTPAllowPrivate lets accounts' SMTP servers be on loopback and private
+	// addresses (RUNDBRIEF_SMTP_ALLOW_PRIVATE; development and tests only).
+	SMTPAllowPrivate bool
 }
 
 // Portal holds the dependencies of the portal pages.
@@ -68,6 +71,8 @@ type Portal struct {
 	webhooks  *webhook.Service
 	campaigns *mailer.Campaigns
 	abTests   *mailer.ABTests
+	// smtpGuard keeps SMTP server hosts public (the API's rule).
+	smtpGuard *mailer.SMTPGuard
 }
 
 // New returns the portal; Routes registers its pages. The sessions' cleanup runs
@@ -80,7 +85,7 @@ func New(d Deps) (*Portal, error) {
 		return nil, errors.New("portal: Deps.Box is required")
 	}
 	p := &Portal{db: d.DB, box: d.Box, log: d.Log, baseURL: strings.TrimRight(d.BaseURL, "/"), now: d.Now,
-		mail: d.Mail, webhooks: d.Webhooks, campaigns: d.Campaigns, abTests: d.ABTests}
+		mail: d.Mail, webhooks: d.Webhooks, campaigns: d.Campaigns, abTests: d.ABTests, smtpGuard: mailer.NewSMTPGuard(d.DB, d.Mail, d.SMTPAllowPrivate, nil)}
 	secure := strings.HasPrefix(p.baseURL, "https://")
 
 	p.sessions = scs.New()
@@ -186,6 +191,8 @@ func (p *Portal) Routes(r chi.Router) {
 			r.Post("/newsletters/{id}/duplicate", p.handle(p.duplicateNewsletter))
 			r.Get("/newsletters/{id}/delete", p.handle(p.confirmDeleteNewsletter))
 			r.Post("/newsletters/{id}/delete", p.handle(p.deleteNewsletter))
+			// Its statistics: the figures of GET /v1/newsletters/{id}/stats, over time, per link.
+			r.Get("/newsletters/{id}/stats", p.handle(p.newsletterStats))
 
 			// Sign-up forms (issue 7): create, embed code, preview.
 			r.Get("/forms", p.handle(p.listForms))

@@ -62,7 +62,11 @@ func (p *Portal) createSMTPServer(w http.ResponseWriter, r *http.Request) error 
 	}
 	// The box is always sent: the new form ticks it for an account's first server.
 	in := store.NewSMTPServer{SMTPServerSettings: settings, Password: password, IsDefault: &f.IsDefault}
-	srv, err := p.db.CreateSMTPServer(r.Context(), p.box, accountID(r), in)
+	err := p.smtpGuard.CheckHost(r.Context(), settings.Host)
+	var srv store.SMTPServer
+	if err == nil {
+		srv, err = p.db.CreateSMTPServer(r.Context(), p.box, accountID(r), in)
+	}
 	if fieldErrors(err, f.Errors) {
 		p.renderSMTPForm(w, r, http.StatusUnprocessableEntity, f)
 		return nil
@@ -108,7 +112,9 @@ func (p *Portal) updateSMTPServer(w http.ResponseWriter, r *http.Request) error 
 	case f.RemovePassword:
 		patch.Password = new(string) // "" removes it
 	}
-	srv, err = p.db.UpdateSMTPServer(r.Context(), p.box, accountID(r), srv.ID, patch)
+	if err = p.smtpGuard.CheckHost(r.Context(), settings.Host); err == nil {
+		srv, err = p.db.UpdateSMTPServer(r.Context(), p.box, accountID(r), srv.ID, patch)
+	}
 	if fieldErrors(err, f.Errors) {
 		p.renderSMTPForm(w, r, http.StatusUnprocessableEntity, f)
 		return nil
@@ -166,7 +172,7 @@ func (p *Portal) testSMTPServer(w http.ResponseWriter, r *http.Request) error {
 	if p.mail == nil {
 		return errNoMail
 	}
-	res, err := p.mail.TestServer(r.Context(), accountID(r), srv.ID)
+	res, err := p.smtpGuard.TestServer(r.Context(), accountID(r), srv.ID)
 	if err != nil {
 		return err
 	}

@@ -151,3 +151,36 @@ func TestUserIsolation(t *testing.T) {
 		t.Errorf("B's user changed: %+v %v", v.User, err)
 	}
 }
+
+// State-changing admin requests from another site are refused before anything
+// happens.
+func TestAdminPagesRefuseCrossSitePosts(t *testing.T) {
+	s := newServer(t, dbtest.URL(t), nil, base)
+	acct := newAccount(t, s.db, "")
+	c := newClient(t, s)
+	c.signIn(acct.Email, acct.Password)
+	rc := newReceiver(t)
+	for _, req := range []struct {
+		path string
+		form url.Values
+	}{
+		{"/users/new", url.Values{"email": {"eindringling@example.com"}, "role": {"owner"}, "password": {"lang genug 12345"}}},
+		{"/webhooks/new", url.Values{"url": {rc.URL}, "events": {"*"}}},
+		{"/smtp-servers/new", smtpForm()},
+	} {
+		for _, h := range [][]string{{"Sec-Fetch-Site", "cross-site"}, {"Origin", "https://evil.example"}} {
+			r := c.post(req.path, req.form, h...)
+			wantStatus(t, r, http.StatusForbidden)
+			if got := text(r.find("error-title")); got != "Anfrage abgelehnt" {
+				t.Errorf("%s with %s: %q", req.path, h[0], got)
+			}
+		}
+	}
+	ctx := context.Background()
+	users, _ := s.db.AccountUsers(ctx, acct.ID)
+	hooks, _, _ := s.db.Webhooks(ctx, acct.ID, store.Page{Page: 1, PerPage: 10})
+	servers, _, _ := s.db.SMTPServers(ctx, acct.ID, store.Page{Page: 1, PerPage: 10})
+	if len(users) != 1 || len(hooks) != 0 || len(servers) != 0 {
+		t.Errorf("cross-site posts changed the account: %d users, %d webhooks, %d servers", len(users), len(hooks), len(servers))
+	}
+}

@@ -60,7 +60,8 @@ type Options struct {
 	// Mechanisms are the AUTH mechanisms offered; nil: PLAIN and LOGIN.
 	Mechanisms []string
 	// Reject maps a recipient address (any case) to the reply code its RCPT TO
-	// gets: e.g. 550 (permanent) or 451 (transient).
+	// gets: e.g. 550 (permanent, 5.1.1 no such mailbox), 552 (5.2.2 mailbox
+	// full), 554 (5.7.1 policy) or 451 (transient).
 	Reject map[string]int
 	// Certificate is the server's certificate; nil: NewCertificate for
 	// 127.0.0.1 and localhost. Share one between servers to trust them all
@@ -337,6 +338,12 @@ func (se *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 }
 
 func rejection(code int) *smtp.SMTPError {
+	switch code {
+	case 552:
+		return &smtp.SMTPError{Code: code, EnhancedCode: smtp.EnhancedCode{5, 2, 2}, Message: "Mailbox full"}
+	case 554:
+		return &smtp.SMTPError{Code: code, EnhancedCode: smtp.EnhancedCode{5, 7, 1}, Message: "Rejected by policy"}
+	}
 	if code >= 500 {
 		return &smtp.SMTPError{Code: code, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "Mailbox unavailable"}
 	}

@@ -206,3 +206,27 @@ func (g *Guard) Client(timeout time.Duration) *http.Client {
 		},
 	}
 }
+
+// CheckHost reports in German why host (a name or an address literal) may not
+// be connected to: one of its addresses is not public. "" means it may, also
+// when the name does not resolve (connecting then fails and says so). The
+// SMTP servers of accounts use it (RUNDBRIEF_SMTP_ALLOW_PRIVATE turns it
+// off), so that neither their connection test nor their mail reaches the
+// operator's own network.
+func (g *Guard) CheckHost(ctx context.Context, host string) string {
+	if g.allowPrivate {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	addrs, err := g.lookup(ctx, host)
+	if err != nil {
+		return ""
+	}
+	for _, a := range addrs {
+		if !PublicAddr(a) {
+			return fmt.Sprintf("Die Adresse %s ist nicht öffentlich erreichbar: localhost, private Netze, Link-Local-, CGNAT- und Multicast-Adressen sind als Ziel nicht erlaubt.", a.Unmap())
+		}
+	}
+	return ""
+}

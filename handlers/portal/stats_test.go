@@ -1,0 +1,194 @@
+package portal_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+
+	"github.com/rundbrief/rundbrief/mailer"
+	"github.com/rundbrief/rundbrief/mailer/smtptest"
+	"github.com/rundbrief/rundbrief/store"
+	"github.com/rundbrief/rundbrief/store/dbtest"
+)
+
+// sentNewsletter sends a newsletter named name to 10 new contacts of the
+// account through a real SMTP server and the send pipeline, then records 4
+// opens, 3 clicks by 2 recipients (one of them twice on link A) and 1
+// unsubscribe through the tracking services: 10 sent, rates 0.4, 0.2, 0.1.
+func sentNewsletter(t *testing.T, s *server, acct int64, name string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	actor := store.Actor{Type: store.ActorSystem}
+	smtp := smtptest.Start(t, smtptest.Options{})
+	if _, err := s.db.CreateSMTPServer(ctx, testBox(t), acct, store.NewSMTPServer{SMTPServerSettings: store.SMTPServerSettings{
+		Name: "Test", Host: smtp.Host, Port: smtp.Port, Encryption: "none", FromEmail: "news@baeckerei.test"}}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.db.CreateList(ctx, acct, actor, store.ListInput{Name: &name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 10; i++ {
+		if _, err := s.db.UpsertContact(ctx, acct, actor, store.ContactInput{Email: fmt.Sprintf("%s%d@example.com", strings.ToLower(name), i),
+			ListIDs: []int64{l.ID}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	subject, html := "Hallo", `<p><a href="https://shop.example.com/a">A</a> <a href="https://shop.example.com/b">B</a></p>`
+	nl, err := s.db.CreateNewsletter(ctx, acct, actor, store.NewsletterInput{Name: &name, Subject: &subject, HTML: &html, ListIDs: &[]int64{l.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	links := mailer.LinkBuilder{BaseURL: base, Tokens: mustTokens(t)}
+	w := mailer.NewWorker(s.db, s.mail, mailer.WorkerOptions{Links: links, PollInterval: 20 * time.Millisecond})
+	runCtx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = w.Run(runCtx) })
+	defer func() { cancel(); wg.Wait() }()
+	if _, err := mailer.NewCampaigns(s.db, s.mail, w, mailer.CampaignsOptions{Links: links}).SendNewsletter(ctx, acct, actor, nl.ID); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		c, err := s.db.Newsletter(ctx, acct, nl.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Status == store.CampaignSent {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("newsletter still %s", c.Status)
+		}
+	}
+	recips, _, err := s.db.CampaignRecipients(ctx, acct, nl.ID, store.RecipientFilter{}, store.Page{Page: 1, PerPage: 100})
+	if err != nil || len(recips) != 10 {
+		t.Fatalf("recipients %d, %v", len(recips), err)
+	}
+	cl, err := s.db.CampaignLinks(ctx, nl.ID)
+	if err != nil || len(cl) != 2 {
+		t.Fatalf("links %v, %v", cl, err)
+	}
+	now := time.Now()
+	for _, r := range recips[:4] {
+		if _, err := s.db.TrackOpen(ctx, r.ID, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct{ r, l int }{{0, 0}, {0, 0}, {1, 1}} {
+		if _, err := s.db.TrackClick(ctx, recips[c.r].ID, cl[c.l].ID, "", now, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.db.UnsubscribeByLink(ctx, recips[9].ID, store.UnsubLink); err != nil {
+		t.Fatal(err)
+	}
+	return nl.ID
+}
+
+func statValue(r *response, id string) string {
+	return text(r.find("stat-" + id).Find(`[data-testid="value"]`))
+}
+
+func TestNewsletterStatsPageHandler(t *testing.T) {
+	s := newServer(t, dbtest.URL(t), nil, base)
+	acct := newAccount(t, s.db, "")
+	id := sentNewsletter(t, s, acct.ID, "Herbst")
+	c := newClient(t, s)
+	c.signIn(acct.Email, acct.Password)
+
+	r := c.get(fmt.Sprintf("/newsletters/%d/stats", id))
+	wantStatus(t, r, http.StatusOK)
+	if got := text(r.find("page-title")); got != "Statistik: Herbst" {
+		t.Errorf("title %q", got)
+	}
+	for id, want := range map[string]string{"recipients": "10", "sent": "10", "opened": "4", "clicked": "2", "unsubscribed": "1", "bounced": "0"} {
+		if got := statValue(r, id); got != want {
+			t.Errorf("%s: %q, want %q", id, got, want)
+		}
+	}
+	if got := text(r.find("stat-opened").Find(`[data-testid="note"]`)); !strings.HasPrefix(got, "40 %") {
+		t.Errorf("open rate note %q", got)
+	}
+	if got := text(r.find("stat-clicked").Find(`[data-testid="note"]`)); !strings.HasPrefix(got, "20 %") {
+		t.Errorf("click rate note %q", got)
+	}
+	// The chart over time: today's sends, opens and clicks, also in its table.
+	chart := r.find("chart-timeline")
+	if chart.Find("svg[role=img] title").Length() == 0 || chart.Find(`[data-testid="chart-line"]`).Length() != 3 {
+		t.Errorf("timeline chart: %s", text(chart))
+	}
+	today := time.Now().In(store.Berlin).Format("02.01.")
+	row := chart.Find(`[data-testid="chart-table"] tbody tr`)
+	if row.Length() != 1 || rowCells(row) != today+"|10|4|2" {
+		t.Errorf("timeline table %q", rowCells(row))
+	}
+	// Links with their clicks, in document order.
+	links := r.find("stats-link")
+	if links.Length() != 2 || rowCells(links.Eq(0)) != "https://shop.example.com/a|1|2|10 %" || rowCells(links.Eq(1)) != "https://shop.example.com/b|1|1|10 %" {
+		t.Errorf("links %q / %q", rowCells(links.Eq(0)), rowCells(links.Eq(1)))
+	}
+
+	// Another account's newsletter is not found; so is a single email's id.
+	other := newAccount(t, s.db, "")
+	oc := newClient(t, s)
+	oc.signIn(other.Email, other.Password)
+	wantStatus(t, oc.get(fmt.Sprintf("/newsletters/%d/stats", id)), http.StatusNotFound)
+	wantStatus(t, c.get("/newsletters/999999/stats"), http.StatusNotFound)
+}
+
+func TestDashboardAnalytics(t *testing.T) {
+	s := newServer(t, dbtest.URL(t), nil, base)
+	acct := newAccount(t, s.db, "")
+	c := newClient(t, s)
+	c.signIn(acct.Email, acct.Password)
+
+	// Before anything was sent: empty states, no broken charts.
+	r := c.get("/dashboard")
+	wantStatus(t, r, http.StatusOK)
+	if r.find("campaigns-empty").Length() != 1 || r.find("activity-panel").Length() != 1 || statValue(r, "sent") != "0" {
+		t.Fatalf("empty dashboard:\n%s", text(r.find("activity-panel")))
+	}
+
+	id := sentNewsletter(t, s, acct.ID, "Herbst")
+	r = c.get("/dashboard")
+	wantStatus(t, r, http.StatusOK)
+	for id, want := range map[string]string{"sent": "10", "open-rate": "40 %", "click-rate": "20 %", "new-contacts": "10"} {
+		if got := statValue(r, id); got != want {
+			t.Errorf("activity %s: %q, want %q", id, got, want)
+		}
+	}
+	// Contacts over time: 30 days, today's point 10, the day before 0.
+	rows := r.find("chart-contacts").Find(`[data-testid="chart-table"] tbody tr`)
+	if rows.Length() != 30 || !strings.HasSuffix(rowCells(rows.Last()), "|10") || !strings.HasSuffix(rowCells(rows.Eq(28)), "|0") {
+		t.Errorf("contacts chart: %d rows, last %q", rows.Length(), rowCells(rows.Last()))
+	}
+	if r.find("chart-contacts").Find("svg polyline").Length() != 1 {
+		t.Error("no contacts line")
+	}
+	// The last campaigns with their rates, linked to the statistics page.
+	row := r.find(fmt.Sprintf("campaign-%d", id))
+	if a := row.Find("a"); a.AttrOr("href", "") != fmt.Sprintf("/newsletters/%d/stats", id) {
+		t.Errorf("campaign link %q", a.AttrOr("href", ""))
+	}
+	if got := rowCells(row); !strings.HasSuffix(got, "|10|40 %|20 %") {
+		t.Errorf("campaign row %q", got)
+	}
+	if r.find("chart-campaign-rates").Find(`[data-testid="chart-bar"]`).Length() != 2 {
+		t.Error("rates chart lacks its two bars")
+	}
+	// The usage panel is still there.
+	if r.find("usage-panel").Length() != 1 {
+		t.Error("usage panel missing")
+	}
+}
+
+// rowCells is a table row's cells, each with its text normalised, joined by |.
+func rowCells(row *goquery.Selection) string {
+	return strings.Join(row.First().Children().Map(func(_ int, c *goquery.Selection) string { return text(c) }), "|")
+}
