@@ -714,7 +714,7 @@ JOIN contacts c ON c.id = page.id ORDER BY %s`, contactColumns, contactLists, co
 		// planning. (A list's size does matter to the plan of its listing.)
 		var qr sqlx.QueryerContext = db
 		if unfiltered {
-			if err := db.prepare(ctx, q); err != nil {
+			if err := db.prepare(ctx, db.DB, q); err != nil {
 				return nil, 0, err
 			}
 			qr = preparedDB{db}
@@ -916,8 +916,13 @@ func (db *DB) DeleteContact(ctx context.Context, accountID int64, actor Actor, i
 // when PostgreSQL aborted it for a deadlock or a serialization failure, which
 // concurrent bulk changes of overlapping contacts can cause.
 func (db *DB) retryTx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
+	return retryTxOn(ctx, db.DB, fn)
+}
+
+// retryTxOn is retryTx on one of the pools.
+func retryTxOn(ctx context.Context, pool *sqlx.DB, fn func(tx *sqlx.Tx) error) error {
 	for attempt := 1; ; attempt++ {
-		err := db.WithTx(ctx, fn)
+		err := withTxOn(ctx, pool, fn)
 		var pqErr *pq.Error
 		if err == nil || attempt == 3 || !errors.As(err, &pqErr) || (pqErr.Code != "40P01" && pqErr.Code != "40001") {
 			return err

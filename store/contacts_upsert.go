@@ -157,7 +157,7 @@ SELECT l.* FROM l
 UNION ALL
 SELECT 0, $1, b.email, '', '', '', '', '', '', '', '{}'::text[], '', '', '{}'::jsonb, NULL::timestamptz, NULL::timestamptz,
   now(), now(), '[]'::jsonb
-FROM blocked_addresses b WHERE b.account_id = $1 AND (b.email = ANY($2) OR b.email IN (SELECT l.email FROM l))`
+FROM blocked_addresses b WHERE b.account_id = $1 AND b.email = ANY($2::text[] || ARRAY(SELECT l.email FROM l))`
 
 const selectContactHeadroom = `SELECT p.max_contacts - ` + contactTotal + ` FROM accounts a JOIN plans p ON p.name = a.plan WHERE a.id = $1`
 
@@ -1121,10 +1121,10 @@ func (db *DB) runOps(ctx context.Context, accountID int64, actor Actor, ops []*c
 	if err := actor.valid(); err != nil {
 		return err
 	}
-	if err := db.prepare(ctx, writePathStatements()...); err != nil {
+	if err := db.prepare(ctx, db.writes, writePathStatements()...); err != nil {
 		return err
 	}
-	return db.retryTx(ctx, func(tx *sqlx.Tx) error {
+	return retryTxOn(ctx, db.writes, func(tx *sqlx.Tx) error {
 		for _, op := range ops {
 			op.reset()
 		}

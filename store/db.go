@@ -22,8 +22,17 @@ type DB struct {
 	// last few hundred milliseconds may be lost in a database crash without harm: rate
 	// counters and the API log. Business data never goes through it.
 	relaxed *sqlx.DB
-	keys    *keyCache
-	stmts   stmtCache // the send queue's (recipients.go)
+	// writes is the pool of the contact write path (applyOps): durable like the
+	// main pool, but its sessions plan prepared statements once (plan_cache_mode
+	// force_generic_plan). By default PostgreSQL plans a prepared statement anew
+	// on every execution when its generic plan looks costlier than the custom
+	// ones, which for the write path's array parameters it always does, and the
+	// planning cost four times the execution. The write path's statements are
+	// key look-ups and inserts whose plan does not depend on the values; a
+	// listing (LIMIT and OFFSET as parameters) must never run on this pool.
+	writes *sqlx.DB
+	keys   *keyCache
+	stmts  stmtCache // the send queue's (recipients.go)
 	// contactStmts are the contact write path's prepared statements.
 	contactStmts preparedStmts
 }
@@ -61,7 +70,16 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	}
 	relaxed.SetMaxOpenConns(20)
 	relaxed.SetMaxIdleConns(20)
-	return &DB{DB: db, relaxed: relaxed, keys: newKeyCache()}, nil
+	writes, err := sqlx.Open("postgres", withParam(url, "plan_cache_mode", "force_generic_plan"))
+	if err != nil {
+		_ = db.Close()
+		_ = relaxed.Close()
+		return nil, fmt.Errorf("store: open: %w", err)
+	}
+	writes.SetMaxOpenConns(20)
+	writes.SetMaxIdleConns(20)
+	writes.SetConnMaxIdleTime(5 * time.Minute)
+	return &DB{DB: db, relaxed: relaxed, writes: writes, keys: newKeyCache()}, nil
 }
 
 // Close closes both pools and the prepared statements.
@@ -73,21 +91,23 @@ func (db *DB) Close() error {
 	}
 	db.contactStmts.m = nil
 	db.contactStmts.mu.Unlock()
-	return errors.Join(append(errs, db.relaxed.Close(), db.DB.Close())...)
+	return errors.Join(append(errs, db.writes.Close(), db.relaxed.Close(), db.DB.Close())...)
 }
 
-// prepare prepares the queries on the pool that are not prepared yet. Only
+// prepare prepares the queries on pool (db.DB or db.writes) that are not
+// prepared yet; a query is prepared on one pool only, the one whose
+// transactions run it. Only
 // fixed query texts belong here (the cache never shrinks), and only statements
 // whose plan does not depend on the parameters' values: after five executions
 // PostgreSQL may keep one generic plan for all of them. Call it while holding
 // no connection: preparing takes one from the pool, and callers that each hold
 // a transaction's connection while waiting for another could exhaust the pool.
-func (db *DB) prepare(ctx context.Context, queries ...string) error {
+func (db *DB) prepare(ctx context.Context, pool *sqlx.DB, queries ...string) error {
 	for _, q := range queries {
 		if db.cachedStmt(q) != nil {
 			continue
 		}
-		s, err := db.PreparexContext(ctx, q)
+		s, err := pool.PreparexContext(ctx, q)
 		if err != nil {
 			return fmt.Errorf("store: prepare: %w", err)
 		}
@@ -231,10 +251,9 @@ func withParam(raw, key, value string) string {
 	return u.String()
 }
 
-// WithTx runs fn inside one transaction: committed when fn returns nil, rolled back
-// otherwise (and on panic).
-func (db *DB) WithTx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
-	tx, err := db.BeginTxx(ctx, nil)
+// withTxOn is WithTx on one of the pools.
+func withTxOn(ctx context.Context, pool *sqlx.DB, fn func(tx *sqlx.Tx) error) error {
+	tx, err := pool.BeginTxx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)
 	}
@@ -246,6 +265,12 @@ func (db *DB) WithTx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
 		return fmt.Errorf("store: commit: %w", err)
 	}
 	return nil
+}
+
+// WithTx runs fn inside one transaction: committed when fn returns nil, rolled back
+// otherwise (and on panic).
+func (db *DB) WithTx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
+	return withTxOn(ctx, db.DB, fn)
 }
 
 // notFound turns sql.ErrNoRows into ErrNotFound and wraps everything else.
