@@ -328,15 +328,17 @@ WHERE l.account_id = $1 AND l.campaign_id = $2
 GROUP BY l.id ORDER BY l.position LIMIT $3 OFFSET $4`
 
 // CampaignLinkStats lists a campaign's tracked links in document order with
-// their clicks (ErrNotFound when the account has no such campaign).
-func (db *DB) CampaignLinkStats(ctx context.Context, accountID, campaignID int64, p Page) ([]LinkStats, int, error) {
+// their clicks, and returns the campaign's sent mails, the base of a link's
+// click rate (ErrNotFound when the account has no such campaign).
+func (db *DB) CampaignLinkStats(ctx context.Context, accountID, campaignID int64, p Page) ([]LinkStats, int, int64, error) {
 	var (
 		out   []LinkStats
 		total int
+		sent  int64
 	)
 	err := db.readSnapshot(ctx, func(tx *sqlx.Tx) error {
-		if err := campaignExists(ctx, tx, accountID, campaignID); err != nil {
-			return err
+		if err := tx.GetContext(ctx, &sent, `SELECT sent_count FROM campaigns WHERE account_id = $1 AND id = $2`, accountID, campaignID); err != nil {
+			return notFound("campaign", err)
 		}
 		if err := tx.GetContext(ctx, &total, `SELECT count(*) FROM campaign_links WHERE account_id = $1 AND campaign_id = $2`,
 			accountID, campaignID); err != nil {
@@ -347,7 +349,7 @@ func (db *DB) CampaignLinkStats(ctx context.Context, accountID, campaignID int64
 		}
 		return nil
 	})
-	return out, total, err
+	return out, total, sent, err
 }
 
 // Period is a range of Berlin calendar days, both ends included.

@@ -223,18 +223,14 @@ func (a *API) listCampaignLinks(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s, err := a.db.CampaignSummaryOf(r.Context(), accountID(r), id)
-	if err != nil {
-		return err
-	}
-	list, total, err := a.db.CampaignLinkStats(r.Context(), accountID(r), id, page)
+	list, total, sent, err := a.db.CampaignLinkStats(r.Context(), accountID(r), id, page)
 	if err != nil {
 		return err
 	}
 	out := make([]campaignLinkResponse, len(list))
 	for i, l := range list {
 		out[i] = campaignLinkResponse{ID: l.ID, Position: l.Position, URL: l.URL, Personalized: l.Personalized,
-			UniqueClicks: l.UniqueClicks, Clicks: l.Clicks, ClickRate: store.Ratio(l.UniqueClicks, s.Sent),
+			UniqueClicks: l.UniqueClicks, Clicks: l.Clicks, ClickRate: store.Ratio(l.UniqueClicks, sent),
 			LastClickedAt: timePtr(l.LastClickedAt)}
 	}
 	return writeList(w, r, out, page, total)

@@ -25,7 +25,7 @@ func (p *Portal) newsletterStats(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	links, _, err := p.db.CampaignLinkStats(ctx, accountID(r), id, store.Page{Page: 1, PerPage: maxLinkRows})
+	links, _, _, err := p.db.CampaignLinkStats(ctx, accountID(r), id, store.Page{Page: 1, PerPage: maxLinkRows})
 	if err != nil {
 		return err
 	}
