@@ -196,6 +196,12 @@ func TestPortalContactsEndToEnd(t *testing.T) {
 	if got := read("range", chromedp.Text(tid("pagination-range"))); !strings.HasPrefix(got, "26–50 von 1.201") {
 		t.Errorf("page 2 range %q", got)
 	}
+	// A broad filter renders before it is counted; the exact count follows.
+	do("exact count",
+		chromedp.Navigate(s.URL+"/contacts?tag=import-2026"),
+		chromedp.WaitVisible(tid("contacts-table")),
+		js(`new Promise(r => { const t = setInterval(() => { const e = document.querySelector('[data-testid="pagination-range"]'); if (e && e.textContent.includes("von 1.200 Einträgen")) { clearInterval(t); r(true) } }, 50) })`),
+	)
 	do("table screenshot",
 		chromedp.Navigate(s.URL+"/contacts"),
 		chromedp.WaitVisible(tid("contacts-table")),

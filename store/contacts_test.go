@@ -1333,3 +1333,42 @@ func TestContactLimitUnderConcurrency(t *testing.T) {
 		t.Errorf("listing total = %d, %v; want 59", total, err)
 	}
 }
+
+// GET /tags reads maintained counts (contact_tag_counts): after creates, added
+// and removed tags, a patch replacing tags, a bulk and a deletion they equal
+// what counting the contacts gives.
+func TestTagCountsFollowEveryChange(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	acct := newAccount(t, db, "business")
+	a := upsert(t, db, acct, store.ContactInput{Email: "a@example.com", Tags: []string{"vip", "kunde"}}).Contact
+	b := upsert(t, db, acct, store.ContactInput{Email: "b@example.com", Tags: []string{"kunde"}}).Contact
+	upsert(t, db, acct, store.ContactInput{Email: "b@example.com", Tags: []string{"kunde", "neu"}})
+	if _, err := db.RemoveTag(ctx, acct, apiActor, a.ID, "vip"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.UpdateContact(ctx, acct, apiActor, b.ID, store.ContactPatch{Tags: &[]string{"neu", "presse"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.BulkUpsertContacts(ctx, acct, apiActor, store.BulkContacts{Contacts: []store.ContactInput{
+		{Email: "c@example.com"}, {Email: "a@example.com"}, {Email: "d@example.com", Tags: []string{"presse"}},
+	}, Tags: []string{"messe"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DeleteContact(ctx, acct, apiActor, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	got, total, err := db.Tags(ctx, acct, store.Page{Page: 1, PerPage: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []store.Tag
+	if err := db.SelectContext(ctx, &want, `SELECT t AS name, count(*) AS count FROM contacts c CROSS JOIN LATERAL unnest(c.tags) AS t
+		WHERE c.account_id = $1 GROUP BY t ORDER BY t`, acct); err != nil {
+		t.Fatal(err)
+	}
+	// b: neu, presse, messe; c: messe; d: presse, messe (a with kunde, messe deleted).
+	if !slices.Equal(got, want) || total != len(want) || len(want) != 3 {
+		t.Errorf("tags = %+v (total %d), counted %+v", got, total, want)
+	}
+}

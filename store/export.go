@@ -10,15 +10,24 @@ import (
 const exportBatch = 1000
 
 // exportWhere is the condition of the contact listing's filters (ListID, Status,
-// Tag, Query) on contacts c, with its arguments after $1 (the account).
-func exportWhere(accountID int64, f ContactFilter) (string, []any) {
+// Tag, Query) on contacts c, with its arguments after $1 (the account). It
+// mirrors Contacts in contacts.go, which builds it inline with its paging.
+//
+// perRow asks for a list membership test that probes the index once per contact
+// (a scalar subquery): for a condition evaluated on a few hundred contacts
+// walked in order, where the planner would otherwise hash every member of the
+// list first.
+func exportWhere(accountID int64, f ContactFilter, perRow bool) (string, []any) {
 	where := []string{"c.account_id = $1"}
 	args := []any{accountID}
 	add := func(cond string, v any) {
 		args = append(args, v)
 		where = append(where, fmt.Sprintf(cond, len(args)))
 	}
-	if f.ListID != 0 {
+	switch {
+	case f.ListID != 0 && perRow:
+		add("coalesce((SELECT true FROM list_members m WHERE m.list_id = $%d AND m.contact_id = c.id), false)", f.ListID)
+	case f.ListID != 0:
 		add("EXISTS (SELECT 1 FROM list_members m WHERE m.list_id = $%d AND m.contact_id = c.id)", f.ListID)
 	}
 	if f.Status != "" {
@@ -30,7 +39,10 @@ func exportWhere(accountID int64, f ContactFilter) (string, []any) {
 	if strings.TrimSpace(f.Query) != "" {
 		args = append(args, likePattern(f.Query))
 		n := len(args)
-		where = append(where, fmt.Sprintf("(c.email LIKE $%[1]d OR lower(c.first_name) LIKE $%[1]d OR lower(c.last_name) LIKE $%[1]d OR lower(c.first_name || ' ' || c.last_name) LIKE $%[1]d)", n))
+		// As in Contacts: the first condition is the one the trigram index
+		// contacts_search_idx answers, the second the exact per-field match.
+		where = append(where, fmt.Sprintf("(c.email || ' ' || lower(c.first_name) || ' ' || lower(c.last_name)) LIKE $%[1]d AND "+
+			"(c.email LIKE $%[1]d OR lower(c.first_name) LIKE $%[1]d OR lower(c.last_name) LIKE $%[1]d OR lower(c.first_name || ' ' || c.last_name) LIKE $%[1]d)", n))
 	}
 	return strings.Join(where, " AND "), args
 }
@@ -41,7 +53,7 @@ func (db *DB) ExportCustomKeys(ctx context.Context, accountID int64, f ContactFi
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
-	cond, args := exportWhere(accountID, f)
+	cond, args := exportWhere(accountID, f, false)
 	var keys []string
 	q := `SELECT DISTINCT k FROM contacts c CROSS JOIN LATERAL jsonb_object_keys(c.custom_fields) AS k
 WHERE ` + cond + ` AND c.custom_fields <> '{}' ORDER BY k`
@@ -63,7 +75,7 @@ func (db *DB) ExportContacts(ctx context.Context, accountID int64, f ContactFilt
 			return err
 		}
 	}
-	cond, args := exportWhere(accountID, f)
+	cond, args := exportWhere(accountID, f, false)
 	n := len(args)
 	q := fmt.Sprintf(`SELECT %s, %s FROM contacts c WHERE %s AND c.id > $%d ORDER BY c.id LIMIT %d`,
 		contactColumns, contactLists, cond, n+1, exportBatch)

@@ -168,6 +168,8 @@ type CommonText struct {
 	Pagination   string // aria-label of the pagination nav
 	PageOf       string // %s, %s: page, pages (formatted numbers)
 	RangeOfTotal string // %s, %s, %s: first, last, total (formatted numbers)
+	RangeOfMore  string // %s, %s, %s: first, last, a count the total exceeds
+	PageN        string // %s: page
 	Loading      string
 	Copy         string
 	Copied       string
@@ -857,6 +859,8 @@ func German() Text {
 			Pagination:   "Seitenauswahl",
 			PageOf:       "Seite %s von %s",
 			RangeOfTotal: "%s–%s von %s Einträgen",
+			RangeOfMore:  "%s–%s von mehr als %s Einträgen",
+			PageN:        "Seite %s",
 			Loading:      "Wird geladen …",
 			Copy:         "Kopieren",
 			Copied:       "In die Zwischenablage kopiert.",

@@ -62,8 +62,14 @@ func readContactFilter(r *http.Request) (views.ContactFilter, store.ContactFilte
 	return f, sf
 }
 
+// contactCountCap is how far the contact table counts the matches of a filter
+// before it renders; the exact number follows through htmx (countContacts).
+const contactCountCap = 1000
+
 // listContacts is the contact table: search, filter, pages. htmx requests get
-// views.ContactSection alone.
+// views.ContactSection alone. A filter's matches are counted up to
+// contactCountCap only, so that the page renders fast for any account; the
+// pagination then loads the exact count after the page.
 func (p *Portal) listContacts(w http.ResponseWriter, r *http.Request) error {
 	t := views.TextFor(r.Context())
 	f, sf := readContactFilter(r)
@@ -75,11 +81,16 @@ func (p *Portal) listContacts(w http.ResponseWriter, r *http.Request) error {
 	}
 	l := views.ContactList{Lists: lists, Filter: f}
 	if len(f.Errors) == 0 {
-		l.Contacts, l.Pager.Total, err = p.db.Contacts(r.Context(), accountID(r), sf, store.Page{Page: page, PerPage: contactsPerPage})
-		if last := max(1, (l.Pager.Total+contactsPerPage-1)/contactsPerPage); err == nil && page > last {
-			// A page past the end (contacts were deleted, or a hand-edited URL): show the last.
-			page = last
-			l.Contacts, l.Pager.Total, err = p.db.Contacts(r.Context(), accountID(r), sf, store.Page{Page: page, PerPage: contactsPerPage})
+		var res store.ContactPage
+		res, err = p.db.ContactsUpTo(r.Context(), accountID(r), sf, store.Page{Page: page, PerPage: contactsPerPage}, contactCountCap)
+		if err == nil && len(res.Contacts) == 0 && page > 1 {
+			// A page past the end (contacts were deleted, or a hand-edited URL):
+			// show the last one.
+			var total int
+			if _, total, err = p.db.Contacts(r.Context(), accountID(r), sf, store.Page{Page: 1, PerPage: 1}); err == nil {
+				page = max(1, (total+contactsPerPage-1)/contactsPerPage)
+				res, err = p.db.ContactsUpTo(r.Context(), accountID(r), sf, store.Page{Page: page, PerPage: contactsPerPage}, contactCountCap)
+			}
 		}
 		switch {
 		case errors.Is(err, store.ErrNotFound):
@@ -89,11 +100,34 @@ func (p *Portal) listContacts(w http.ResponseWriter, r *http.Request) error {
 		case err != nil:
 			return err
 		}
+		l.Contacts, l.Pager.Total, l.Pager.AtLeast, l.Pager.Shown, l.Pager.More = res.Contacts, res.Total, res.AtLeast, len(res.Contacts), res.More
+		if res.AtLeast {
+			l.Pager.CountURL = f.URL("/contacts/count", page)
+		}
 	}
 	l.Pager.Page, l.Pager.PerPage, l.Pager.Target = page, contactsPerPage, "#contacts"
 	l.Pager.URL = func(n int) string { return f.URL("/contacts", n) }
 	s := p.shell(r, t.Contacts.Title, views.NavContacts)
 	p.page(w, r, http.StatusOK, views.ContactsPage(s, l), views.ContactSection(l))
+	return nil
+}
+
+// countContacts is the contact table's pagination with the exact number of
+// matches, which the table loads after a filtered page (views.Pager.CountURL).
+func (p *Portal) countContacts(w http.ResponseWriter, r *http.Request) error {
+	f, sf := readContactFilter(r)
+	if len(f.Errors) > 0 {
+		return store.ErrNotFound
+	}
+	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
+	page = max(page, 1)
+	_, total, err := p.db.Contacts(r.Context(), accountID(r), sf, store.Page{Page: 1, PerPage: 1})
+	if err != nil {
+		return err
+	}
+	pager := views.Pager{Page: page, PerPage: contactsPerPage, Total: total, Target: "#contacts",
+		URL: func(n int) string { return f.URL("/contacts", n) }}
+	p.render(w, r, http.StatusOK, views.Pagination(pager))
 	return nil
 }
 

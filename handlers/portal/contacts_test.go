@@ -130,6 +130,39 @@ func TestContactsTableFilterAndPaging(t *testing.T) {
 		t.Errorf("invalid filter without field errors:\n%s", bad.Body)
 	}
 
+	// A filter with more matches than the table counts before it renders: the
+	// page says "more than", and its pagination loads the exact count.
+	bulk = nil
+	for i := range 1100 {
+		bulk = append(bulk, store.ContactInput{Email: fmt.Sprintf("viel%04d@example.com", i), Tags: []string{"viel"}})
+		if len(bulk) == store.MaxBatch || i == 1099 {
+			if _, err := s.db.BulkUpsertContacts(ctx, acct.ID, apiActor, store.BulkContacts{Contacts: bulk}); err != nil {
+				t.Fatal(err)
+			}
+			bulk = nil
+		}
+	}
+	many := c.get("/contacts?tag=viel&page=2")
+	pag := many.find("pagination")
+	if got := text(many.find("pagination-range")); got != "26–50 von mehr als 1.000 Einträgen · Seite 2" {
+		t.Errorf("capped range %q", got)
+	}
+	countURL := pag.AttrOr("hx-get", "")
+	if countURL != "/contacts/count?page=2&tag=viel" || pag.AttrOr("hx-trigger", "") != "load" || many.find("page-next").Length() != 1 {
+		t.Fatalf("capped pagination: %q\n%s", countURL, text(pag))
+	}
+	exact := c.get(countURL, "HX-Request", "true")
+	wantStatus(t, exact, http.StatusOK)
+	if got := text(exact.find("pagination-range")); got != "26–50 von 1.100 Einträgen · Seite 2 von 44" || exact.find("pagination").AttrOr("hx-get", "") != "" {
+		t.Errorf("exact count %q", got)
+	}
+	if last := c.get("/contacts?tag=viel&page=44"); last.find("contact-row").Length() != 0 && last.find("page-next").Length() != 0 {
+		t.Error("the last page offers a next page")
+	}
+	if past := c.get("/contacts?tag=viel&page=99"); past.find("contact-row").Length() != 25 || !strings.Contains(text(past.find("pagination-range")), "Seite 44") {
+		t.Errorf("a page past the end does not show the last page: %q", text(past.find("pagination-range")))
+	}
+
 	// Another account's list as a filter is unknown, not a way to read its members.
 	other := newAccount(t, s.db, "")
 	foreign := mkList(t, s.db, other.ID, "Fremd", false)

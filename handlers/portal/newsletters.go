@@ -3,6 +3,7 @@ package portal
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -294,7 +295,7 @@ func (p *Portal) preview(r *http.Request, c store.Campaign, email string) views.
 	if err != nil {
 		var ve *store.ValidationError
 		if errors.As(err, &ve) {
-			return views.NewsletterPreview{Error: strings.Join(slices.Sorted(mapValues(ve.Fields)), " ")}
+			return views.NewsletterPreview{Error: strings.Join(slices.Sorted(maps.Values(ve.Fields)), " ")}
 		}
 		p.log.Error("preview newsletter", "err", err)
 		return views.NewsletterPreview{Error: views.TextFor(r.Context()).Errors.Internal}
@@ -307,16 +308,6 @@ func (p *Portal) preview(r *http.Request, c store.Campaign, email string) views.
 		}
 	}
 	return out
-}
-
-func mapValues(m map[string]string) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for _, v := range m {
-			if !yield(v) {
-				return
-			}
-		}
-	}
 }
 
 // sendConfirmation asks before the send, with the number of recipients the send

@@ -2,6 +2,7 @@ package portal_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -436,7 +437,7 @@ func TestNewsletterDuplicateDeleteAndPaging(t *testing.T) {
 		t.Fatal("no delete confirmation")
 	}
 	wantRedirect(t, e.c.post(fmt.Sprintf("/newsletters/%d/delete", cp), nil), "/newsletters")
-	if _, err := e.s.db.Newsletter(context.Background(), e.acct.ID, cp); err != store.ErrNotFound && !strings.Contains(fmt.Sprint(err), "not found") {
+	if _, err := e.s.db.Newsletter(context.Background(), e.acct.ID, cp); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("deleted draft: %v", err)
 	}
 

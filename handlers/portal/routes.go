@@ -146,6 +146,7 @@ func (p *Portal) Routes(r chi.Router) {
 			r.Get("/contacts/new", p.handle(p.newContactForm))
 			r.Post("/contacts/new", p.handle(p.createContact))
 			r.Get("/contacts/export", p.handle(p.exportContacts))
+			r.Get("/contacts/count", p.handle(p.countContacts))
 			r.Get("/contacts/import", p.handle(p.importPage))
 			r.Post("/contacts/import", p.handle(p.uploadImport))
 			r.Get("/contacts/import/{id}", p.handle(p.showImport))
