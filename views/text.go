@@ -447,6 +447,7 @@ type NewslettersText struct {
 	Resume           string
 	ResumedFlash     string
 	Duplicate        string
+	NewABTest        string // link from a saved draft to a new A/B test of it
 	DuplicatedFlash  string // %s: name of the copy
 	Delete           string
 	DeleteQuestion   string // %s: name
@@ -1155,6 +1156,7 @@ func German() Text {
 			Resume:           "Fortsetzen",
 			ResumedFlash:     "Der Versand wird fortgesetzt.",
 			Duplicate:        "Duplizieren",
+			NewABTest:        "A/B-Test anlegen",
 			DuplicatedFlash:  "Die Kopie „%s“ wurde als Entwurf angelegt.",
 			Delete:           "Löschen",
 			DeleteQuestion:   "Entwurf „%s“ löschen?",

@@ -561,6 +561,7 @@ func (p *Portal) newsletterForm(r *http.Request, c store.Campaign) (views.Newsle
 		Name: c.Name, Subject: c.Subject, Preheader: c.Preheader, Format: views.FormatMarkdown, Content: c.Markdown,
 		ListIDs: c.ListIDs, SMTPServerID: c.ServerID(), FromName: c.FromName, ReplyTo: c.ReplyTo,
 		TrackOpens: c.TrackOpens, TrackClicks: c.TrackClicks, Errors: map[string]string{}, CanSend: p.campaigns != nil,
+		CanABTest: viewer(r).Plan.Require("ab_tests") == nil,
 	}
 	if c.Markdown == "" && (c.HTML != "" || c.Text != "") {
 		f.Format, f.Content = views.FormatHTML, c.HTML

@@ -152,6 +152,10 @@ func TestNewsletterListAndEditor(t *testing.T) {
 	if n := r.find("placeholder-picker").Find("[data-insert]").Length(); n != 11 {
 		t.Errorf("placeholder picker offers %d placeholders", n)
 	}
+	// The plan has A/B tests: the saved draft links to a new test of it.
+	if got := r.find("newsletter-ab-test").AttrOr("href", ""); got != fmt.Sprintf("/ab-tests/new?newsletter=%d", id) {
+		t.Errorf("A/B test link %q", got)
+	}
 
 	// The list shows it with its German status.
 	r = e.c.get("/newsletters")
