@@ -430,7 +430,10 @@ WHERE account_id = $1 AND kind = 'newsletter' AND started_at >= $2 AND started_a
 const selectContactCount = `SELECT (coalesce((SELECT contacts FROM account_usage WHERE account_id = $1), 0)
   + coalesce((SELECT sum(contacts) FROM account_contact_counts WHERE account_id = $1), 0))::bigint`
 
-const selectNewContacts = `SELECT count(*) FROM contacts WHERE account_id = $1 AND created_at >= $2 AND created_at < $3`
+// selectNewContacts sums contact_days (migration 00014) from day $2 up to, not
+// including, day $3.
+const selectNewContacts = `SELECT coalesce(sum(contacts), 0)::bigint FROM contact_days
+WHERE account_id = $1 AND day >= $2::date AND day < $3::date`
 
 // AnalyticsOverview sums the account's engagement over a period. Opens,
 // clicks and unsubscribes count on the day they happened, whichever campaign
@@ -448,7 +451,7 @@ func (db *DB) AnalyticsOverview(ctx context.Context, accountID int64, p Period) 
 		if err := tx.GetContext(ctx, &o.Contacts, selectContactCount, accountID); err != nil {
 			return fmt.Errorf("store: analytics overview: %w", err)
 		}
-		if err := tx.GetContext(ctx, &o.NewContacts, selectNewContacts, accountID, p.From, end); err != nil {
+		if err := tx.GetContext(ctx, &o.NewContacts, selectNewContacts, accountID, Day(p.From), Day(end)); err != nil {
 			return fmt.Errorf("store: analytics overview: %w", err)
 		}
 		return nil
@@ -494,8 +497,8 @@ const selectAccountDays = `SELECT day, sum(sent) AS sent, sum(failed) AS failed,
   sum(clicks) AS clicks, sum(total_clicks) AS total_clicks, sum(unsubscribes) AS unsubscribes
 FROM account_stats WHERE account_id = $1 AND day BETWEEN $2 AND $3 GROUP BY day`
 
-const selectContactDays = `SELECT (created_at AT TIME ZONE 'Europe/Berlin')::date AS day, count(*) AS n
-FROM contacts WHERE account_id = $1 AND created_at >= $2 GROUP BY 1`
+const selectContactDays = `SELECT day, sum(contacts)::bigint AS n
+FROM contact_days WHERE account_id = $1 AND day >= $2::date GROUP BY 1`
 
 // AnalyticsTimeseries is the account's engagement and contacts per interval
 // (day, week or month) over a period, one point per interval, empty ones
@@ -522,7 +525,7 @@ func (db *DB) AnalyticsTimeseries(ctx context.Context, accountID int64, p Period
 		if err := tx.SelectContext(ctx, &days, selectAccountDays, accountID, Day(p.From), Day(p.To)); err != nil {
 			return fmt.Errorf("store: analytics timeseries: %w", err)
 		}
-		if err := tx.SelectContext(ctx, &created, selectContactDays, accountID, p.From); err != nil {
+		if err := tx.SelectContext(ctx, &created, selectContactDays, accountID, Day(p.From)); err != nil {
 			return fmt.Errorf("store: analytics timeseries: %w", err)
 		}
 		if err := tx.GetContext(ctx, &total, selectContactCount, accountID); err != nil {

@@ -1,11 +1,16 @@
 package store_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/rundbrief/rundbrief/migrations"
 	"github.com/rundbrief/rundbrief/store"
+	"github.com/rundbrief/rundbrief/store/dbtest"
 )
 
 func TestParsePeriod(t *testing.T) {
@@ -61,4 +66,84 @@ func TestRates(t *testing.T) {
 	if r := store.Ratio(12, 10); r != 1 {
 		t.Errorf("ratio above 1: %v", r)
 	}
+}
+
+// TestContactDaysFollowCreateAndDelete checks the maintained contacts per day
+// (migration 00014) that "contacts over time" reads: single and bulk creation
+// count on today, an update counts nothing, a deletion takes the contact off
+// again, and the migration's backfill counts contacts created before it.
+func TestContactDaysFollowCreateAndDelete(t *testing.T) {
+	db := dbtest.NewDB(t)
+	ctx := context.Background()
+	acct := newAccount(t, db, "business")
+	now := time.Now()
+	period := store.Period{From: store.BerlinMidnight(now).AddDate(0, 0, -6), To: store.BerlinMidnight(now)}
+	check := func(wantNew, wantTotal int64) {
+		t.Helper()
+		o, err := db.AnalyticsOverview(ctx, acct, period)
+		if err != nil {
+			t.Fatal(err)
+		}
+		points, err := db.AnalyticsTimeseries(ctx, acct, period, store.IntervalDay)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := points[len(points)-1]
+		if o.NewContacts != wantNew || o.Contacts != wantTotal || last.NewContacts != wantNew || last.Contacts != wantTotal ||
+			points[len(points)-2].Contacts != wantTotal-wantNew {
+			t.Fatalf("overview new %d total %d, today new %d total %d, yesterday total %d; want new %d total %d",
+				o.NewContacts, o.Contacts, last.NewContacts, last.Contacts, points[len(points)-2].Contacts, wantNew, wantTotal)
+		}
+	}
+
+	a := upsert(t, db, acct, store.ContactInput{Email: "a@example.com"}).Contact
+	upsert(t, db, acct, store.ContactInput{Email: "a@example.com", FirstName: ptr("Anna")}) // an update is no new contact
+	bulk := store.BulkContacts{}
+	for i := range 5 {
+		bulk.Contacts = append(bulk.Contacts, store.ContactInput{Email: fmt.Sprintf("b%d@example.com", i)})
+	}
+	if _, err := db.BulkUpsertContacts(ctx, acct, apiActor, bulk); err != nil {
+		t.Fatal(err)
+	}
+	check(6, 6)
+	if err := db.DeleteContact(ctx, acct, apiActor, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	check(5, 5)
+
+	// Contacts created before the counter existed: the backfill puts them on
+	// their day, three days ago.
+	if _, err := db.ExecContext(ctx, `UPDATE contacts SET created_at = now() - interval '3 days' WHERE account_id = $1 AND email LIKE 'b%'`, acct); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `DELETE FROM contact_days WHERE account_id = $1`, acct); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, backfillContactDays(t)); err != nil {
+		t.Fatal(err)
+	}
+	points, err := db.AnalyticsTimeseries(ctx, acct, period, store.IntervalDay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := points[len(points)-4]; got.NewContacts != 5 || got.Contacts != 5 || points[len(points)-5].Contacts != 0 {
+		t.Fatalf("after the backfill, three days ago: %+v, the day before: %+v", got, points[len(points)-5])
+	}
+}
+
+// backfillContactDays is the Up section's backfill of migration 00014, read from
+// the migration itself so that the test runs what deployments ran.
+func backfillContactDays(t *testing.T) string {
+	t.Helper()
+	b, err := migrations.FS.ReadFile("00014_contact_days.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	i := strings.Index(s, "INSERT INTO contact_days")
+	j := strings.Index(s, "-- +goose Down")
+	if i < 0 || j < i {
+		t.Fatal("migration 00014: backfill not found")
+	}
+	return s[i:j]
 }

@@ -862,13 +862,18 @@ const decrementListMembers = `UPDATE lists SET member_count = member_count - 1 W
 const contactTotal = `(SELECT u.contacts + coalesce((SELECT sum(s.contacts) FROM account_contact_counts s
   WHERE s.account_id = u.account_id), 0)::bigint FROM account_usage u WHERE u.account_id = $1)`
 
-// removeContactCounts takes a deleted contact off the contact counter and its
-// tags ($2, sorted) off the tag counts ($3: -1 each), like addTagCounts.
+// removeContactCounts takes a deleted contact off the contact counter, off the
+// day it was created ($4, contact_days) and its tags ($2, sorted) off the tag
+// counts ($3: -1 each), like addTagCounts.
 const removeContactCounts = `WITH tags AS (
   INSERT INTO contact_tag_counts AS t (account_id, tag, stripe, contacts)
   SELECT $1, x.tag, pg_backend_pid() % 32, x.d FROM unnest($2::text[], $3::bigint[]) AS x(tag, d)
   ORDER BY x.tag
   ON CONFLICT (account_id, tag, stripe) DO UPDATE SET contacts = t.contacts + excluded.contacts
+), days AS (
+  INSERT INTO contact_days AS d (account_id, day, stripe, contacts)
+  VALUES ($1, $4::date, pg_backend_pid() % 32, -1)
+  ON CONFLICT (account_id, day, stripe) DO UPDATE SET contacts = d.contacts - 1
 )
 SELECT add_account_contacts($1, -1)`
 
@@ -905,7 +910,7 @@ func (db *DB) DeleteContact(ctx context.Context, accountID int64, actor Actor, i
 		tags := tagDeltas{}
 		tags.change(c.Tags, nil)
 		names, counts := tags.args()
-		if _, err := tx.ExecContext(ctx, removeContactCounts, accountID, names, counts); err != nil {
+		if _, err := tx.ExecContext(ctx, removeContactCounts, accountID, names, counts, Day(c.CreatedAt)); err != nil {
 			return fmt.Errorf("store: delete contact: %w", err)
 		}
 		return nil

@@ -1330,7 +1330,8 @@ func cmpErr(errs ...error) error {
 // writeRecordsSQL writes events ($2–$4) and activities ($5–$10), adds the tag
 // count changes ($12, $13) to this connection's stripe, and, when $11 > 0, counts
 // $11 new contacts within the plan's limit (add_account_contacts, migration
-// 00012): one round trip instead of four for every contact change.
+// 00012) and on today's contact_days (migration 00014; new contacts get now()
+// as created_at): one round trip instead of five for every contact change.
 const writeRecordsSQL = `WITH ev AS (
   INSERT INTO events (account_id, public_id, name, payload)
   SELECT $1, x.public_id, x.name, x.payload
@@ -1343,6 +1344,10 @@ const writeRecordsSQL = `WITH ev AS (
   ORDER BY x.n
 ), tags AS (
   ` + addTagCounts + `
+), days AS (
+  INSERT INTO contact_days AS d (account_id, day, stripe, contacts)
+  SELECT $1, (now() AT TIME ZONE 'Europe/Berlin')::date, pg_backend_pid() % 32, $11::bigint WHERE $11::bigint > 0
+  ON CONFLICT (account_id, day, stripe) DO UPDATE SET contacts = d.contacts + excluded.contacts
 ), usage AS (
   SELECT add_account_contacts($1, $11) AS ok WHERE $11 > 0
 )
