@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"encoding/hex"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -17,14 +16,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 
 	"github.com/rundbrief/rundbrief/handlers"
 	"github.com/rundbrief/rundbrief/handlers/api"
 	"github.com/rundbrief/rundbrief/handlers/portal"
 	"github.com/rundbrief/rundbrief/handlers/public"
-	"github.com/rundbrief/rundbrief/handlers/webtest"
 	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/mailer/smtptest"
 	"github.com/rundbrief/rundbrief/store"
@@ -131,52 +128,10 @@ func TestPortalAdminEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	browserCtx := webtest.Browser(t, 1440, 1000)
-	ctx, cancel := context.WithTimeout(browserCtx, 120*time.Second)
-	defer cancel()
-	dir := artifactsDir(t)
-	do := func(step string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, actions...); err != nil {
-			shotCtx, cancel := context.WithTimeout(browserCtx, 10*time.Second)
-			defer cancel()
-			_ = chromedp.Do(shotCtx, screenshot(t, dir, "failed-admin-"+strings.ReplaceAll(step, " ", "-")))
-			t.Fatalf("%s: %v", step, err)
-		}
-	}
-	read := func(step string, a chromedp.Action[string]) string {
-		t.Helper()
-		v, err := chromedp.Run(ctx, a)
-		if err != nil {
-			t.Fatalf("%s: %v", step, err)
-		}
-		return v
-	}
-	until := func(cond string) chromedp.Action[chromedp.Void] {
-		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			_, err := chromedp.Poll[bool](cond, chromedp.WithPollingTimeout(20*time.Second))(ctx, tg)
-			if err != nil {
-				return fmt.Errorf("waiting for %s: %w", cond, err)
-			}
-			return nil
-		})
-	}
-	for _, perm := range []string{"clipboard-read", "clipboard-write"} {
-		if _, err := chromedp.CallBrowser(ctx, browser.SetPermission, browser.SetPermissionParams{
-			Permission: &browser.PermissionDescriptor{Name: perm}, Setting: browser.PermissionSettingGranted, Origin: srv.URL,
-		}); err != nil {
-			t.Fatalf("grant %s: %v", perm, err)
-		}
-	}
-
-	do("sign in",
-		chromedp.Navigate(srv.URL+"/login"),
-		chromedp.WaitVisible(tid("sign-in-form")),
-		chromedp.SendKeys(chromedp.CSS(`#field-email`), "inhaber@baeckerei-mueller.de"),
-		chromedp.SendKeys(chromedp.CSS(`#field-password`), "sauerteig-seit-1923"),
-		chromedp.Click(tid("sign-in-submit")),
-		chromedp.WaitVisible(tid("sidebar")),
-	)
+	b := newTab(t, 1440, 1000, 120*time.Second)
+	ctx, dir, do, read := b.ctx, b.dir, b.do, b.read
+	b.grantClipboard(srv.URL)
+	b.signIn(srv.URL, "inhaber@baeckerei-mueller.de", "sauerteig-seit-1923")
 
 	// Create a webhook for new contacts; its secret is shown once, with a copy button.
 	do("create a webhook",

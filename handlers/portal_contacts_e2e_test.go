@@ -12,7 +12,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/rundbrief/rundbrief/handlers/webtest"
 	"github.com/rundbrief/rundbrief/store"
 )
 
@@ -23,10 +22,8 @@ import (
 // import summary are saved as artifacts.
 func TestPortalContactsEndToEnd(t *testing.T) {
 	s := startServer(t, 1_000_000)
-	browserCtx := webtest.Browser(t, 1360, 900)
-	ctx, cancel := context.WithTimeout(browserCtx, 120*time.Second)
-	defer cancel()
-	dir := artifactsDir(t)
+	b := newTab(t, 1360, 900, 120*time.Second)
+	dir, do := b.dir, b.do
 	bg := context.Background()
 	acct, err := s.db.CreateAccount(bg, store.NewAccount{Name: "Bäckerei Müller", Email: "inhaber@baeckerei-mueller.de", Password: "sauerteig-seit-1923"})
 	if err != nil {
@@ -50,20 +47,7 @@ func TestPortalContactsEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	do := func(step string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, actions...); err != nil {
-			t.Fatalf("%s: %v", step, err)
-		}
-	}
-	read := func(step string, a chromedp.Action[string]) string {
-		t.Helper()
-		v, err := chromedp.Run(ctx, a)
-		if err != nil {
-			t.Fatalf("%s: %v", step, err)
-		}
-		return strings.TrimSpace(v)
-	}
+	read := func(step string, a chromedp.Action[string]) string { return strings.TrimSpace(b.read(step, a)) }
 
 	// js runs a script (awaiting a promise it returns) as a step.
 	js := func(expr string) chromedp.Action[chromedp.Void] {
@@ -73,14 +57,7 @@ func TestPortalContactsEndToEnd(t *testing.T) {
 		})
 	}
 
-	do("sign in",
-		chromedp.Navigate(s.URL+"/login"),
-		chromedp.WaitVisible(tid("sign-in-form")),
-		chromedp.SendKeys(chromedp.CSS(`#field-email`), "inhaber@baeckerei-mueller.de"),
-		chromedp.SendKeys(chromedp.CSS(`#field-password`), "sauerteig-seit-1923"),
-		chromedp.Click(tid("sign-in-submit")),
-		chromedp.WaitVisible(tid("usage-panel")),
-	)
+	b.signIn(s.URL, "inhaber@baeckerei-mueller.de", "sauerteig-seit-1923")
 
 	do("create a contact",
 		chromedp.Click(tid("nav-contacts")),
@@ -217,10 +194,8 @@ func TestPortalContactsEndToEnd(t *testing.T) {
 // browser, adds members by address and pages nothing but what the list holds.
 func TestPortalListsEndToEnd(t *testing.T) {
 	s := startServer(t, 1_000_000)
-	browserCtx := webtest.Browser(t, 1360, 900)
-	ctx, cancel := context.WithTimeout(browserCtx, 90*time.Second)
-	defer cancel()
-	dir := artifactsDir(t)
+	b := newTab(t, 1360, 900, 90*time.Second)
+	dir, do := b.dir, b.do
 	bg := context.Background()
 	acct, err := s.db.CreateAccount(bg, store.NewAccount{Name: "Bäckerei Müller", Email: "inhaber@baeckerei-mueller.de", Password: "sauerteig-seit-1923"})
 	if err != nil {
@@ -229,28 +204,8 @@ func TestPortalListsEndToEnd(t *testing.T) {
 	if _, err := s.db.UpsertContact(bg, acct.Account.ID, store.Actor{Type: store.ActorSystem}, store.ContactInput{Email: "bekannt@example.com"}); err != nil {
 		t.Fatal(err)
 	}
-	do := func(step string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, actions...); err != nil {
-			t.Fatalf("%s: %v", step, err)
-		}
-	}
-	read := func(step string, a chromedp.Action[string]) string {
-		t.Helper()
-		v, err := chromedp.Run(ctx, a)
-		if err != nil {
-			t.Fatalf("%s: %v", step, err)
-		}
-		return strings.TrimSpace(v)
-	}
-	do("sign in",
-		chromedp.Navigate(s.URL+"/login"),
-		chromedp.WaitVisible(tid("sign-in-form")),
-		chromedp.SendKeys(chromedp.CSS(`#field-email`), "inhaber@baeckerei-mueller.de"),
-		chromedp.SendKeys(chromedp.CSS(`#field-password`), "sauerteig-seit-1923"),
-		chromedp.Click(tid("sign-in-submit")),
-		chromedp.WaitVisible(tid("usage-panel")),
-	)
+	read := func(step string, a chromedp.Action[string]) string { return strings.TrimSpace(b.read(step, a)) }
+	b.signIn(s.URL, "inhaber@baeckerei-mueller.de", "sauerteig-seit-1923")
 	do("create a list",
 		chromedp.Click(tid("nav-lists")),
 		chromedp.WaitVisible(tid("lists-empty")),

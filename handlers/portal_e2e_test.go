@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -49,15 +50,89 @@ func screenshot(t *testing.T, dir, name string) chromedp.Action[chromedp.Void] {
 // tid selects the element with a data-testid.
 func tid(id string) chromedp.CSS { return chromedp.CSS(`[data-testid="` + id + `"]`) }
 
+// tab is the browser tab of one end-to-end test. A step that fails saves what
+// the page showed as failed-<step>.png before it fails the test.
+type tab struct {
+	t       *testing.T
+	ctx     context.Context // the tab, within the test's time limit
+	browser context.Context // the tab without the limit: the failure screenshot still works after a timeout
+	dir     string          // artifacts
+}
+
+// newTab opens headless Chromium at width×height for at most limit.
+func newTab(t *testing.T, width, height int64, limit time.Duration) *tab {
+	t.Helper()
+	browserCtx := webtest.Browser(t, width, height)
+	ctx, cancel := context.WithTimeout(browserCtx, limit)
+	t.Cleanup(cancel)
+	return &tab{t: t, ctx: ctx, browser: browserCtx, dir: artifactsDir(t)}
+}
+
+// do runs the actions of one named step.
+func (b *tab) do(step string, actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	if err := chromedp.Do(b.ctx, actions...); err != nil {
+		shotCtx, cancel := context.WithTimeout(b.browser, 10*time.Second)
+		defer cancel()
+		_ = chromedp.Do(shotCtx, screenshot(b.t, b.dir, "failed-"+strings.ReplaceAll(step, " ", "-")))
+		b.t.Fatalf("%s: %v", step, err)
+	}
+}
+
+// read runs a step that yields a string.
+func (b *tab) read(step string, a chromedp.Action[string]) string {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, a)
+	if err != nil {
+		b.t.Fatalf("%s: %v", step, err)
+	}
+	return v
+}
+
+// grantClipboard lets the pages of origin use the clipboard, so that tests can
+// read what a copy button copied.
+func (b *tab) grantClipboard(origin string) {
+	b.t.Helper()
+	for _, perm := range []string{"clipboard-read", "clipboard-write"} {
+		if _, err := chromedp.CallBrowser(b.ctx, browser.SetPermission, browser.SetPermissionParams{
+			Permission: &browser.PermissionDescriptor{Name: perm}, Setting: browser.PermissionSettingGranted, Origin: origin,
+		}); err != nil {
+			b.t.Fatalf("grant %s: %v", perm, err)
+		}
+	}
+}
+
+// signIn signs in on the portal at base and waits for the signed-in layout.
+func (b *tab) signIn(base, email, password string) {
+	b.t.Helper()
+	b.do("sign in",
+		chromedp.Navigate(base+"/login"),
+		chromedp.WaitVisible(tid("sign-in-form")),
+		chromedp.SendKeys(chromedp.CSS(`#field-email`), email),
+		chromedp.SendKeys(chromedp.CSS(`#field-password`), password),
+		chromedp.Click(tid("sign-in-submit")),
+		chromedp.WaitVisible(tid("sidebar")),
+	)
+}
+
+// until waits (up to 20 s) for a JavaScript condition on the page.
+func until(cond string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := chromedp.Poll[bool](cond, chromedp.WithPollingTimeout(20*time.Second))(ctx, tg)
+		if err != nil {
+			return fmt.Errorf("waiting for %s: %w", cond, err)
+		}
+		return nil
+	})
+}
+
 // TestPortalEndToEnd drives the portal in a real browser: sign in, create an API key
 // and read it once, use it, revoke it through the htmx confirmation, and see it
 // refused by the API.
 func TestPortalEndToEnd(t *testing.T) {
 	s := startServer(t, 1_000_000)
-	browserCtx := webtest.Browser(t, 1360, 900)
-	ctx, cancel := context.WithTimeout(browserCtx, 90*time.Second)
-	defer cancel()
-	dir := artifactsDir(t)
+	b := newTab(t, 1360, 900, 90*time.Second)
+	ctx, dir, do, read := b.ctx, b.dir, b.do, b.read
 	bg := context.Background()
 	acct, err := s.db.CreateAccount(bg, store.NewAccount{Name: "Bäckerei Müller", Email: "inhaber@baeckerei-mueller.de", Password: "sauerteig-seit-1923"})
 	if err != nil {
@@ -67,27 +142,7 @@ func TestPortalEndToEnd(t *testing.T) {
 	if _, err := s.db.ExecContext(bg, `UPDATE account_usage SET contacts = 18250, lists = 7, storage_bytes = 1320000000 WHERE account_id = $1`, acct.Account.ID); err != nil {
 		t.Fatal(err)
 	}
-	do := func(step string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, actions...); err != nil {
-			t.Fatalf("%s: %v", step, err)
-		}
-	}
-	read := func(step string, a chromedp.Action[string]) string {
-		t.Helper()
-		v, err := chromedp.Run(ctx, a)
-		if err != nil {
-			t.Fatalf("%s: %v", step, err)
-		}
-		return v
-	}
-	for _, perm := range []string{"clipboard-read", "clipboard-write"} {
-		if _, err := chromedp.CallBrowser(ctx, browser.SetPermission, browser.SetPermissionParams{
-			Permission: &browser.PermissionDescriptor{Name: perm}, Setting: browser.PermissionSettingGranted, Origin: s.URL,
-		}); err != nil {
-			t.Fatalf("grant %s: %v", perm, err)
-		}
-	}
+	b.grantClipboard(s.URL)
 
 	do("sign in",
 		chromedp.Navigate(s.URL+"/login"),
