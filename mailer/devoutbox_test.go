@@ -3,6 +3,7 @@ package mailer_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -175,4 +176,26 @@ func TestTransportsRoutes(t *testing.T) {
 	if got.LastTestCode != mailer.TestAuthFailed || got.LastTestAt == nil || time.Since(*got.LastTestAt) > time.Minute {
 		t.Fatalf("recorded test: %q at %v", got.LastTestCode, got.LastTestAt)
 	}
+
+	// In production (PublicServersOnly) the accounts' servers are dialled only
+	// on public addresses, here refused on loopback; the operator's relay is
+	// the operator's choice and stays reachable.
+	public := mailer.NewTransports(db, box, mailer.TransportOptions{Relay: &relay, TLSConfig: own.ClientTLSConfig(), HELO: "rundbrief.test", PublicServersOnly: true})
+	s, route, err = public.Open(ctx, acct, srv.ID)
+	if err != nil || route.Kind != mailer.RouteServer {
+		t.Fatalf("Open = %+v, %v", route, err)
+	}
+	var se *mailer.SendError
+	if err := s.Send(ctx, smallMessage(10, "x@example.org")); !errors.As(err, &se) || se.Stage != mailer.StageConnect {
+		t.Fatalf("send over a loopback server with PublicServersOnly: %v", err)
+	}
+	_ = s.Close()
+	if res, err := public.TestServer(ctx, acct, srv.ID); err != nil || res.Code != mailer.TestConnectFailed || !strings.Contains(res.Message, "keine öffentliche Adresse") {
+		t.Fatalf("TestServer with PublicServersOnly = %+v, %v", res, err)
+	}
+	s, _, _ = public.OpenSystem(acct)
+	if err := s.Send(ctx, smallMessage(11, "x@example.org")); err != nil {
+		t.Fatalf("relay with PublicServersOnly: %v", err)
+	}
+	_ = s.Close()
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"net/textproto"
 	"net/url"
 	"regexp"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/secret"
+	"github.com/rundbrief/rundbrief/store/webhook"
 )
 
 // This file is the SMTP transport. An SMTPSender keeps one connection open and sends
@@ -142,6 +144,12 @@ type ServerConfig struct {
 	// Timeout bounds the connection setup and each message's transaction;
 	// zero: DefaultTimeout.
 	Timeout time.Duration
+	// PublicOnly refuses to connect to an address that is not public
+	// (loopback, private, link-local …, webhook.PublicAddr). It is checked on
+	// the address actually dialled, so a host name that resolves to a public
+	// address when saved and to an internal one when sending (DNS rebinding)
+	// still cannot reach the operator's network.
+	PublicOnly bool
 }
 
 // Addr is host:port.
@@ -183,8 +191,8 @@ func (c *ServerConfig) tlsConfig() *tls.Config {
 // identical configurations, so a changed password or host never reuses an old one.
 func (c *ServerConfig) key() string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%q|%d|%q|%q|%q|%d|%q|%d|%p", c.Host, c.Port, c.Username, c.Password, c.Encryption,
-		c.RatePerSecond, c.HELO, c.Timeout, c.TLSConfig)
+	fmt.Fprintf(h, "%q|%d|%q|%q|%q|%d|%q|%d|%p|%t", c.Host, c.Port, c.Username, c.Password, c.Encryption,
+		c.RatePerSecond, c.HELO, c.Timeout, c.TLSConfig, c.PublicOnly)
 	return hex.EncodeToString(h.Sum(nil))
 }
 
@@ -214,6 +222,19 @@ func HELOName(baseURL string) string {
 	return defaultHELO
 }
 
+// dialPublicOnly is the dialer's check of ServerConfig.PublicOnly, run for
+// every address the dialer tries, after name resolution.
+func dialPublicOnly(_, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("unexpected dial address %q: %w", address, err)
+	}
+	if !webhook.PublicAddr(ap.Addr()) {
+		return &webhook.BlockedAddressError{Addr: ap.Addr()}
+	}
+	return nil
+}
+
 // Errors of the connection setup that are not server replies.
 var (
 	errNoStartTLS = errors.New("server does not offer STARTTLS")
@@ -240,6 +261,9 @@ func dial(ctx context.Context, cfg *ServerConfig) (*conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout())
 	defer cancel()
 	var d net.Dialer
+	if cfg.PublicOnly {
+		d.Control = dialPublicOnly
+	}
 	raw, err := d.DialContext(ctx, "tcp", cfg.Addr())
 	if err != nil {
 		return nil, newSendError(StageConnect, err)
@@ -826,6 +850,9 @@ type TransportOptions struct {
 	TLSConfig   *tls.Config // base TLS configuration; nil: system roots (tests inject RootCAs)
 	Timeout     time.Duration
 	Pool        PoolOptions
+	// PublicServersOnly sets ServerConfig.PublicOnly for the accounts' own
+	// servers (not the operator relay): on unless RUNDBRIEF_SMTP_ALLOW_PRIVATE.
+	PublicServersOnly bool
 }
 
 // Transports opens Senders for accounts: the account's own SMTP server, else the
@@ -923,7 +950,7 @@ func (t *Transports) serverConfig(ctx context.Context, srv store.SMTPServer) (Se
 	}
 	return withDefaults(ServerConfig{
 		Host: srv.Host, Port: srv.Port, Username: srv.Username, Password: password,
-		Encryption: Encryption(srv.Encryption), RatePerSecond: srv.RatePerSecond,
+		Encryption: Encryption(srv.Encryption), RatePerSecond: srv.RatePerSecond, PublicOnly: t.opts.PublicServersOnly,
 	}, t.opts), nil
 }
 
@@ -1010,12 +1037,15 @@ func Diagnose(cfg ServerConfig, err error) TestResult {
 
 func connectMessage(addr string, se *SendError) string {
 	var (
-		dnsErr *net.DNSError
-		netErr net.Error
+		dnsErr  *net.DNSError
+		netErr  net.Error
+		blocked *webhook.BlockedAddressError
 	)
 	switch {
 	case se.Code != 0:
 		return fmt.Sprintf("Der Server %s hat die Verbindung abgelehnt: %s", addr, se.Reason)
+	case errors.As(se.Err, &blocked):
+		return fmt.Sprintf("Verbindung zu %s nicht erlaubt: %s ist keine öffentliche Adresse (RUNDBRIEF_SMTP_ALLOW_PRIVATE ist aus).", addr, blocked.Addr)
 	case errors.Is(se.Err, syscall.ECONNREFUSED):
 		return fmt.Sprintf("Verbindung zu %s abgelehnt: Auf diesem Port nimmt kein SMTP-Server Verbindungen an. Host und Port prüfen.", addr)
 	case errors.As(se.Err, &dnsErr) && dnsErr.IsNotFound:

@@ -173,6 +173,9 @@ func TestDialFailures(t *testing.T) {
 		{"untrusted certificate", untrusted, mailer.StageTLS, mailer.TestTLSFailed, "nicht vertrauenswürdig"},
 		{"wrong password", configFor(startTLS, mailer.EncryptionSTARTTLS, "u", "wrong"), mailer.StageAuth, mailer.TestAuthFailed, "Passwort ist falsch"},
 		{"auth before tls not offered", configFor(startTLS, mailer.EncryptionNone, "u", "right"), mailer.StageAuth, mailer.TestAuthFailed, "keine Anmeldung"},
+		// The test server listens on loopback: with PublicOnly the dialled
+		// address is refused, whatever the name resolved to when it was saved.
+		{"not a public address", publicOnly(configFor(plain, mailer.EncryptionNone, "", "")), mailer.StageConnect, mailer.TestConnectFailed, "keine öffentliche Adresse"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -198,6 +201,11 @@ func TestDialFailures(t *testing.T) {
 	if !ok.OK || ok.Code != mailer.TestOK || ok.Message == "" {
 		t.Fatalf("working server: %+v", ok)
 	}
+}
+
+func publicOnly(cfg mailer.ServerConfig) mailer.ServerConfig {
+	cfg.PublicOnly = true
+	return cfg
 }
 
 func freePort(t *testing.T) int {

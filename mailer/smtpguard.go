@@ -65,9 +65,9 @@ func (g *SMTPGuard) TestServer(ctx context.Context, accountID, serverID int64) (
 // public is refused with a ValidationError on smtp_server_id. Starting a send
 // reports it as a 422 (Campaigns checks the route first); a running send's
 // lanes pause the route and try again later. The operator relay and the
-// development outbox are not checked. The host is resolved here and again
-// when connecting, so a name whose address changes in between (DNS
-// rebinding) is not caught: that needs the check in the dialer itself.
+// development outbox are not checked. A name whose address changes after
+// this check (DNS rebinding) is caught when connecting: serve sets
+// TransportOptions.PublicServersOnly, which checks the dialled address.
 func (g *SMTPGuard) Opener(o Opener) Opener { return &guardedOpener{Opener: o, g: g} }
 
 type guardedOpener struct {

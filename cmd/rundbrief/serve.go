@@ -188,7 +188,8 @@ func newMailTransports(db *store.DB, cfg Config, log *slog.Logger) (*secret.Box,
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := mailer.TransportOptions{DefaultFrom: mailer.DefaultFrom(cfg.BaseURL), HELO: mailer.HELOName(cfg.BaseURL)}
+	opts := mailer.TransportOptions{DefaultFrom: mailer.DefaultFrom(cfg.BaseURL), HELO: mailer.HELOName(cfg.BaseURL),
+		PublicServersOnly: !cfg.SMTPAllowPrivate}
 	if cfg.SMTPURL != "" {
 		relay, err := mailer.ParseRelayURL(cfg.SMTPURL, opts.DefaultFrom)
 		if err != nil {
