@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/views"
@@ -36,6 +37,9 @@ func (p *Portal) renderUpload(w http.ResponseWriter, r *http.Request, status int
 	return nil
 }
 
+// uploadTimeout is how long a CSV upload may take to arrive.
+const uploadTimeout = 15 * time.Minute
+
 // uploadImport reads the file part of the multipart body straight into memory
 // (never to a temporary file: the upload goes to PostgreSQL) and stores it.
 func (p *Portal) uploadImport(w http.ResponseWriter, r *http.Request) error {
@@ -48,6 +52,10 @@ func (p *Portal) uploadImport(w http.ResponseWriter, r *http.Request) error {
 		_, _ = io.CopyN(io.Discard, r.Body, 2*store.MaxImportBytes)
 		return p.renderUpload(w, r, http.StatusRequestEntityTooLarge, tooLarge)
 	}
+	// The server's read timeout (60 s) suits requests, not a 50 MB file from a
+	// slow line (1 MBit/s takes about 7 minutes): this request may take longer.
+	// A server that cannot extend it keeps its own limit.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(uploadTimeout))
 	r.Body = http.MaxBytesReader(w, r.Body, store.MaxImportBytes+uploadSlack)
 	mr, err := r.MultipartReader()
 	if err != nil {

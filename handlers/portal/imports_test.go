@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/PuerkitoBio/goquery"
 
@@ -183,5 +184,50 @@ func TestImportFlow(t *testing.T) {
 	}
 	if o.get("/contacts/import").find("import-row").Length() != 0 {
 		t.Error("another account lists the import")
+	}
+}
+
+// TestImportUploadOutlastsReadTimeout sends a file more slowly than the
+// server's read timeout allows a request: the upload handler extends it, as a
+// 50 MB file from a slow line needs.
+func TestImportUploadOutlastsReadTimeout(t *testing.T) {
+	s := newServerWith(t, dbtest.URL(t), nil, base, serverOptions{ReadTimeout: 300 * time.Millisecond})
+	acct := newAccount(t, s.db, "")
+	c := newClient(t, s)
+	c.signIn(acct.Email, acct.Password)
+
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	fw, err := mw.CreateFormFile("file", "langsam.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = fw.Write([]byte("email;Vorname\nlangsam@example.com;Lena\n"))
+	_ = mw.Close()
+	// The body arrives in four parts, 250 ms apart: a second in all.
+	pr, pw := io.Pipe()
+	go func() {
+		data := body.Bytes()
+		step := len(data)/4 + 1
+		for i := 0; i < len(data); i += step {
+			time.Sleep(250 * time.Millisecond)
+			if _, err := pw.Write(data[i:min(i+step, len(data))]); err != nil {
+				return
+			}
+		}
+		_ = pw.Close()
+	}()
+	req, _ := http.NewRequest(http.MethodPost, s.URL+"/contacts/import", pr)
+	req.ContentLength = int64(body.Len())
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.AddCookie(c.cookie)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/contacts/import/") {
+		raw, _ := io.ReadAll(resp.Body)
+		t.Fatalf("slow upload: %d %s\n%.500s", resp.StatusCode, resp.Header.Get("Location"), raw)
 	}
 }

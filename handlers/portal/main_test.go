@@ -53,6 +53,8 @@ type serverOptions struct {
 	// SMTPDenyPrivate keeps SMTP servers off loopback (RUNDBRIEF_SMTP_ALLOW_PRIVATE
 	// unset, as in production); the tests' servers are on loopback, so it is off.
 	SMTPDenyPrivate bool
+	// ReadTimeout is the HTTP server's read timeout, as serve sets one; zero: none.
+	ReadTimeout time.Duration
 }
 
 // newServer starts a process on the database at dbURL (from dbtest.URL); several
@@ -100,7 +102,9 @@ func newServerWith(tb testing.TB, dbURL string, clk *clock, baseURL string, opts
 	if err != nil {
 		tb.Fatal(err)
 	}
-	srv := httptest.NewServer(handlers.New(a, p, pub))
+	srv := httptest.NewUnstartedServer(handlers.New(a, p, pub))
+	srv.Config.ReadTimeout = opts.ReadTimeout
+	srv.Start()
 	tb.Cleanup(func() {
 		srv.Close()
 		cancel()
