@@ -126,6 +126,22 @@ func (p *Portal) requireUser(next http.Handler) http.Handler {
 	})
 }
 
+// optionalUser adds the signed-in user, if any, to the request, and lets
+// everyone through (requireUser sends the signed-out to the sign-in page).
+func (p *Portal) optionalUser(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		if userID := p.sessions.GetInt64(ctx, store.SessionUserKey); userID != 0 {
+			v, err := p.db.Viewer(ctx, p.sessions.GetInt64(ctx, store.SessionAccountKey), userID)
+			if err == nil && v.Account.BlockedAt == nil {
+				w.Header().Set("Cache-Control", "no-store")
+				ctx = withViewer(ctx, v)
+			}
+		}
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
 // toSignIn sends a signed-out visitor to the sign-in page, which brings them back
 // to the page they asked for.
 func (p *Portal) toSignIn(w http.ResponseWriter, r *http.Request) {

@@ -35,6 +35,15 @@ func TestErrorPages(t *testing.T) {
 	if hx.Header.Get("HX-Retarget") != "#main" || strings.Contains(hx.Body, "<html") || text(hx.find("error-title")) != "Nicht gefunden" {
 		t.Errorf("htmx error: %v\n%s", hx.Header, hx.Body)
 	}
+	// An unknown path keeps the app shell for a signed-in user too.
+	lost := c.get("/no-such-page")
+	wantStatus(t, lost, http.StatusNotFound)
+	if lost.find("sidebar").Length() != 1 || text(lost.find("error-title")) != "Nicht gefunden" {
+		t.Errorf("a signed-in user's unknown path:\n%s", lost.Body)
+	}
+	if missing.find("sidebar").Length() != 0 {
+		t.Error("the signed-out 404 shows the app shell")
+	}
 	for _, id := range []string{"0", "-1", "abc"} {
 		wantStatus(t, c.get("/api-keys/"+id+"/edit"), http.StatusNotFound)
 	}

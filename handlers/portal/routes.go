@@ -118,7 +118,10 @@ func New(d Deps) (*Portal, error) {
 
 // Routes registers every portal page, top to bottom.
 func (p *Portal) Routes(r chi.Router) {
-	r.NotFound(p.handle(func(http.ResponseWriter, *http.Request) error { return store.ErrNotFound }))
+	// Unknown paths get the same headers and session as pages, so that a
+	// signed-in user's 404 keeps the app shell.
+	notFound := p.handle(func(http.ResponseWriter, *http.Request) error { return store.ErrNotFound })
+	r.NotFound(pageHeaders(p.sessions.LoadAndSave(p.optionalUser(notFound))).ServeHTTP)
 	r.Group(func(r chi.Router) {
 		r.Use(pageHeaders, p.csrf.Handler, p.sessions.LoadAndSave)
 
