@@ -70,6 +70,7 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	}
 	relaxed.SetMaxOpenConns(20)
 	relaxed.SetMaxIdleConns(20)
+	relaxed.SetConnMaxIdleTime(5 * time.Minute)
 	writes, err := sqlx.Open("postgres", withParam(url, "plan_cache_mode", "force_generic_plan"))
 	if err != nil {
 		_ = db.Close()
