@@ -33,49 +33,11 @@ func pathText(r *http.Request, name string) (string, error) {
 	return v, nil
 }
 
-type contactListResponse struct {
-	ID    int64  `json:"id"`
-	Name  string `json:"name"`
-	Color string `json:"color"`
-}
+// contactResponse is the Contact resource of api-v1.md, which is also what
+// events carry (store.ContactData): one shape for both.
+type contactResponse = store.ContactData
 
-// contactResponse is the Contact resource of api-v1.md.
-type contactResponse struct {
-	ID             int64                 `json:"id"`
-	Email          string                `json:"email"`
-	FirstName      string                `json:"first_name"`
-	LastName       string                `json:"last_name"`
-	Address        string                `json:"address"`
-	Zip            string                `json:"zip"`
-	City           string                `json:"city"`
-	Phone          string                `json:"phone"`
-	Note           string                `json:"note"`
-	Tags           []string              `json:"tags"`
-	Status         string                `json:"status"`
-	Source         string                `json:"source"`
-	CustomFields   map[string]any        `json:"custom_fields"`
-	DOIConfirmedAt *Time                 `json:"doi_confirmed_at"`
-	CreatedAt      Time                  `json:"created_at"`
-	UpdatedAt      Time                  `json:"updated_at"`
-	Lists          []contactListResponse `json:"lists"`
-}
-
-func newContactResponse(c store.Contact) contactResponse {
-	lists := make([]contactListResponse, len(c.Lists))
-	for i, l := range c.Lists {
-		lists[i] = contactListResponse{ID: l.ID, Name: l.Name, Color: l.Color}
-	}
-	cf := map[string]any(c.CustomFields)
-	if cf == nil {
-		cf = map[string]any{}
-	}
-	return contactResponse{
-		ID: c.ID, Email: c.Email, FirstName: c.FirstName, LastName: c.LastName, Address: c.Address, Zip: c.Zip,
-		City: c.City, Phone: c.Phone, Note: c.Note, Tags: nonNil([]string(c.Tags)), Status: c.Status, Source: c.Source,
-		CustomFields: cf, DOIConfirmedAt: timePtr(c.DOIConfirmedAt), CreatedAt: Time(c.CreatedAt), UpdatedAt: Time(c.UpdatedAt),
-		Lists: lists,
-	}
-}
+func newContactResponse(c store.Contact) contactResponse { return c.Data() }
 
 // contactRequest is the body of POST /contacts, PATCH /contacts/{id} and one
 // entry of POST /contacts/bulk: every writable field of a contact.

@@ -166,9 +166,9 @@ func (a *API) listEmails(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	status := r.URL.Query().Get("status")
-	if status != "" && !store.ValidCampaignStatus(status) {
-		return errValidation(map[string]string{"status": "Unbekannter Status."})
+	status, err := campaignStatusFilter(r)
+	if err != nil {
+		return err
 	}
 	list, total, err := a.db.Emails(r.Context(), accountID(r), status, page)
 	if err != nil {

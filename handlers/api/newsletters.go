@@ -152,14 +152,24 @@ func sendMessage(res mailer.SendResult) string {
 var errSendingOff = &Error{Status: http.StatusServiceUnavailable, Code: "service_unavailable",
 	Message: "Der Versand ist in diesem Dienst nicht eingerichtet."}
 
+// campaignStatusFilter reads the ?status= filter of the newsletter and email
+// listings ("" for all).
+func campaignStatusFilter(r *http.Request) (string, error) {
+	status := r.URL.Query().Get("status")
+	if status != "" && !store.ValidCampaignStatus(status) {
+		return "", errValidation(map[string]string{"status": "Unbekannter Status."})
+	}
+	return status, nil
+}
+
 func (a *API) listNewsletters(w http.ResponseWriter, r *http.Request) error {
 	page, err := parsePage(r)
 	if err != nil {
 		return err
 	}
-	status := r.URL.Query().Get("status")
-	if status != "" && !store.ValidCampaignStatus(status) {
-		return errValidation(map[string]string{"status": "Unbekannter Status."})
+	status, err := campaignStatusFilter(r)
+	if err != nil {
+		return err
 	}
 	list, total, err := a.db.Newsletters(r.Context(), accountID(r), status, page)
 	if err != nil {

@@ -3,7 +3,6 @@ package portal
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -180,36 +179,20 @@ func (p *Portal) activeKey(r *http.Request) (store.APIKey, error) {
 	return k, err
 }
 
-// newKeyPurpose binds a sealed key to its use, so the value cannot be opened as
-// any other secret.
+// newKeyPurpose is the putOnce purpose of a new key's full value.
 const newKeyPurpose = "portal.new_api_key"
 
-// putNewKey keeps a new key's full value in the session until the list has shown
-// it once (POST, redirect, GET: a reload does not show it again). Sessions live in
-// PostgreSQL, so the key is sealed with RUNDBRIEF_SECRET: a copy of the sessions
-// table reveals no key.
+// putNewKey keeps a new key's full value until the list has shown it once.
 func (p *Portal) putNewKey(ctx context.Context, full string, k store.APIKey) error {
-	sealed, err := p.box.Seal(newKeyPurpose, []byte(full))
-	if err != nil {
-		return fmt.Errorf("portal: seal new key: %w", err)
-	}
-	p.sessions.Put(ctx, newKeyKey, sealed)
-	p.sessions.Put(ctx, newKeyNameKey, or(k.Name, views.TextFor(ctx).Keys.Unnamed))
-	return nil
+	return p.putOnce(ctx, newKeyPurpose, full, or(k.Name, views.TextFor(ctx).Keys.Unnamed))
 }
 
 func (p *Portal) popNewKey(ctx context.Context) *views.NewKey {
-	sealed := p.sessions.PopString(ctx, newKeyKey)
-	name := p.sessions.PopString(ctx, newKeyNameKey)
-	if sealed == "" {
+	full, name, ok := p.popOnce(ctx, newKeyPurpose)
+	if !ok {
 		return nil
 	}
-	full, err := p.box.Open(newKeyPurpose, sealed)
-	if err != nil {
-		p.log.Error("open new key from session", "err", err)
-		return nil
-	}
-	return &views.NewKey{Full: string(full), Name: name}
+	return &views.NewKey{Full: full, Name: name}
 }
 
 func (p *Portal) renderKeyForm(w http.ResponseWriter, r *http.Request, status int, f views.KeyForm) {

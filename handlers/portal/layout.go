@@ -30,9 +30,40 @@ const maxFormBytes = 64 << 10
 const (
 	flashKindKey    = "flash.kind"
 	flashMessageKey = "flash.message"
-	newKeyKey       = "new_key.full" // a key just created: shown once, then removed
-	newKeyNameKey   = "new_key.name"
 )
+
+// putOnce keeps a secret just made (a new API key, webhook secret or initial
+// password) and a label for it in the session until the one page that shows it
+// pops it (POST, redirect, GET: a reload does not show it again). Sessions live
+// in PostgreSQL, so the secret is sealed with RUNDBRIEF_SECRET for its purpose:
+// a copy of the sessions table reveals none, and one kind cannot be opened as
+// another. The purpose also names the session keys.
+func (p *Portal) putOnce(ctx context.Context, purpose, secret, label string) error {
+	sealed, err := p.box.Seal(purpose, []byte(secret))
+	if err != nil {
+		return fmt.Errorf("portal: seal %s: %w", purpose, err)
+	}
+	p.sessions.Put(ctx, purpose+".sealed", sealed)
+	p.sessions.Put(ctx, purpose+".label", label)
+	return nil
+}
+
+// popOnce takes what putOnce kept for purpose out of the session; ok is false
+// when there is none (or it cannot be opened any more, e.g. after the secret
+// changed).
+func (p *Portal) popOnce(ctx context.Context, purpose string) (secret, label string, ok bool) {
+	sealed := p.sessions.PopString(ctx, purpose+".sealed")
+	label = p.sessions.PopString(ctx, purpose+".label")
+	if sealed == "" {
+		return "", "", false
+	}
+	b, err := p.box.Open(purpose, sealed)
+	if err != nil {
+		p.log.Error("open a shown-once secret from the session", "purpose", purpose, "err", err)
+		return "", "", false
+	}
+	return string(b), label, true
+}
 
 // handle turns a portal handler into an http.HandlerFunc. A handler writes its page
 // (or redirect) itself; the error it returns becomes an error page: not found, no

@@ -3,7 +3,6 @@ package portal
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -18,13 +17,7 @@ import (
 // account keeps at least one owner. The page offers only what the rules allow;
 // the store refuses the rest.
 
-// Session keys of a generated initial password, shown once.
-const (
-	newUserPasswordKey = "new_user.password"
-	newUserEmailKey    = "new_user.email"
-)
-
-// newUserPasswordPurpose binds a sealed initial password in the session to its use.
+// newUserPasswordPurpose is the putOnce purpose of a generated initial password.
 const newUserPasswordPurpose = "portal.new_user_password"
 
 func (p *Portal) listUsers(w http.ResponseWriter, r *http.Request) error {
@@ -199,28 +192,15 @@ func (p *Portal) renderUserForm(w http.ResponseWriter, r *http.Request, status i
 	p.render(w, r, status, views.UserFormPage(p.shell(r, views.TextFor(r.Context()).Users.NewTitle, views.NavUsers), f))
 }
 
-// putNewUserPassword keeps a generated password, sealed, in the session until the
-// list has shown it once (see putNewKey).
+// putNewUserPassword keeps a generated password until the list has shown it once.
 func (p *Portal) putNewUserPassword(ctx context.Context, email, password string) error {
-	sealed, err := p.box.Seal(newUserPasswordPurpose, []byte(password))
-	if err != nil {
-		return fmt.Errorf("portal: seal initial password: %w", err)
-	}
-	p.sessions.Put(ctx, newUserPasswordKey, sealed)
-	p.sessions.Put(ctx, newUserEmailKey, email)
-	return nil
+	return p.putOnce(ctx, newUserPasswordPurpose, password, email)
 }
 
 func (p *Portal) popNewUserPassword(ctx context.Context) *views.NewUserPassword {
-	sealed := p.sessions.PopString(ctx, newUserPasswordKey)
-	email := p.sessions.PopString(ctx, newUserEmailKey)
-	if sealed == "" {
+	pw, email, ok := p.popOnce(ctx, newUserPasswordPurpose)
+	if !ok {
 		return nil
 	}
-	pw, err := p.box.Open(newUserPasswordPurpose, sealed)
-	if err != nil {
-		p.log.Error("open initial password from session", "err", err)
-		return nil
-	}
-	return &views.NewUserPassword{Email: email, Password: string(pw)}
+	return &views.NewUserPassword{Email: email, Password: pw}
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -25,13 +24,7 @@ import (
 // errNoWebhooks means the process was started without the webhook service.
 var errNoWebhooks = errors.New("portal: no webhook service")
 
-// Session keys of a secret just created or rotated.
-const (
-	newSecretKey    = "new_webhook_secret.value"
-	newSecretURLKey = "new_webhook_secret.url"
-)
-
-// newSecretPurpose binds a sealed webhook secret in the session to its use.
+// newSecretPurpose is the putOnce purpose of a webhook secret just created or rotated.
 const newSecretPurpose = "portal.new_webhook_secret"
 
 // deliveriesPerPage is the number of deliveries per page of the log.
@@ -426,28 +419,15 @@ func readWebhookForm(r *http.Request, f views.WebhookForm) views.WebhookForm {
 	return f
 }
 
-// putNewSecret keeps a new secret, sealed, in the session until the list has
-// shown it once (see putNewKey).
+// putNewSecret keeps a new secret until the list has shown it once.
 func (p *Portal) putNewSecret(ctx context.Context, secret, hookURL string) error {
-	sealed, err := p.box.Seal(newSecretPurpose, []byte(secret))
-	if err != nil {
-		return fmt.Errorf("portal: seal webhook secret: %w", err)
-	}
-	p.sessions.Put(ctx, newSecretKey, sealed)
-	p.sessions.Put(ctx, newSecretURLKey, hookURL)
-	return nil
+	return p.putOnce(ctx, newSecretPurpose, secret, hookURL)
 }
 
 func (p *Portal) popNewSecret(ctx context.Context) *views.NewSecret {
-	sealed := p.sessions.PopString(ctx, newSecretKey)
-	hookURL := p.sessions.PopString(ctx, newSecretURLKey)
-	if sealed == "" {
+	secret, hookURL, ok := p.popOnce(ctx, newSecretPurpose)
+	if !ok {
 		return nil
 	}
-	secret, err := p.box.Open(newSecretPurpose, sealed)
-	if err != nil {
-		p.log.Error("open webhook secret from session", "err", err)
-		return nil
-	}
-	return &views.NewSecret{Value: string(secret), URL: hookURL}
+	return &views.NewSecret{Value: secret, URL: hookURL}
 }
