@@ -1172,7 +1172,7 @@ func (db *DB) single(ctx context.Context, accountID int64, actor Actor, op *cont
 func (db *DB) UpsertContact(ctx context.Context, accountID int64, actor Actor, in ContactInput) (UpsertResult, error) {
 	op := &contactOp{in: in}
 	op.inputErr = op.in.Normalize()
-	return db.single(ctx, accountID, actor, op)
+	return db.upsertCombined(ctx, accountID, actor, op)
 }
 
 // UpdateContact applies a patch to a contact (404 for another account's id).

@@ -35,6 +35,9 @@ type DB struct {
 	stmts  stmtCache // the send queue's (recipients.go)
 	// contactStmts are the contact write path's prepared statements.
 	contactStmts preparedStmts
+	// upserts combines concurrent single upserts into shared transactions
+	// (contacts_combine.go).
+	upserts upsertGroups
 }
 
 // preparedStmts holds the statements of the contact write path and the
