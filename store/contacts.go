@@ -566,6 +566,19 @@ func readContacts(ctx context.Context, tx *sqlx.Tx, accountID int64, ids []int64
 	return out, nil
 }
 
+// contactPageSQL reads one page of the contacts matching cond in order, with
+// their lists; its parameters $limit and $limit+1 are LIMIT and OFFSET. The ids
+// come first (an index-only scan of the sort index, also for deep offsets),
+// then the rows they name, in the ids' order. The ids are collected into an
+// array, so the plan of the rows does not depend on how many the planner
+// expects: with LIMIT and OFFSET unknown, as in a generic plan, it expects a
+// tenth of the account and would join them by hashing the whole table.
+func contactPageSQL(cond, order string, limit int) string {
+	return fmt.Sprintf(`SELECT %s, %s
+FROM unnest(ARRAY(SELECT c.id FROM contacts c WHERE %s ORDER BY %s LIMIT $%d OFFSET $%d)) WITH ORDINALITY AS page(id, n)
+JOIN contacts c ON c.id = page.id ORDER BY page.n`, contactColumns, contactLists, cond, order, limit, limit+1)
+}
+
 // Sort orders of the contact listing.
 const (
 	SortUpdatedAsc  = "updated_asc"
@@ -681,7 +694,11 @@ func (db *DB) Contacts(ctx context.Context, accountID int64, f ContactFilter, p 
 	}
 	if f.UpdatedAfter != nil {
 		if f.AfterID != 0 {
-			add("(c.updated_at, c.id) > ($%d, $%d)", *f.UpdatedAfter, f.AfterID)
+			// The row comparison alone is estimated to match a good part of
+			// the account, and the sync count (countSync) was then planned as
+			// a parallel scan whose workers took 30 to 50 ms to start; the
+			// redundant bound on updated_at gives the planner the range.
+			add("(c.updated_at, c.id) > ($%[1]d, $%[2]d) AND c.updated_at >= $%[1]d", *f.UpdatedAfter, f.AfterID)
 		} else {
 			add("c.updated_at > $%d", *f.UpdatedAfter)
 		}
@@ -690,11 +707,8 @@ func (db *DB) Contacts(ctx context.Context, accountID int64, f ContactFilter, p 
 	onlyList := f.ListID != 0 && f.Status == "" && f.Tag == "" && strings.TrimSpace(f.Query) == "" && f.UpdatedAfter == nil
 	unfiltered := len(where) == 1
 
-	// The page: ids first (an index-only scan of the sort index for deep offsets),
-	// then the rows they name.
 	pageArgs := append(slices.Clone(args), p.PerPage, p.Offset())
-	pageSQL := fmt.Sprintf(`SELECT %s, %s FROM (SELECT c.id FROM contacts c WHERE %s ORDER BY %s LIMIT $%d OFFSET $%d) page
-JOIN contacts c ON c.id = page.id ORDER BY %s`, contactColumns, contactLists, cond, order, len(pageArgs)-1, len(pageArgs), order)
+	pageSQL := contactPageSQL(cond, order, len(pageArgs)-1)
 
 	if unfiltered || onlyList {
 		// One statement reads the page and its maintained counter in one snapshot.
@@ -705,11 +719,12 @@ JOIN contacts c ON c.id = page.id ORDER BY %s`, contactColumns, contactLists, co
 		var t *int64
 		q := strings.Replace(pageSQL, "SELECT ", "SELECT "+total+" AS total, ", 1)
 		// The unfiltered listing has one query text per sort, and its plan does
-		// not depend on the values: prepared, a page costs one round trip and no
-		// planning. (A list's size does matter to the plan of its listing.)
+		// not depend on the values: prepared on the generic-plan pool, a page
+		// costs one round trip and no planning. (A list's size does matter to
+		// the plan of its listing.)
 		var qr sqlx.QueryerContext = db
 		if unfiltered {
-			if err := db.prepare(ctx, db.DB, q); err != nil {
+			if err := db.prepare(ctx, db.generic, q); err != nil {
 				return nil, 0, err
 			}
 			qr = preparedDB{db}

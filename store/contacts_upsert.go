@@ -1121,10 +1121,10 @@ func (db *DB) runOps(ctx context.Context, accountID int64, actor Actor, ops []*c
 	if err := actor.valid(); err != nil {
 		return err
 	}
-	if err := db.prepare(ctx, db.writes, writePathStatements()...); err != nil {
+	if err := db.prepare(ctx, db.generic, writePathStatements()...); err != nil {
 		return err
 	}
-	return retryTxOn(ctx, db.writes, func(tx *sqlx.Tx) error {
+	return retryTxOn(ctx, db.generic, func(tx *sqlx.Tx) error {
 		for _, op := range ops {
 			op.reset()
 		}

@@ -22,15 +22,17 @@ type DB struct {
 	// last few hundred milliseconds may be lost in a database crash without harm: rate
 	// counters and the API log. Business data never goes through it.
 	relaxed *sqlx.DB
-	// writes is the pool of the contact write path (applyOps): durable like the
-	// main pool, but its sessions plan prepared statements once (plan_cache_mode
-	// force_generic_plan). By default PostgreSQL plans a prepared statement anew
-	// on every execution when its generic plan looks costlier than the custom
-	// ones, which for the write path's array parameters it always does, and the
-	// planning cost four times the execution. The write path's statements are
-	// key look-ups and inserts whose plan does not depend on the values; a
-	// listing (LIMIT and OFFSET as parameters) must never run on this pool.
-	writes *sqlx.DB
+	// generic is the pool of the contact write path (applyOps) and of the
+	// unfiltered contact listing: durable like the main pool, but its sessions
+	// plan prepared statements once (plan_cache_mode force_generic_plan). By
+	// default PostgreSQL plans a prepared statement anew on every execution when
+	// its generic plan looks costlier than the custom ones, which for the write
+	// path's array parameters and the listing's LIMIT and OFFSET it always does,
+	// and the planning cost as much as the execution or more. Only statements
+	// whose generic plan is the right one for every value run here: key
+	// look-ups and inserts, and a listing shaped so that its plan cannot depend
+	// on LIMIT and OFFSET (contactPageSQL).
+	generic *sqlx.DB
 	keys   *keyCache
 	stmts  stmtCache // the send queue's (recipients.go)
 	// contactStmts are the contact write path's prepared statements.
@@ -74,16 +76,16 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	relaxed.SetMaxOpenConns(20)
 	relaxed.SetMaxIdleConns(20)
 	relaxed.SetConnMaxIdleTime(5 * time.Minute)
-	writes, err := sqlx.Open("postgres", withParam(url, "plan_cache_mode", "force_generic_plan"))
+	generic, err := sqlx.Open("postgres", withParam(url, "plan_cache_mode", "force_generic_plan"))
 	if err != nil {
 		_ = db.Close()
 		_ = relaxed.Close()
 		return nil, fmt.Errorf("store: open: %w", err)
 	}
-	writes.SetMaxOpenConns(20)
-	writes.SetMaxIdleConns(20)
-	writes.SetConnMaxIdleTime(5 * time.Minute)
-	return &DB{DB: db, relaxed: relaxed, writes: writes, keys: newKeyCache()}, nil
+	generic.SetMaxOpenConns(20)
+	generic.SetMaxIdleConns(20)
+	generic.SetConnMaxIdleTime(5 * time.Minute)
+	return &DB{DB: db, relaxed: relaxed, generic: generic, keys: newKeyCache()}, nil
 }
 
 // Close closes both pools and the prepared statements.
@@ -95,10 +97,10 @@ func (db *DB) Close() error {
 	}
 	db.contactStmts.m = nil
 	db.contactStmts.mu.Unlock()
-	return errors.Join(append(errs, db.writes.Close(), db.relaxed.Close(), db.DB.Close())...)
+	return errors.Join(append(errs, db.generic.Close(), db.relaxed.Close(), db.DB.Close())...)
 }
 
-// prepare prepares the queries on pool (db.DB or db.writes) that are not
+// prepare prepares the queries on pool (db.DB or db.generic) that are not
 // prepared yet; a query is prepared on one pool only, the one whose
 // transactions run it. Only
 // fixed query texts belong here (the cache never shrinks), and only statements
