@@ -22,7 +22,7 @@ func contactDataCases() []store.ContactData {
 		{ID: 9223372036854775807, Email: "x+y@example.com", FirstName: `Zoë "Zo" <b>&</b>`, LastName: "Ünal\u2028\u2029",
 			Address: "Straße 1\n2. OG\t\\", Zip: "\x00\x01\x1f\x7f", City: "Köln \xff\xfe invalid", Phone: "+49 (0) 30 / 123",
 			Note: "\b\f\r emoji 😀 and </script>", Tags: []string{"kunde", "<vip>", ""}, Status: "pending", Source: "form",
-			CustomFields: store.CustomFields{"z": "last", "a": json.Number("1.50"), "flag": true, "html": "<&>", "nil": nil},
+			CustomFields:   store.CustomFields{"z": "last", "a": json.Number("1.50"), "flag": true, "html": "<&>", "nil": nil},
 			DOIConfirmedAt: &doi, CreatedAt: doi, UpdatedAt: store.EventTime(time.Date(2026, 7, 1, 12, 0, 0, 0, time.FixedZone("x", 3600))),
 			Lists: []store.ListRef{{ID: 3, Name: "Kunden & Partner", Color: "#4f46e5"}, {ID: 7, Name: "", Color: ""}}},
 	}

@@ -33,8 +33,8 @@ type DB struct {
 	// look-ups and inserts, and a listing shaped so that its plan cannot depend
 	// on LIMIT and OFFSET (contactPageSQL).
 	generic *sqlx.DB
-	keys   *keyCache
-	stmts  stmtCache // the send queue's (recipients.go)
+	keys    *keyCache
+	stmts   stmtCache // the send queue's (recipients.go)
 	// contactStmts are the contact write path's prepared statements.
 	contactStmts preparedStmts
 	// upserts combines concurrent single upserts into shared transactions
