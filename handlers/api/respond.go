@@ -45,7 +45,7 @@ func writeList[T any](w http.ResponseWriter, r *http.Request, items []T, p store
 	}
 	m := meta{RequestID: requestID(r.Context()), Pagination: newPagination(p, total)}
 	if len(items) > 0 {
-		if _, ok := any(items[0]).(jsonAppender); ok {
+		if _, ok := any(&items[0]).(jsonAppender); ok {
 			return writeAppended(w, items, m)
 		}
 	}
@@ -58,12 +58,13 @@ func writeList[T any](w http.ResponseWriter, r *http.Request, items []T, p store
 func writeAppended[T any](w http.ResponseWriter, items []T, m meta) error {
 	b := make([]byte, 0, 512*len(items))
 	b = append(b, `{"data":[`...)
-	for i, item := range items {
+	for i := range items {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		var err error
-		if b, err = any(item).(jsonAppender).AppendJSON(b); err != nil {
+		// Through a pointer, which an interface holds without copying the item.
+		if b, err = any(&items[i]).(jsonAppender).AppendJSON(b); err != nil {
 			return err
 		}
 	}
