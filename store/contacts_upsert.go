@@ -1014,7 +1014,7 @@ func writeBlocks(ctx context.Context, tx querier, accountID int64, ops []*contac
 // contact is marshalled once and shared by all of its events' payloads.
 func appendOpRecords(events []Event, acts []ActivityEntry, op *contactOp, lists map[int64]listInfo) ([]Event, []ActivityEntry, error) {
 	c := op.final
-	cj, err := json.Marshal(c.Data())
+	cj, err := c.Data().AppendJSON(make([]byte, 0, 512))
 	if err != nil {
 		return nil, nil, fmt.Errorf("store: contact event: %w", err)
 	}
