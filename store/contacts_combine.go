@@ -2,7 +2,7 @@ package store
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"sync"
 	"time"
 )
@@ -113,10 +113,7 @@ func (db *DB) upsertCombined(ctx context.Context, accountID int64, actor Actor, 
 	if call.err != nil {
 		return UpsertResult{}, call.err
 	}
-	if op.err != nil {
-		return UpsertResult{}, op.err
-	}
-	return UpsertResult{Contact: op.final, Created: op.created, Changed: nonNil(op.changed), Joined: op.join}, nil
+	return op.result()
 }
 
 // withdraw takes a call that has not been taken into a batch out of its
@@ -160,7 +157,7 @@ func (db *DB) leadUpserts(key upsertGroupKey, g *upsertGroup, leader *upsertCall
 			// A panic in the batch: the others must not wait forever, nor the
 			// group stay busy; the leader's request reports the panic.
 			for _, c := range batch[1:] {
-				c.err = fmt.Errorf("store: upsert contact: the batch it was in failed")
+				c.err = errors.New("store: upsert contact: the batch it was in failed")
 			}
 		}
 		for _, c := range batch[1:] {

@@ -183,12 +183,8 @@ func TestBatchedUpsertsFailAlone(t *testing.T) {
 // calls run one by one: exactly as many are created as the plan has room for,
 // the others get the limit error, and the counter stays exact.
 func TestBatchedUpsertsAtThePlanLimit(t *testing.T) {
-	ctx := context.Background()
 	db := dbtest.NewDB(t)
-	if _, err := db.ExecContext(ctx, `INSERT INTO plans (name, features, max_contacts, max_lists, max_sends_per_day, max_storage_bytes)
-		VALUES ('five', '{api}', 5, 1, 10, 1000)`); err != nil {
-		t.Fatal(err)
-	}
+	newContactPlan(t, db, "five", 5)
 	acct := newAccount(t, db, "five")
 	upsert(t, db, acct, store.ContactInput{Email: "first@example.com"})
 	release := heldBatch(t, db, acct) // the third contact

@@ -677,10 +677,7 @@ func TestBulkMixedEntries(t *testing.T) {
 func TestPlanLimits(t *testing.T) {
 	ctx := context.Background()
 	db := dbtest.NewDB(t)
-	if _, err := db.ExecContext(ctx, `INSERT INTO plans (name, features, max_contacts, max_lists, max_sends_per_day, max_storage_bytes)
-		VALUES ('tiny', '{api}', 3, 1, 10, 1000)`); err != nil {
-		t.Fatal(err)
-	}
+	newContactPlan(t, db, "tiny", 3)
 	acct := newAccount(t, db, "tiny")
 	for i := range 2 {
 		upsert(t, db, acct, store.ContactInput{Email: fmt.Sprintf("c%d@example.com", i)})
@@ -1268,10 +1265,8 @@ func TestListCRUD(t *testing.T) {
 func TestContactLimitUnderConcurrency(t *testing.T) {
 	ctx := context.Background()
 	db := dbtest.NewDB(t)
-	if _, err := db.ExecContext(ctx, `INSERT INTO plans (name, features, max_contacts, max_lists, max_sends_per_day, max_storage_bytes)
-		VALUES ('forty', '{api}', 40, 1, 10, 1000), ('roomy', '{api}', 1000000, 1, 10, 1000)`); err != nil {
-		t.Fatal(err)
-	}
+	newContactPlan(t, db, "forty", 40)
+	newContactPlan(t, db, "roomy", 1000000)
 	run := func(acct int64, n int) (created, limited int) {
 		var mu sync.Mutex
 		var wg sync.WaitGroup

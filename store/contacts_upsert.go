@@ -1147,6 +1147,11 @@ func (db *DB) single(ctx context.Context, accountID int64, actor Actor, op *cont
 	if err := db.runOps(ctx, accountID, actor, []*contactOp{op}, false); err != nil {
 		return UpsertResult{}, err
 	}
+	return op.result()
+}
+
+// result is the outcome of an applied op: its own error, or what it did.
+func (op *contactOp) result() (UpsertResult, error) {
 	if op.err != nil {
 		return UpsertResult{}, op.err
 	}

@@ -21,3 +21,13 @@ func newAccount(t *testing.T, db *store.DB, plan string) int64 {
 	}
 	return res.Account.ID
 }
+
+// newContactPlan adds a plan with the api feature, room for maxContacts
+// contacts and one list, for tests of the contact limit.
+func newContactPlan(t *testing.T, db *store.DB, name string, maxContacts int64) {
+	t.Helper()
+	if _, err := db.ExecContext(context.Background(), `INSERT INTO plans (name, features, max_contacts, max_lists, max_sends_per_day, max_storage_bytes)
+		VALUES ($1, '{api}', $2, 1, 10, 1000)`, name, maxContacts); err != nil {
+		t.Fatal(err)
+	}
+}
