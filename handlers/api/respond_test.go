@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 	"time"
 
@@ -11,7 +12,8 @@ import (
 )
 
 // A list of items that append their own JSON is written exactly as the
-// envelope through json.Marshal.
+// envelope through json.Marshal, with its length; a shorter list after a
+// longer one (whose buffer it may reuse) carries nothing of the longer one.
 func TestWriteListOfAppenders(t *testing.T) {
 	at := store.EventTime(time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC))
 	items := []store.ContactData{
@@ -22,7 +24,7 @@ func TestWriteListOfAppenders(t *testing.T) {
 	page := store.Page{Page: 2, PerPage: 2}
 	req := httptest.NewRequest("GET", "/v1/contacts", nil)
 	req = req.WithContext(context.WithValue(req.Context(), ctxRequestID, "req_test"))
-	for _, n := range []int{0, 1, 2} {
+	for _, n := range []int{2, 1, 0, 2} {
 		rec := httptest.NewRecorder()
 		if err := writeList(rec, req, items[:n], page, 7); err != nil {
 			t.Fatal(err)
@@ -37,6 +39,9 @@ func TestWriteListOfAppenders(t *testing.T) {
 		}
 		if ct := rec.Header().Get("Content-Type"); ct != "application/json; charset=utf-8" || rec.Code != 200 {
 			t.Errorf("%d items: status %d, content type %q", n, rec.Code, ct)
+		}
+		if cl := rec.Header().Get("Content-Length"); cl != strconv.Itoa(len(want)) {
+			t.Errorf("%d items: Content-Length %q for %d bytes", n, cl, len(want))
 		}
 	}
 }
