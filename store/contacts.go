@@ -503,6 +503,13 @@ func appendContactDest(dest []any, c *Contact) []any {
 // without reflection (the listing's hot path). before are scanned anew on every
 // row; callers keep the last values.
 func queryContacts(ctx context.Context, q sqlx.QueryerContext, before []any, withLists bool, query string, args ...any) ([]Contact, error) {
+	return appendContacts(ctx, nil, q, before, withLists, query, args...)
+}
+
+// appendContacts is queryContacts appending to out. Given room for the rows
+// expected (a page), it allocates them once: appended one by one, 100
+// contacts took 255 contacts' worth of allocations (some 85 KB per page).
+func appendContacts(ctx context.Context, out []Contact, q sqlx.QueryerContext, before []any, withLists bool, query string, args ...any) ([]Contact, error) {
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -511,7 +518,6 @@ func queryContacts(ctx context.Context, q sqlx.QueryerContext, before []any, wit
 	// Rows are scanned in place into out, through one destination slice: a
 	// page of 100 contacts allocated some 60 KB more when every row had its
 	// own Contact and destinations.
-	var out []Contact
 	dest := make([]any, 0, len(before)+19)
 	for rows.Next() {
 		out = append(out, Contact{})
@@ -733,7 +739,7 @@ func (db *DB) Contacts(ctx context.Context, accountID int64, f ContactFilter, p 
 			}
 			qr = preparedDB{db}
 		}
-		rows, err := queryContacts(ctx, qr, []any{&t}, true, q, pageArgs...)
+		rows, err := appendContacts(ctx, make([]Contact, 0, p.capacity()), qr, []any{&t}, true, q, pageArgs...)
 		if err != nil {
 			return nil, 0, fmt.Errorf("store: contacts: %w", err)
 		}
@@ -763,7 +769,7 @@ func (db *DB) Contacts(ctx context.Context, accountID int64, f ContactFilter, p 
 	var total int
 	err := db.readSnapshot(ctx, func(tx *sqlx.Tx) error {
 		var err error
-		if out, err = queryContacts(ctx, tx, nil, true, pageSQL, pageArgs...); err != nil {
+		if out, err = appendContacts(ctx, make([]Contact, 0, p.capacity()), tx, nil, true, pageSQL, pageArgs...); err != nil {
 			return fmt.Errorf("store: contacts: %w", err)
 		}
 		onlySync := len(where) == 2 && f.UpdatedAfter != nil

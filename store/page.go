@@ -8,3 +8,6 @@ type Page struct {
 
 // Offset is the number of rows before the page.
 func (p Page) Offset() int { return (p.Page - 1) * p.PerPage }
+
+// capacity is room for the rows of the page, for a slice to read them into.
+func (p Page) capacity() int { return min(max(p.PerPage, 0), 100) }
