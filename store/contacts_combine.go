@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 )
@@ -14,10 +15,12 @@ import (
 // locks, executor start-up, the statement trigger, the counters, commit, and a
 // round trip for each), while the same statements over a batch cost some 50 µs
 // per contact. So concurrent UpsertContact calls of one account and actor are
-// applied together, through the same set-based applyOps as POST /contacts/bulk:
-// a call that finds its group idle runs at once, as its batch's leader; calls
-// arriving while a batch of their group runs wait, and the finishing leader
-// hands all of them (up to maxUpsertBatch) to the next leader as one batch.
+// applied together: when all of them are plain, in one read and one write
+// statement (contacts_optimistic.go), else through the same set-based applyOps
+// as POST /contacts/bulk. A call that finds its group idle runs at once, as
+// its batch's leader; calls arriving while a batch of their group runs wait,
+// and the finishing leader hands all of them (up to maxUpsertBatch) to the
+// next leader as one batch.
 // Nothing waits on a timer: a call without company runs alone, and the busier
 // the account, the larger its batches, so the cost per contact falls as load
 // rises. One batch at a time per group is also what measured best: a second
@@ -194,12 +197,23 @@ func (db *DB) runUpsertBatch(key upsertGroupKey, batch []*upsertCall) {
 	for i, c := range batch {
 		ops[i] = c.op
 	}
-	// Not in bulk mode (batch false): a new contact over the plan's limit
-	// fails the whole batch, and the calls then learn alone whether theirs fits.
-	if err := db.runOps(ctx, key.accountID, key.actor, ops, false); err == nil {
-		return
+	rest, err := db.applyOptimistic(ctx, key.accountID, key.actor, ops)
+	if err == nil {
+		if len(rest) == 0 {
+			return
+		}
+		// Not in bulk mode (batch false): a new contact over the plan's limit
+		// fails the whole batch, and the calls then learn alone whether theirs
+		// fits.
+		if db.runLocked(ctx, key.accountID, key.actor, rest, false) == nil {
+			return
+		}
 	}
+	// The calls not applied yet run alone (all of them when the optimistic
+	// write failed before writing anything).
 	for _, c := range batch {
-		c.err = db.runOps(c.ctx, key.accountID, key.actor, []*contactOp{c.op}, false)
+		if err != nil || slices.Contains(rest, c.op) {
+			c.err = db.runOps(c.ctx, key.accountID, key.actor, []*contactOp{c.op}, false)
+		}
 	}
 }

@@ -235,103 +235,21 @@ func rowOf(c Contact) contactRow {
 // In a batch (bulk, list import) a new contact over the plan limit fails alone; a
 // single op over the limit fails the call.
 func applyOps(ctx context.Context, tx querier, accountID int64, actor Actor, ops []*contactOp, batch bool) error {
-	live := make([]*contactOp, 0, len(ops))
-	for _, op := range ops {
-		if !op.failed() {
-			live = append(live, op)
-		}
-	}
+	live := liveOps(ops)
 	if len(live) == 0 {
 		return nil
 	}
-
-	// Several entries for one address in a batch act as one, in order.
-	byEmail := map[string]*contactOp{}
-	primaries := live[:0:0]
-	for _, op := range live {
-		key := op.in.Email
-		if op.byID != 0 {
-			key = "#" + strconv.FormatInt(op.byID, 10)
-		}
-		if p := byEmail[key]; p != nil {
-			op.primary = p
-			mergeInto(p, op)
-			continue
-		}
-		byEmail[key] = op
-		primaries = append(primaries, op)
-	}
-
+	primaries := mergeSameContact(live)
 	lists, err := lockTargetLists(ctx, tx, accountID, primaries)
 	if err != nil {
 		return err
 	}
-
-	emails := make([]string, 0, len(primaries))
-	var ids []int64
-	for _, op := range primaries {
-		if op.in.Email != "" {
-			emails = append(emails, op.in.Email)
-		}
-		if op.byID != 0 {
-			ids = append(ids, op.byID)
-		}
-	}
+	emails, ids := contactKeys(primaries)
 	locked, blocked, err := lockContactsAndBlocked(ctx, tx, accountID, emails, ids)
 	if err != nil {
 		return err
 	}
-
-	// Resolve each op to its contact; an op naming a contact an earlier op of the
-	// batch already names (once by id, once by address) joins that op.
-	claimed := map[int64]*contactOp{}
-	curOf := map[*contactOp]*lockedContact{}
-	kept := primaries[:0:0]
-	for _, op := range primaries {
-		if op.err != nil {
-			kept = append(kept, op)
-			continue
-		}
-		cur := locked.byEmail[op.in.Email]
-		if op.byID != 0 {
-			cur = locked.byID[op.byID]
-			if cur != nil && op.in.Email != "" && op.in.Email != cur.Email {
-				if other := locked.byEmail[op.in.Email]; other != nil && other.ID != cur.ID {
-					op.err = &ConflictError{Reason: "email_taken", Message: "Ein anderer Kontakt hat schon diese E-Mail-Adresse."}
-					kept = append(kept, op)
-					continue
-				}
-			}
-		}
-		if cur != nil {
-			if p := claimed[cur.ID]; p != nil {
-				op.primary = p
-				mergeInto(p, op)
-				continue
-			}
-			claimed[cur.ID] = op
-		}
-		curOf[op] = cur
-		kept = append(kept, op)
-	}
-	primaries = kept
-
-	var creates []*contactOp
-	for _, op := range primaries {
-		if op.err != nil {
-			continue
-		}
-		cur := curOf[op]
-		switch {
-		case cur != nil:
-			planUpdate(op, cur, blocked, lists)
-		case op.byID != 0 || op.noCreate:
-			op.err = ErrNotFound
-		default:
-			planCreate(op, blocked, lists)
-			creates = append(creates, op)
-		}
-	}
+	primaries, creates := decideOps(primaries, locked, blocked, lists)
 
 	// A batch takes as many new contacts as the plan has room for; the rest fail
 	// alone. (The counter update at the end re-checks under its row lock.)
@@ -418,6 +336,106 @@ func applyOps(ctx context.Context, tx querier, accountID int64, actor Actor, ops
 		return &LimitError{Limit: "contacts", Max: plan.MaxContacts, UpgradeURL: plan.UpgradeURL}
 	}
 	return nil
+}
+
+// liveOps are the ops that have not failed yet.
+func liveOps(ops []*contactOp) []*contactOp {
+	live := make([]*contactOp, 0, len(ops))
+	for _, op := range ops {
+		if !op.failed() {
+			live = append(live, op)
+		}
+	}
+	return live
+}
+
+// mergeSameContact makes several ops for one address (or one id) act as one,
+// in order: the first is the primary, the later ones are merged into it. It
+// returns the primaries.
+func mergeSameContact(live []*contactOp) []*contactOp {
+	byKey := map[string]*contactOp{}
+	primaries := make([]*contactOp, 0, len(live))
+	for _, op := range live {
+		key := op.in.Email
+		if op.byID != 0 {
+			key = "#" + strconv.FormatInt(op.byID, 10)
+		}
+		if p := byKey[key]; p != nil {
+			op.primary = p
+			mergeInto(p, op)
+			continue
+		}
+		byKey[key] = op
+		primaries = append(primaries, op)
+	}
+	return primaries
+}
+
+// contactKeys are the addresses and ids the ops name.
+func contactKeys(ops []*contactOp) (emails []string, ids []int64) {
+	emails = make([]string, 0, len(ops))
+	for _, op := range ops {
+		if op.in.Email != "" {
+			emails = append(emails, op.in.Email)
+		}
+		if op.byID != 0 {
+			ids = append(ids, op.byID)
+		}
+	}
+	return emails, ids
+}
+
+// decideOps resolves each op to its contact (an op naming a contact an
+// earlier op already names, once by id and once by address, joins that op),
+// then plans each change. It returns the primaries left and the planned new
+// contacts.
+func decideOps(primaries []*contactOp, locked lockedSet, blocked map[string]bool, lists map[int64]listInfo) (kept, creates []*contactOp) {
+	claimed := map[int64]*contactOp{}
+	curOf := map[*contactOp]*lockedContact{}
+	kept = primaries[:0:0]
+	for _, op := range primaries {
+		if op.err != nil {
+			kept = append(kept, op)
+			continue
+		}
+		cur := locked.byEmail[op.in.Email]
+		if op.byID != 0 {
+			cur = locked.byID[op.byID]
+			if cur != nil && op.in.Email != "" && op.in.Email != cur.Email {
+				if other := locked.byEmail[op.in.Email]; other != nil && other.ID != cur.ID {
+					op.err = &ConflictError{Reason: "email_taken", Message: "Ein anderer Kontakt hat schon diese E-Mail-Adresse."}
+					kept = append(kept, op)
+					continue
+				}
+			}
+		}
+		if cur != nil {
+			if p := claimed[cur.ID]; p != nil {
+				op.primary = p
+				mergeInto(p, op)
+				continue
+			}
+			claimed[cur.ID] = op
+		}
+		curOf[op] = cur
+		kept = append(kept, op)
+	}
+	for _, op := range kept {
+		if op.err != nil {
+			continue
+		}
+		cur := curOf[op]
+		switch {
+		case cur != nil:
+			planUpdate(op, cur, blocked, lists)
+		case op.byID != 0 || op.noCreate:
+			op.err = ErrNotFound
+		default:
+			planCreate(op, blocked, lists)
+			creates = append(creates, op)
+		}
+	}
+	return kept, creates
 }
 
 // countFormSubmission counts a sign-up on its form, in the sign-up's transaction.
@@ -1116,8 +1134,21 @@ func nonNilIDs(ids []int64) []int64 {
 	return ids
 }
 
-// runOps applies ops in one transaction, retried on deadlock.
+// runOps applies ops: those of a single call or a combined batch first
+// optimistically (applyOptimistic), what is left in one locked transaction.
 func (db *DB) runOps(ctx context.Context, accountID int64, actor Actor, ops []*contactOp, batch bool) error {
+	if !batch {
+		rest, err := db.applyOptimistic(ctx, accountID, actor, ops)
+		if err != nil || len(rest) == 0 {
+			return err
+		}
+		ops = rest
+	}
+	return db.runLocked(ctx, accountID, actor, ops, batch)
+}
+
+// runLocked applies ops in one transaction, retried on deadlock.
+func (db *DB) runLocked(ctx context.Context, accountID int64, actor Actor, ops []*contactOp, batch bool) error {
 	if err := actor.valid(); err != nil {
 		return err
 	}
@@ -1136,7 +1167,7 @@ func (db *DB) runOps(ctx context.Context, accountID int64, actor Actor, ops []*c
 func writePathStatements() []string {
 	return []string{lockLists, lockContactsBlockedSQL, lockContacts, selectContactHeadroom, insertContacts, updateContacts,
 		insertMembers, deleteMembers, updateMemberCounts, insertBlocks, selectPlanOfAccount, writeRecordsSQL,
-		countFormSubmission, selectRecentConfirmations}
+		countFormSubmission, selectRecentConfirmations, readContactsSQL, writePlainSQL}
 }
 
 // single runs one op and returns its own error as the call's error.
