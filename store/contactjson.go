@@ -7,6 +7,13 @@ import (
 	"unicode/utf8"
 )
 
+// AppendJSON appends the contact as the API shows it (its Data), so that a
+// page of contacts is written straight from the rows read: converting the page
+// to ContactData first copied some 30 KB per page of 100.
+func (c *Contact) AppendJSON(b []byte) ([]byte, error) {
+	return c.Data().AppendJSON(b)
+}
+
 // AppendJSON appends the contact as encoding/json would write it, without
 // reflection: a page of 100 contacts is the listing's largest cost in Go after
 // reading the rows, and the events of every contact change carry one too.

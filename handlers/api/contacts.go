@@ -164,11 +164,8 @@ func (a *API) listContacts(w http.ResponseWriter, r *http.Request) error {
 }
 
 func writeContacts(w http.ResponseWriter, r *http.Request, contacts []store.Contact, page store.Page, total int) error {
-	out := make([]contactResponse, len(contacts))
-	for i, c := range contacts {
-		out[i] = newContactResponse(c)
-	}
-	return writeList(w, r, out, page, total)
+	// Each contact appends itself as its contactResponse (Contact.AppendJSON).
+	return writeList(w, r, contacts, page, total)
 }
 
 func (a *API) getContact(w http.ResponseWriter, r *http.Request) error {
