@@ -299,11 +299,8 @@ func (db *DB) readContacts(ctx context.Context, accountID int64, emails []string
 			}
 			continue
 		}
-		r.ListIDs = make([]int64, len(r.Lists))
-		for j, l := range r.Lists {
-			r.ListIDs[j] = l.ID
-		}
-		s.byEmail[r.Email], s.byID[r.ID], s.version[r.ID] = r, r, version
+		s.add(r)
+		s.version[r.ID] = version
 	}
 	if err := rows.Err(); err != nil {
 		return s, nil, now, fmt.Errorf("store: read contacts: %w", err)

@@ -562,6 +562,15 @@ type lockedSet struct {
 	byID    map[int64]*lockedContact
 }
 
+// add files a contact read under its address and id, with its list ids.
+func (s lockedSet) add(r *lockedContact) {
+	r.ListIDs = make([]int64, len(r.Lists))
+	for j, l := range r.Lists {
+		r.ListIDs[j] = l.ID
+	}
+	s.byEmail[r.Email], s.byID[r.ID] = r, r
+}
+
 func lockContactRows(ctx context.Context, tx querier, accountID int64, emails []string, ids []int64) (lockedSet, error) {
 	s := lockedSet{byEmail: map[string]*lockedContact{}, byID: map[int64]*lockedContact{}}
 	cs, err := queryContacts(ctx, tx, nil, true, lockContacts, accountID, pq.StringArray(emails), pq.Int64Array(ids))
@@ -572,11 +581,7 @@ func lockContactRows(ctx context.Context, tx querier, accountID int64, emails []
 	for i := range rows {
 		r := &rows[i]
 		r.Contact = cs[i]
-		r.ListIDs = make([]int64, len(r.Lists))
-		for j, l := range r.Lists {
-			r.ListIDs[j] = l.ID
-		}
-		s.byEmail[r.Email], s.byID[r.ID] = r, r
+		s.add(r)
 	}
 	return s, nil
 }
@@ -600,11 +605,7 @@ func lockContactsAndBlocked(ctx context.Context, tx querier, accountID int64, em
 	}
 	for i := range rows {
 		r := &rows[i]
-		r.ListIDs = make([]int64, len(r.Lists))
-		for j, l := range r.Lists {
-			r.ListIDs[j] = l.ID
-		}
-		s.byEmail[r.Email], s.byID[r.ID] = r, r
+		s.add(r)
 	}
 	return s, blocked, nil
 }
