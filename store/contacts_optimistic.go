@@ -1,12 +1,14 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/lib/pq"
@@ -226,6 +228,9 @@ func (db *DB) applyOptimistic(ctx context.Context, accountID int64, actor Actor,
 		rows = append(rows, row)
 	}
 
+	// Concurrent writers lock the rows they update in one order (by id, as
+	// the join walks x), so that two of them cannot deadlock on each other.
+	slices.SortFunc(rows, func(a, b plainRow) int { return cmp.Compare(a.ID, b.ID) })
 	written := map[string]int64{}
 	if len(rows) > 0 {
 		if written, err = db.writePlain(ctx, accountID, actor, primaries, rows, now); err != nil {
