@@ -705,7 +705,7 @@ func (db *DB) Contacts(ctx context.Context, accountID int64, f ContactFilter, p 
 	if f.UpdatedAfter != nil {
 		if f.AfterID != 0 {
 			// The row comparison alone is estimated to match a good part of
-			// the account, and the sync count (countSync) was then planned as
+			// the account, and the sync count (syncTotal) was then planned as
 			// a parallel scan whose workers took 30 to 50 ms to start; the
 			// redundant bound on updated_at gives the planner the range.
 			add("(c.updated_at, c.id) > ($%[1]d, $%[2]d) AND c.updated_at >= $%[1]d", *f.UpdatedAfter, f.AfterID)
@@ -720,73 +720,56 @@ func (db *DB) Contacts(ctx context.Context, accountID int64, f ContactFilter, p 
 	pageArgs := append(slices.Clone(args), p.PerPage, p.Offset())
 	pageSQL := contactPageSQL(cond, order, len(pageArgs)-1)
 
-	if unfiltered || onlyList {
-		// One statement reads the page and its maintained counter in one snapshot.
-		total := contactTotal
-		if onlyList {
-			total = `(SELECT member_count FROM lists WHERE account_id = $1 AND id = $2)`
-		}
-		var t *int64
-		q := strings.Replace(pageSQL, "SELECT ", "SELECT "+total+" AS total, ", 1)
-		// The unfiltered listing has one query text per sort, and its plan does
-		// not depend on the values: prepared on the generic-plan pool, a page
-		// costs one round trip and no planning. (A list's size does matter to
-		// the plan of its listing.)
-		var qr sqlx.QueryerContext = db
-		if unfiltered {
-			if err := db.prepare(ctx, db.generic, q); err != nil {
-				return nil, 0, err
-			}
-			qr = preparedDB{db}
-		}
-		rows, err := appendContacts(ctx, make([]Contact, 0, p.capacity()), qr, []any{&t}, true, q, pageArgs...)
-		if err != nil {
-			return nil, 0, fmt.Errorf("store: contacts: %w", err)
-		}
-		if len(rows) > 0 {
-			if t == nil {
-				return nil, 0, ErrNotFound // the list does not exist
-			}
-			return rows, int(*t), nil
-		}
-		if err := db.GetContext(ctx, &t, `SELECT `+total, args...); err != nil {
-			return nil, 0, fmt.Errorf("store: contacts: %w", err)
-		}
-		if t == nil {
-			return nil, 0, ErrNotFound
-		}
-		return nil, int(*t), nil
+	// One statement reads the page and its total, so both come from one
+	// snapshot, in one round trip: the unfiltered and the per-list listing
+	// read a maintained counter, an updated_after sync counts from the hourly
+	// counts, any other filter counts its matches.
+	total := contactTotal
+	switch {
+	case unfiltered:
+	case onlyList:
+		total = `(SELECT member_count FROM lists WHERE account_id = $1 AND id = $2)`
+	case len(where) == 2 && f.UpdatedAfter != nil:
+		total = syncTotal(cond)
+	default:
+		total = `(SELECT count(*) FROM contacts c WHERE ` + cond + `)`
 	}
-
-	// Filtered: page and count in one repeatable-read snapshot, so the total is
-	// exact for the page it comes with.
-	if f.ListID != 0 {
+	if f.ListID != 0 && !onlyList {
 		if _, err := db.List(ctx, accountID, f.ListID); err != nil {
 			return nil, 0, err
 		}
 	}
-	var out []Contact
-	var total int
-	err := db.readSnapshot(ctx, func(tx *sqlx.Tx) error {
-		var err error
-		if out, err = appendContacts(ctx, make([]Contact, 0, p.capacity()), tx, nil, true, pageSQL, pageArgs...); err != nil {
-			return fmt.Errorf("store: contacts: %w", err)
+	var t *int64
+	q := strings.Replace(pageSQL, "SELECT ", "SELECT "+total+" AS total, ", 1)
+	// The unfiltered listing has one query text per sort, and its plan does
+	// not depend on the values: prepared on the generic-plan pool, a page
+	// costs one round trip and no planning. (A list's size does matter to
+	// the plan of its listing, and a filter's values to a filtered one.)
+	var qr sqlx.QueryerContext = db
+	if unfiltered {
+		if err := db.prepare(ctx, db.generic, q); err != nil {
+			return nil, 0, err
 		}
-		onlySync := len(where) == 2 && f.UpdatedAfter != nil
-		if onlySync {
-			total, err = countSync(ctx, tx, cond, args)
-		} else {
-			err = tx.GetContext(ctx, &total, `SELECT count(*) FROM contacts c WHERE `+cond, args...)
-		}
-		if err != nil {
-			return fmt.Errorf("store: count contacts: %w", err)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, 0, err
+		qr = preparedDB{db}
 	}
-	return out, total, nil
+	rows, err := appendContacts(ctx, make([]Contact, 0, p.capacity()), qr, []any{&t}, true, q, pageArgs...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("store: contacts: %w", err)
+	}
+	if len(rows) > 0 {
+		if t == nil {
+			return nil, 0, ErrNotFound // the list does not exist
+		}
+		return rows, int(*t), nil
+	}
+	// No row to carry the total: ask for it alone.
+	if err := db.GetContext(ctx, &t, `SELECT `+total, args...); err != nil {
+		return nil, 0, fmt.Errorf("store: contacts: %w", err)
+	}
+	if t == nil {
+		return nil, 0, ErrNotFound
+	}
+	return nil, int(*t), nil
 }
 
 // readSnapshot runs fn in a read-only repeatable-read transaction.
@@ -805,17 +788,15 @@ func (db *DB) readSnapshot(ctx context.Context, fn func(tx *sqlx.Tx) error) erro
 	return nil
 }
 
-// countSync counts the contacts behind an updated_after cut (cond: $1 is the
+// syncTotal counts the contacts behind an updated_after cut (cond: $1 is the
 // account, $2 the cut's time) exactly without reading them all: the whole hours
 // after the cut's hour from the counts the triggers of migration 00015 keep,
 // and the contacts of the cut's own hour from the index.
-func countSync(ctx context.Context, tx *sqlx.Tx, cond string, args []any) (int, error) {
-	var n int64
-	err := tx.GetContext(ctx, &n, `SELECT coalesce((SELECT sum(h.contacts) FROM contact_update_hours h
+func syncTotal(cond string) string {
+	return `(SELECT coalesce((SELECT sum(h.contacts) FROM contact_update_hours h
   WHERE h.account_id = $1 AND h.hour > date_trunc('hour', $2::timestamptz AT TIME ZONE 'UTC')), 0)::bigint
-  + (SELECT count(*) FROM contacts c WHERE `+cond+`
-    AND c.updated_at < (date_trunc('hour', $2::timestamptz AT TIME ZONE 'UTC') + interval '1 hour') AT TIME ZONE 'UTC')`, args...)
-	return int(n), err
+  + (SELECT count(*) FROM contacts c WHERE ` + cond + `
+    AND c.updated_at < (date_trunc('hour', $2::timestamptz AT TIME ZONE 'UTC') + interval '1 hour') AT TIME ZONE 'UTC'))`
 }
 
 // Tag is a tag and the number of contacts that carry it.
