@@ -183,8 +183,9 @@ func (db *DB) leadUpserts(key upsertGroupKey, g *upsertGroup, leader *upsertCall
 	finished = true
 }
 
-// runUpsertBatch applies a batch's ops in one transaction; if the batch fails
-// as a whole, each call runs again on its own.
+// runUpsertBatch applies a batch's ops, optimistically where it can and in
+// one locked transaction otherwise; the calls of a batch that fails as a whole
+// (and was not applied optimistically) run again on their own.
 func (db *DB) runUpsertBatch(key upsertGroupKey, batch []*upsertCall) {
 	if len(batch) == 1 {
 		c := batch[0]

@@ -139,6 +139,12 @@ func (op *contactOp) plainPlan() bool {
 	return op.err != nil || (len(op.join) == 0 && len(op.leave) == 0 && !op.needDOI && !op.block && !op.unsubNow)
 }
 
+// writesRow reports whether a decided op that did not fail creates or changes
+// its contact (a no-op update writes nothing and records nothing).
+func (op *contactOp) writesRow() bool {
+	return op.cur == nil || len(op.changed) > 0
+}
+
 // pgNumber is how PostgreSQL prints a jsonb number it was given in this form.
 var pgNumber = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?$`)
 
@@ -204,7 +210,7 @@ func (db *DB) applyOptimistic(ctx context.Context, accountID int64, actor Actor,
 		if op.err != nil {
 			continue
 		}
-		if op.cur != nil && len(op.changed) == 0 {
+		if !op.writesRow() {
 			op.final = op.cur.Contact // a no-op: nothing to write
 			continue
 		}
@@ -247,7 +253,7 @@ func (db *DB) applyOptimistic(ctx context.Context, accountID int64, actor Actor,
 	// into them.
 	retry := map[*contactOp]bool{}
 	for _, op := range primaries {
-		if op.err != nil || (op.cur != nil && len(op.changed) == 0) {
+		if op.err != nil || !op.writesRow() {
 			continue
 		}
 		id, ok := written[op.next.Email]
@@ -322,7 +328,7 @@ func (db *DB) writePlain(ctx context.Context, accountID int64, actor Actor, prim
 	var evEmails, actEmails, tagNames, tagEmails pq.StringArray
 	var tagDelta pq.Int64Array
 	for _, op := range primaries {
-		if op.err != nil || (op.cur != nil && len(op.changed) == 0) {
+		if op.err != nil || !op.writesRow() {
 			continue
 		}
 		e, a := len(events), len(acts)
