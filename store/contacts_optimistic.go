@@ -50,7 +50,7 @@ const readContactsSQL = `WITH l AS (
 SELECT l.*, now()::timestamptz(0) FROM l
 UNION ALL
 SELECT 0, $1, e.email, '', '', '', '', '', '', '', '{}'::text[], '', '', '{}'::jsonb, NULL::timestamptz, NULL::timestamptz,
-  now(), now(), '[]'::jsonb, 0, now()::timestamptz(0)
+  now(), now(), '{}'::text[], 0, now()::timestamptz(0)
 FROM (
   SELECT b.email FROM blocked_addresses b WHERE b.account_id = $1 AND b.email = ANY($2::text[] || ARRAY(SELECT l.email FROM l))
   UNION ALL SELECT ''

@@ -182,6 +182,48 @@ func TestUpsertCreatesThenUpdatesAdditively(t *testing.T) {
 	}
 }
 
+// A contact's lists come back with their names as stored, whatever characters
+// the names hold, in list id order, from every read.
+func TestContactListsKeepAnyName(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	acct := newAccount(t, db, "business")
+	names := []string{`Kunden, "VIP" {2026}`, `C:\Pfad\`, "Zwei  Leerzeichen", "NULL", ",,,", "Grüße ✉"}
+	var ids []int64
+	for _, n := range names {
+		ids = append(ids, mkList(t, db, acct, n, false).ID)
+	}
+	slices.Reverse(ids) // joined in the opposite order
+	c := upsert(t, db, acct, store.ContactInput{Email: "liste@example.com", ListIDs: ids}).Contact
+	slices.Reverse(ids)
+
+	check := func(from string, got store.ListRefs) {
+		t.Helper()
+		if len(got) != len(names) {
+			t.Fatalf("%s: lists = %+v", from, got)
+		}
+		for i, l := range got {
+			if l.ID != ids[i] || l.Name != names[i] || l.Color != store.DefaultListColor {
+				t.Errorf("%s: list %d = %+v, want id %d, name %q", from, i, l, ids[i], names[i])
+			}
+		}
+	}
+	check("upsert", c.Lists)
+	read, err := db.Contact(ctx, acct, c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("contact", read.Lists)
+	page, _, err := db.Contacts(ctx, acct, store.ContactFilter{}, store.Page{Page: 1, PerPage: 10})
+	if err != nil || len(page) != 1 {
+		t.Fatalf("listing = %+v, %v", page, err)
+	}
+	check("listing", page[0].Lists)
+	// The optimistic write path reads the lists too, and returns them.
+	c = upsert(t, db, acct, store.ContactInput{Email: "liste@example.com", City: ptr("Bonn")}).Contact
+	check("plain upsert", c.Lists)
+}
+
 func TestEventPayloadIsTheContactResource(t *testing.T) {
 	db := dbtest.NewDB(t)
 	acct := newAccount(t, db, "business")

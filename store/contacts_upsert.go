@@ -156,7 +156,7 @@ const lockContactsBlockedSQL = `WITH l AS (
 SELECT l.* FROM l
 UNION ALL
 SELECT 0, $1, b.email, '', '', '', '', '', '', '', '{}'::text[], '', '', '{}'::jsonb, NULL::timestamptz, NULL::timestamptz,
-  now(), now(), '[]'::jsonb
+  now(), now(), '{}'::text[]
 FROM blocked_addresses b WHERE b.account_id = $1 AND b.email = ANY($2::text[] || ARRAY(SELECT l.email FROM l))`
 
 const selectContactHeadroom = `SELECT p.max_contacts - ` + contactTotal + ` FROM accounts a JOIN plans p ON p.name = a.plan WHERE a.id = $1`
