@@ -1,5 +1,11 @@
 package store
 
+import (
+	"context"
+
+	"github.com/jmoiron/sqlx"
+)
+
 // UpsertsWaiting is how many UpsertContact calls of accountID and actor wait
 // for the batch under way to finish (tests use it to line calls up behind a
 // batch they hold).
@@ -11,4 +17,17 @@ func (db *DB) UpsertsWaiting(accountID int64, actor Actor) int {
 		return len(g.waiting)
 	}
 	return -1
+}
+
+// PoolSettings shows a run-time setting as each pool's sessions have it.
+func (db *DB) PoolSettings(ctx context.Context, name string) ([]string, error) {
+	var out []string
+	for _, pool := range []*sqlx.DB{db.DB, db.relaxed, db.generic} {
+		var v string
+		if err := pool.GetContext(ctx, &v, `SELECT current_setting($1)`, name); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }

@@ -13,6 +13,22 @@ import (
 	"github.com/rundbrief/rundbrief/store/dbtest"
 )
 
+// No pool compiles with JIT, whose cost follows the planner's estimate: a
+// generic plan's LIMIT $n is estimated at a tenth of the table, and the
+// first-page listing was compiled on every execution (seconds under load).
+func TestPoolsRunWithoutJIT(t *testing.T) {
+	db := dbtest.NewDB(t)
+	got, err := db.PoolSettings(context.Background(), "jit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range got {
+		if v != "off" {
+			t.Errorf("pool %d: jit = %s, want off", i, v)
+		}
+	}
+}
+
 func TestRateCounterIsSharedBetweenProcesses(t *testing.T) {
 	ctx := context.Background()
 	url := dbtest.URL(t)
