@@ -29,20 +29,21 @@ const benchContacts = 1_000_000
 var seedBase = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // contactsServer is a running server with one account of benchContacts contacts
-// (a fifth of them on one list) and a key for it.
+// (every fifth of them on one list, the oldest fifth on another) and a key for it.
 type contactsServer struct {
 	*server
-	acct   int64
-	key    string
-	listID int64
-	client *http.Client
+	acct      int64
+	key       string
+	listID    int64
+	oldListID int64
+	client    *http.Client
 }
 
 // seedContacts fills an account set-based (generate_series, in index order so
 // that every index grows at its right edge), keeps the maintained counters
 // right, vacuums so that deep pages can use index-only scans, and checkpoints so
 // that the benchmarks measure the steady state rather than the seed's write-out.
-func seedContacts(b *testing.B, s *server, acct int64, listID int64) {
+func seedContacts(b *testing.B, s *server, acct, listID, oldListID int64) {
 	b.Helper()
 	ctx := context.Background()
 	start := time.Now()
@@ -56,7 +57,9 @@ SELECT %[1]d, 'c' || lpad(g::text, 7, '0') || '@example.com', 'Vorname' || g, 'N
 FROM generate_series(1, %[3]d) AS g`, acct, seedBase.Format(time.RFC3339), benchContacts),
 		fmt.Sprintf(`INSERT INTO list_members (list_id, contact_id, account_id)
 SELECT %d, id, %d FROM contacts WHERE account_id = %d AND id %% 5 = 0 ORDER BY id`, listID, acct, acct),
-		fmt.Sprintf(`UPDATE lists SET member_count = (SELECT count(*) FROM list_members WHERE list_id = %d) WHERE id = %d`, listID, listID),
+		fmt.Sprintf(`INSERT INTO list_members (list_id, contact_id, account_id)
+SELECT %d, id, %d FROM contacts WHERE account_id = %d ORDER BY id LIMIT %d`, oldListID, acct, acct, benchContacts/5),
+		fmt.Sprintf(`UPDATE lists l SET member_count = (SELECT count(*) FROM list_members m WHERE m.list_id = l.id) WHERE id IN (%d, %d)`, listID, oldListID),
 		fmt.Sprintf(`UPDATE account_usage SET contacts = %d WHERE account_id = %d`, benchContacts, acct),
 		fmt.Sprintf(`INSERT INTO contact_tag_counts (account_id, tag, stripe, contacts)
 SELECT %[1]d, t, 0, count(*) FROM contacts c CROSS JOIN LATERAL unnest(c.tags) AS t
@@ -87,14 +90,17 @@ func startContactsServer(b *testing.B) *contactsServer {
 	if err != nil {
 		b.Fatal(err)
 	}
-	name := "Bestand"
-	l, err := s.db.CreateList(ctx, acct.Account.ID, store.Actor{Type: store.ActorSystem}, store.ListInput{Name: &name})
-	if err != nil {
-		b.Fatal(err)
+	var lists []int64
+	for _, name := range []string{"Bestand", "Altkunden"} {
+		l, err := s.db.CreateList(ctx, acct.Account.ID, store.Actor{Type: store.ActorSystem}, store.ListInput{Name: &name})
+		if err != nil {
+			b.Fatal(err)
+		}
+		lists = append(lists, l.ID)
 	}
-	seedContacts(b, s, acct.Account.ID, l.ID)
+	seedContacts(b, s, acct.Account.ID, lists[0], lists[1])
 	const conns = 16
-	return &contactsServer{server: s, acct: acct.Account.ID, key: full, listID: l.ID,
+	return &contactsServer{server: s, acct: acct.Account.ID, key: full, listID: lists[0], oldListID: lists[1],
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}}}
 }
 
@@ -348,10 +354,17 @@ func BenchmarkContacts(b *testing.B) {
 		})
 	})
 
-	b.Run("list_members_page_100", func(b *testing.B) {
-		members := func(int) error {
-			return cs.call(http.MethodGet, fmt.Sprintf("/v1/lists/%d/members?per_page=100", cs.listID), nil, wantStatus(http.StatusOK))
-		}
-		cs.load(b, 16, members, members)
-	})
+	for _, l := range []struct {
+		name string
+		id   int64
+	}{{"list_members_page_100", cs.listID}, {"old_list_members_page_100", cs.oldListID}} {
+		// The second list holds the oldest fifth of the account: its newest
+		// member comes after 800,000 newer contacts in the account's order.
+		b.Run(l.name, func(b *testing.B) {
+			members := func(int) error {
+				return cs.call(http.MethodGet, fmt.Sprintf("/v1/lists/%d/members?per_page=100", l.id), nil, wantStatus(http.StatusOK))
+			}
+			cs.load(b, 16, members, members)
+		})
+	}
 }

@@ -595,9 +595,27 @@ func readContacts(ctx context.Context, tx *sqlx.Tx, accountID int64, ids []int64
 // expects: with LIMIT and OFFSET unknown, as in a generic plan, it expects a
 // tenth of the account and would join them by hashing the whole table.
 func contactPageSQL(cond, order string, limit int) string {
+	return pageByIDs(fmt.Sprintf(`SELECT c.id FROM contacts c WHERE %s ORDER BY %s LIMIT $%d OFFSET $%d`, cond, order, limit, limit+1))
+}
+
+// pageByIDs reads the contacts whose ids the query ids returns, in its order.
+func pageByIDs(ids string) string {
 	return fmt.Sprintf(`SELECT %s, %s
-FROM unnest(ARRAY(SELECT c.id FROM contacts c WHERE %s ORDER BY %s LIMIT $%d OFFSET $%d)) WITH ORDINALITY AS page(id, n)
-JOIN contacts c ON c.id = page.id ORDER BY page.n`, contactColumns, contactLists, cond, order, limit, limit+1)
+FROM unnest(ARRAY(%s)) WITH ORDINALITY AS page(id, n)
+JOIN contacts c ON c.id = page.id ORDER BY page.n`, contactColumns, contactLists, ids)
+}
+
+// memberPageSQL is contactPageSQL for a list's members sorted by creation
+// ($2 the list, $3 and $4 LIMIT and OFFSET): the ids come from the list's own
+// index (list_members_created_idx, migration 00017), whatever share of the
+// account the list holds and wherever its members lie in the account's order.
+func memberPageSQL(desc bool) string {
+	order := "m.contact_created_at, m.contact_id"
+	if desc {
+		order = "m.contact_created_at DESC, m.contact_id DESC"
+	}
+	return pageByIDs(`SELECT m.contact_id FROM list_members m WHERE m.list_id = $2 AND m.account_id = $1
+ORDER BY ` + order + ` LIMIT $3 OFFSET $4`)
 }
 
 // firstPageSQL is contactPageSQL for a page at offset 0 of a range of the sort
@@ -741,12 +759,16 @@ func (db *DB) Contacts(ctx context.Context, accountID int64, f ContactFilter, p 
 	sync := len(where) == 2 && f.UpdatedAfter != nil
 	// A sync's range is whole in the sort index when it is sorted by updated_at.
 	syncRange := sync && (f.Sort == SortUpdatedAsc || f.Sort == SortUpdatedDesc)
+	memberPage := onlyList && (f.Sort == SortCreatedDesc || f.Sort == SortCreatedAsc)
 
 	pageArgs := append(slices.Clone(args), p.PerPage, p.Offset())
 	pageSQL := contactPageSQL(cond, order, len(pageArgs)-1)
-	if p.Offset() == 0 && (unfiltered || syncRange) {
+	switch {
+	case p.Offset() == 0 && (unfiltered || syncRange):
 		pageArgs = pageArgs[:len(pageArgs)-1]
 		pageSQL = firstPageSQL(cond, order, len(pageArgs))
+	case memberPage:
+		pageSQL = memberPageSQL(f.Sort == SortCreatedDesc)
 	}
 
 	// One statement reads the page and its total, so both come from one
@@ -772,10 +794,12 @@ func (db *DB) Contacts(ctx context.Context, accountID int64, f ContactFilter, p 
 	q := strings.Replace(pageSQL, "SELECT ", "SELECT "+total+" AS total, ", 1)
 	// The unfiltered listing has one query text per sort, and its plan does
 	// not depend on the values: prepared on the generic-plan pool, a page
-	// costs one round trip and no planning. (A list's size does matter to
-	// the plan of its listing, and a filter's values to a filtered one.)
+	// costs one round trip and no planning. So has a list's member page in
+	// creation order, read off the list's own index. (A filter's values
+	// matter to the plan of a filtered listing, as does a list's size when
+	// its members are found by walking the account's contacts.)
 	var qr sqlx.QueryerContext = db
-	if unfiltered {
+	if unfiltered || memberPage {
 		if err := db.prepare(ctx, db.generic, q); err != nil {
 			return nil, 0, err
 		}

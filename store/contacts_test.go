@@ -896,6 +896,71 @@ func TestListMembers(t *testing.T) {
 	}
 }
 
+// A list's members sorted by creation come from the list's own index
+// (migration 00017); the order must be the contacts' own, ties by id, across
+// pages, also after a contact's created_at was changed by hand, and for
+// members added after that.
+func TestListMembersInCreationOrder(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	acct := newAccount(t, db, "business")
+	l := mkList(t, db, acct, "Alt", false)
+	var onList []int64
+	for i := range 30 {
+		in := store.ContactInput{Email: fmt.Sprintf("m%02d@example.com", i)}
+		if i%3 != 0 {
+			in.ListIDs = []int64{l.ID}
+		}
+		c := upsert(t, db, acct, in).Contact
+		if i%3 != 0 {
+			onList = append(onList, c.ID)
+		}
+	}
+	// Creation times against the id order, with ties.
+	if _, err := db.ExecContext(ctx, `UPDATE contacts SET created_at = timestamptz '2026-01-01 00:00:00+01' + ((40 - id) / 3) * interval '1 second'
+WHERE account_id = $1`, acct); err != nil {
+		t.Fatal(err)
+	}
+	late := upsert(t, db, acct, store.ContactInput{Email: "spaet@example.com"}).Contact
+	if _, err := db.AddListMembers(ctx, acct, apiActor, l.ID, []int64{late.ID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	onList = append(onList, late.ID)
+
+	for _, sort := range []string{store.SortCreatedDesc, store.SortCreatedAsc} {
+		// What the account's own listing says, keeping the list's members.
+		var want []int64
+		all, _, err := db.Contacts(ctx, acct, store.ContactFilter{Sort: sort}, store.Page{Page: 1, PerPage: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range all {
+			if slices.Contains(onList, c.ID) {
+				want = append(want, c.ID)
+			}
+		}
+		var got []int64
+		for p := 1; ; p++ {
+			page, total, err := db.Contacts(ctx, acct, store.ContactFilter{ListID: l.ID, Sort: sort}, store.Page{Page: p, PerPage: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if total != len(onList) {
+				t.Fatalf("%s: total = %d, want %d", sort, total, len(onList))
+			}
+			if len(page) == 0 {
+				break
+			}
+			for _, c := range page {
+				got = append(got, c.ID)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: members %v, want %v", sort, got, want)
+		}
+	}
+}
+
 func TestDeleteContact(t *testing.T) {
 	ctx := context.Background()
 	db := dbtest.NewDB(t)

@@ -30,8 +30,8 @@ type DB struct {
 	// path's array parameters and the listing's LIMIT and OFFSET it always does,
 	// and the planning cost as much as the execution or more. Only statements
 	// whose generic plan is the right one for every value run here: key
-	// look-ups and inserts, and a listing shaped so that its plan cannot depend
-	// on LIMIT and OFFSET (contactPageSQL).
+	// look-ups and inserts, and listings shaped so that their plans cannot
+	// depend on LIMIT and OFFSET (contactPageSQL, firstPageSQL, memberPageSQL).
 	generic *sqlx.DB
 	keys    *keyCache
 	stmts   stmtCache // the send queue's (recipients.go)
