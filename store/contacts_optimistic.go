@@ -38,12 +38,12 @@ import (
 // takes the locked path afterwards, which decides it again under locks. A
 // batch with any op that is not plain takes the locked path at once.
 
-// readContactsSQL is lockContactsBlockedSQL without the locks, with each
+// readUnlockedSQL is lockContactsBlockedSQL without the locks, with each
 // contact's row version and the database's clock (on every row, in whole
 // seconds as the contacts' timestamps are stored). Blocked
 // addresses come as rows with id 0 and only the email set; one more row with
 // id 0 and an empty email makes sure the clock comes back when nothing else does.
-const readContactsSQL = `WITH l AS (
+const readUnlockedSQL = `WITH l AS (
   SELECT ` + contactColumns + `, ` + contactLists + `, c.xmin::text::bigint AS version
   FROM contacts c WHERE c.account_id = $1 AND (c.email = ANY($2) OR c.id = ANY($3))
 )
@@ -196,7 +196,7 @@ func (db *DB) applyOptimistic(ctx context.Context, accountID int64, actor Actor,
 	}
 	primaries := mergeSameContact(live)
 	emails, ids := contactKeys(primaries)
-	read, blocked, now, err := db.readContacts(ctx, accountID, emails, ids)
+	read, blocked, now, err := db.readUnlocked(ctx, accountID, emails, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -278,20 +278,20 @@ func (db *DB) applyOptimistic(ctx context.Context, accountID int64, actor Actor,
 	return rest, nil
 }
 
-// readSet is what readContacts found: the contacts with their row versions.
+// readSet is what readUnlocked found: the contacts with their row versions.
 type readSet struct {
 	lockedSet
 	version map[int64]int64
 }
 
-// readContacts reads the contacts with the given addresses or ids (unlocked),
+// readUnlocked reads the contacts with the given addresses or ids (unlocked),
 // their row versions, which of their addresses (and of the given ones) are
 // blocked, and the database's clock.
-func (db *DB) readContacts(ctx context.Context, accountID int64, emails []string, ids []int64) (readSet, map[string]bool, time.Time, error) {
+func (db *DB) readUnlocked(ctx context.Context, accountID int64, emails []string, ids []int64) (readSet, map[string]bool, time.Time, error) {
 	s := readSet{lockedSet: lockedSet{byEmail: map[string]*lockedContact{}, byID: map[int64]*lockedContact{}}, version: map[int64]int64{}}
 	blocked := map[string]bool{}
 	var now time.Time
-	rows, err := db.cachedStmt(readContactsSQL).QueryContext(ctx, accountID, pq.StringArray(emails), pq.Int64Array(ids))
+	rows, err := db.cachedStmt(readUnlockedSQL).QueryContext(ctx, accountID, pq.StringArray(emails), pq.Int64Array(ids))
 	if err != nil {
 		return s, nil, now, fmt.Errorf("store: read contacts: %w", err)
 	}

@@ -1168,7 +1168,7 @@ func (db *DB) runLocked(ctx context.Context, accountID int64, actor Actor, ops [
 func writePathStatements() []string {
 	return []string{lockLists, lockContactsBlockedSQL, lockContacts, selectContactHeadroom, insertContacts, updateContacts,
 		insertMembers, deleteMembers, updateMemberCounts, insertBlocks, selectPlanOfAccount, writeRecordsSQL,
-		countFormSubmission, selectRecentConfirmations, readContactsSQL, writePlainSQL}
+		countFormSubmission, selectRecentConfirmations, readUnlockedSQL, writePlainSQL}
 }
 
 // single runs one op and returns its own error as the call's error.
