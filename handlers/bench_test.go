@@ -43,6 +43,7 @@ func startServer(tb testing.TB, rateLimit int) *server {
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = apiLog.Run(ctx) })
 	wg.Go(func() { _ = db.ListenKeyChanges(ctx, url, log) })
+	wg.Go(func() { _ = db.RunContactIndexMerge(ctx, store.ContactIndexMergeInterval, log) })
 	box, err := secret.NewBox("benchmark secret, at least 32 characters long")
 	if err != nil {
 		tb.Fatal(err)

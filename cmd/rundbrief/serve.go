@@ -58,6 +58,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	apiLog := store.NewAPILogWriter(db.DB, log)
 	startWorker("api log", apiLog.Run)
 	startWorker("retention", func(ctx context.Context) error { return db.RunRetention(ctx, time.Hour, log) })
+	startWorker("contact index merge", func(ctx context.Context) error {
+		return db.RunContactIndexMerge(ctx, store.ContactIndexMergeInterval, log)
+	})
 	startWorker("key changes", func(ctx context.Context) error { return db.ListenKeyChanges(ctx, db.url, log) })
 	startWorker("smtp pool", mail.Run)
 	// System mail (double opt-in, owner notifications) and webhook deliveries.

@@ -1,0 +1,87 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/rundbrief/rundbrief/store"
+	"github.com/rundbrief/rundbrief/store/dbtest"
+)
+
+// Contact writes leave their GIN index entries in the indexes' pending lists;
+// the merge loop that serve runs moves them into the indexes soon after, so
+// that no write has to, and the contacts are still found through them.
+func TestContactIndexMergeEmptiesPendingLists(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	acct := newAccount(t, db, "business")
+	// pgstattuple ships with PostgreSQL's server, like pg_trgm.
+	if _, err := db.ExecContext(ctx, `CREATE EXTENSION IF NOT EXISTS pgstattuple`); err != nil {
+		t.Fatal(err)
+	}
+	pending := func() (search, tags int64) {
+		t.Helper()
+		if err := db.QueryRowxContext(ctx, `SELECT (pgstatginindex('contacts_search_idx')).pending_tuples,
+  (pgstatginindex('contacts_tags_idx')).pending_tuples`).Scan(&search, &tags); err != nil {
+			t.Fatal(err)
+		}
+		return search, tags
+	}
+
+	in := store.BulkContacts{Tags: []string{"messe"}}
+	for i := range 200 {
+		in.Contacts = append(in.Contacts, store.ContactInput{Email: fmt.Sprintf("gast%03d@example.com", i), LastName: ptr("Zettelmeyer")})
+	}
+	if res, err := db.BulkUpsertContacts(ctx, acct, apiActor, in); err != nil || res.Created != 200 {
+		t.Fatalf("bulk: %+v, %v", res, err)
+	}
+	if _, err := db.UpsertContact(ctx, acct, apiActor, store.ContactInput{Email: "gast007@example.com", FirstName: ptr("Ida")}); err != nil {
+		t.Fatal(err)
+	}
+	search, tags := pending()
+	if search == 0 || tags == 0 {
+		t.Fatalf("pending entries after the writes: search %d, tags %d; want both pending (fastupdate)", search, tags)
+	}
+
+	loopCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- db.RunContactIndexMerge(loopCtx, 10*time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if search, tags = pending(); search == 0 && tags == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still pending after 10 s of the merge loop: search %d, tags %d", search, tags)
+		}
+	}
+	stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("merge loop: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("merge loop did not stop with its context")
+	}
+	if n, err := db.MergePendingContactIndexEntries(ctx); err != nil || n != 0 {
+		t.Fatalf("a merge after the loop emptied the lists: %d pages, %v; want 0", n, err)
+	}
+
+	// Searches and tag filters find the contacts as before.
+	for _, f := range []store.ContactFilter{{Query: "zettelmeyer"}, {Query: "ida"}, {Tag: "messe"}} {
+		if err := f.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		_, total, err := db.Contacts(ctx, acct, f, store.Page{Page: 1, PerPage: 10})
+		want := map[string]int{"zettelmeyer": 200, "ida": 1, "": 200}[f.Query]
+		if err != nil || total != want {
+			t.Errorf("%+v: %d found, %v; want %d", f, total, err, want)
+		}
+	}
+}
