@@ -5,8 +5,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/lib/pq"
 
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/dbtest"
@@ -84,4 +89,47 @@ func TestContactIndexMergeEmptiesPendingLists(t *testing.T) {
 			t.Errorf("%+v: %d found, %v; want %d", f, total, err, want)
 		}
 	}
+}
+
+// A role that does not own the contacts table cannot merge its indexes; the
+// loop then waits twice as long after each failure, so that it logs a few
+// times rather than on every tick.
+func TestContactIndexMergeBacksOffWhenRefused(t *testing.T) {
+	ctx := context.Background()
+	dbURL := dbtest.URL(t)
+	owner := dbtest.Open(t, dbURL)
+	role := pq.QuoteIdentifier("rb_guest_" + strings.ToLower(store.RandomString(8)))
+	if _, err := owner.ExecContext(ctx, "CREATE ROLE "+role+" LOGIN"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = owner.ExecContext(ctx, "DROP ROLE "+role) })
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User(strings.Trim(role, `"`))
+	guest := dbtest.Open(t, u.String())
+	if _, err := guest.MergePendingContactIndexEntries(ctx); err == nil {
+		t.Fatal("a role that does not own the contacts table merged its indexes")
+	}
+
+	var logged atomic.Int64
+	runCtx, cancel := context.WithTimeout(ctx, 400*time.Millisecond)
+	defer cancel()
+	if err := guest.RunContactIndexMerge(runCtx, time.Millisecond, slog.New(slog.NewTextHandler(countWrites{&logged}, nil))); err != nil {
+		t.Fatal(err)
+	}
+	// Doubling from 1 ms, the ninth failure comes after 511 ms; without the
+	// back-off there would be one every millisecond or two.
+	if n := logged.Load(); n < 2 || n > 9 {
+		t.Fatalf("%d failures logged in 400 ms, want 2 to 9", n)
+	}
+}
+
+// countWrites counts the records a slog text handler writes (one Write each).
+type countWrites struct{ n *atomic.Int64 }
+
+func (c countWrites) Write(p []byte) (int, error) {
+	c.n.Add(1)
+	return len(p), nil
 }
