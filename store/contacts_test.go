@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -256,16 +257,23 @@ func TestEventPayloadIsTheContactResource(t *testing.T) {
 	}
 	// Every event kind of a contact has the documented shape.
 	upsert(t, db, acct, store.ContactInput{Email: "a@example.com", City: ptr("Ulm")})
-	if err := db.RemoveListMember(context.Background(), acct, apiActor, l.ID, mustContactID(t, db, acct, "a@example.com")); err != nil {
+	id := mustContactID(t, db, acct, "a@example.com")
+	if err := db.RemoveListMember(context.Background(), acct, apiActor, l.ID, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DeleteContact(context.Background(), acct, apiActor, id); err != nil {
 		t.Fatal(err)
 	}
 	shapes := map[string][]string{
 		store.EventContactCreated: {"contact"},
 		store.EventContactUpdated: {"changed", "contact"},
+		store.EventContactDeleted: {"contact"},
 		store.EventListJoined:     {"contact", "list"},
 		store.EventListLeft:       {"contact", "list"},
 	}
+	seen := map[string]bool{}
 	for _, e := range outbox(t, db, acct) {
+		seen[e.Name] = true
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(e.Payload, &m); err != nil {
 			t.Fatal(err)
@@ -278,6 +286,12 @@ func TestEventPayloadIsTheContactResource(t *testing.T) {
 		if !slices.Equal(keys, shapes[e.Name]) {
 			t.Errorf("%s payload keys %v, want %v", e.Name, keys, shapes[e.Name])
 		}
+		// Every event's contact is the whole Contact resource.
+		var contact map[string]json.RawMessage
+		_ = json.Unmarshal(m["contact"], &contact)
+		if got := slices.Sorted(maps.Keys(contact)); !slices.Equal(got, want) {
+			t.Errorf("%s contact keys = %v, want %v", e.Name, got, want)
+		}
 		if e.Name == store.EventListJoined || e.Name == store.EventListLeft {
 			var list map[string]any
 			_ = json.Unmarshal(m["list"], &list)
@@ -285,6 +299,9 @@ func TestEventPayloadIsTheContactResource(t *testing.T) {
 				t.Errorf("%s list = %v", e.Name, list)
 			}
 		}
+	}
+	if len(seen) != len(shapes) {
+		t.Errorf("events %v, want one of each of %v", seen, shapes)
 	}
 	if string(data["contact"]["lists"]) != fmt.Sprintf(`[{"id": %d, "name": "News", "color": "#4f46e5"}]`, l.ID) &&
 		string(data["contact"]["lists"]) != fmt.Sprintf(`[{"id":%d,"name":"News","color":"#4f46e5"}]`, l.ID) {

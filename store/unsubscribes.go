@@ -21,8 +21,10 @@ type BlockedAddress struct {
 }
 
 // BlockedAddresses reports which of emails are on the account's blocked list,
-// keyed by the normalised address (NormalizeEmail). Every send path asks it
-// right before sending, in one call per batch of recipients.
+// keyed by the normalised address (NormalizeEmail). The campaign send worker
+// gets the same answer without a statement of its own: its claim of a batch
+// of recipients reads it for each (QueuedRecipient.Blocked), right before
+// sending.
 func (db *DB) BlockedAddresses(ctx context.Context, accountID int64, emails []string) (map[string]bool, error) {
 	norm := make([]string, len(emails))
 	for i, e := range emails {

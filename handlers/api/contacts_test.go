@@ -331,6 +331,15 @@ func TestListEndpointsAPI(t *testing.T) {
 	if lists.Meta.Pagination.Total != 1 || lists.Data[0].MemberCount != 2 {
 		t.Errorf("lists = %+v", lists)
 	}
+	var one struct {
+		Data listJSON `json:"data"`
+	}
+	if err := json.Unmarshal(e.do(t, "GET", lp, nil, 200), &one); err != nil {
+		t.Fatal(err)
+	}
+	if one.Data != (listJSON{ID: l.ID, Name: "Kunden", Color: "#ff0000", MemberCount: 2}) {
+		t.Errorf("GET list = %+v", one.Data)
+	}
 	e.do(t, "DELETE", fmt.Sprintf("%s/members/%d", lp, existing.ID), nil, 204)
 	wantError(t, e.c.Request("DELETE", fmt.Sprintf("%s/members/%d", lp, existing.ID), nil), 404, "not_found")
 	names := e.eventNames(t)
