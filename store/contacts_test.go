@@ -1080,6 +1080,8 @@ func TestContactActivities(t *testing.T) {
 	if _, err := db.UpdateContact(ctx, acct, apiActor, c.ID, store.ContactPatch{City: ptr("Jena")}); err != nil {
 		t.Fatal(err)
 	}
+	news := mkList(t, db, acct, "News", false)
+	upsert(t, db, acct, store.ContactInput{Email: "a@example.com", ListIDs: []int64{news.ID}})
 	if err := db.RemoveListMember(ctx, acct, apiActor, d.ID, c.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -1095,13 +1097,13 @@ func TestContactActivities(t *testing.T) {
 		got = append(got, acts[i].Action+"/"+acts[i].ActorType)
 	}
 	want := []string{"contact.created/key", "contact.signed_up/key", "contact.confirmation_sent/key",
-		"contact.confirmed/public", "contact.updated/key", "contact.updated/key", "list.left/key",
-		"contact.updated/key", "contact.unsubscribed/key"}
+		"contact.confirmed/public", "contact.updated/key", "contact.updated/key", "list.joined/key",
+		"contact.updated/key", "list.left/key", "contact.updated/key", "contact.unsubscribed/key"}
 	if total != len(want) || !slices.Equal(got, want) {
 		t.Errorf("activities (%d) =\n%v\nwant\n%v", total, got, want)
 	}
 	all, _, err := db.ActivityLog(ctx, acct, store.ActivityFilter{ObjectType: store.ObjectList}, store.Page{Page: 1, PerPage: 10})
-	if err != nil || len(all) != 1 || all[0].Action != "list.created" || all[0].ActorID == nil || *all[0].ActorID != 1 {
+	if err != nil || len(all) != 2 || all[1].Action != "list.created" || all[1].ActorID == nil || *all[1].ActorID != 1 {
 		t.Errorf("list activities = %+v, %v", all, err)
 	}
 }

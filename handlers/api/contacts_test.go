@@ -266,6 +266,36 @@ func TestContactEndpointsAPI(t *testing.T) {
 	if err := json.Unmarshal(e.do(t, "GET", "/v1/logs/activity?object_type=list", nil, 200), &log); err != nil || log.Meta.Pagination.Total != 2 {
 		t.Errorf("activity log of lists: %+v %v", log, err)
 	}
+	// A change made in the portal is logged with the user as its actor.
+	var owner int64
+	if err := e.db.GetContext(context.Background(), &owner, `SELECT id FROM users WHERE account_id = $1`, e.acct); err != nil {
+		t.Fatal(err)
+	}
+	name := "Aus dem Portal"
+	if _, err := e.db.CreateList(context.Background(), e.acct, store.Actor{Type: store.ActorUser, ID: owner}, store.ListInput{Name: &name}); err != nil {
+		t.Fatal(err)
+	}
+	var actors struct {
+		Data []struct {
+			Action string `json:"action"`
+			Actor  struct {
+				Type string `json:"type"`
+				ID   *int64 `json:"id"`
+			} `json:"actor"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(e.do(t, "GET", "/v1/logs/activity?object_type=list", nil, 200), &actors); err != nil || len(actors.Data) != 3 {
+		t.Fatalf("activity log of lists: %+v %v", actors, err)
+	}
+	for i, a := range actors.Data {
+		wantType, wantID := "key", e.keyID
+		if i == 0 { // newest first
+			wantType, wantID = "user", owner
+		}
+		if a.Actor.Type != wantType || a.Actor.ID == nil || *a.Actor.ID != wantID {
+			t.Errorf("activity %d (%s): actor %s %v, want %s %d", i, a.Action, a.Actor.Type, a.Actor.ID, wantType, wantID)
+		}
+	}
 	e.do(t, "DELETE", path, nil, 204)
 	wantError(t, e.c.Request("GET", path, nil), 404, "not_found")
 	wantError(t, e.c.Request("GET", "/v1/contacts/abc", nil), 404, "not_found")
@@ -457,7 +487,7 @@ func TestBlockedAddressAPI(t *testing.T) {
 
 func TestOtherAccountsIDsAPI(t *testing.T) {
 	e := newContactsEnv(t, "business")
-	c := e.contact(t, "POST", "/v1/contacts", map[string]any{"email": "mein@example.com"}, 201)
+	c := e.contact(t, "POST", "/v1/contacts", map[string]any{"email": "mein@example.com", "tags": []string{"vip"}}, 201)
 	l := e.list(t, "Meins", false)
 	other, err := e.db.CreateAccount(context.Background(), store.NewAccount{Name: "Other", Email: "other@acme.test", Password: "a long password"})
 	if err != nil {
@@ -475,6 +505,7 @@ func TestOtherAccountsIDsAPI(t *testing.T) {
 	}{
 		{"GET", cp, nil}, {"PATCH", cp, map[string]any{"city": "x"}}, {"DELETE", cp, nil},
 		{"POST", cp + "/unsubscribe", nil}, {"GET", cp + "/activities", nil}, {"POST", cp + "/tags", map[string]any{"tags": []string{"x"}}},
+		{"DELETE", cp + "/tags/vip", nil},
 		{"GET", lp, nil}, {"PATCH", lp, map[string]any{"name": "x"}}, {"DELETE", lp, nil}, {"GET", lp + "/members", nil},
 		{"POST", lp + "/members", map[string]any{"emails": []string{"x@example.com"}}}, {"DELETE", fmt.Sprintf("%s/members/%d", lp, c.ID), nil},
 		{"DELETE", "/v1/unsubscribes/mein@example.com", nil},
@@ -489,7 +520,7 @@ func TestOtherAccountsIDsAPI(t *testing.T) {
 		t.Errorf("the other account sees %d contacts", page.Meta.Pagination.Total)
 	}
 	wantError(t, them.Request("POST", "/v1/contacts", map[string]any{"email": "x@example.com", "list_ids": []int64{l.ID}}), 422, "validation_error")
-	if got := e.contact(t, "GET", cp, nil, 200); got.Status != "subscribed" {
+	if got := e.contact(t, "GET", cp, nil, 200); got.Status != "subscribed" || len(got.Tags) != 1 || got.Tags[0] != "vip" {
 		t.Errorf("my contact changed: %+v", got)
 	}
 }
