@@ -917,6 +917,91 @@ func TestListMembers(t *testing.T) {
 // (migration 00017); the order must be the contacts' own, ties by id, across
 // pages, also after a contact's created_at was changed by hand, and for
 // members added after that.
+// A list's members sorted by update or address are walked to in the account's
+// order within a budget, and read from the list when the budget runs out: a
+// list clustered at the far end of the order takes the second way, a list
+// spread over the account the first (and the second from some depth on). Both
+// must give the account's own order, page by page, with the exact total.
+func TestListMembersInEveryOrder(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	acct := newAccount(t, db, "business")
+	in := store.BulkContacts{}
+	for i := range 300 {
+		in.Contacts = append(in.Contacts, store.ContactInput{Email: fmt.Sprintf("k%03d@example.com", i)})
+	}
+	if _, err := db.BulkUpsertContacts(ctx, acct, apiActor, in); err != nil {
+		t.Fatal(err)
+	}
+	// Update times against the address order, with ties.
+	if _, err := db.ExecContext(ctx, `UPDATE contacts SET updated_at = timestamptz '2026-01-01 00:00:00+01' + ((id * 7) % 150) * interval '1 second'
+WHERE account_id = $1`, acct); err != nil {
+		t.Fatal(err)
+	}
+	byOrder := func(sort string) []int64 {
+		t.Helper()
+		all, _, err := db.Contacts(ctx, acct, store.ContactFilter{Sort: sort}, store.Page{Page: 1, PerPage: 1000})
+		if err != nil || len(all) != 300 {
+			t.Fatalf("%s: %d contacts, %v", sort, len(all), err)
+		}
+		ids := make([]int64, len(all))
+		for i, c := range all {
+			ids[i] = c.ID
+		}
+		return ids
+	}
+	lists := map[string][]int64{
+		// The 40 contacts last updated and the 40 last by address: the far
+		// end of updated_asc and email_asc, the near end of updated_desc.
+		"zuletzt": byOrder(store.SortUpdatedDesc)[:40],
+		"ende":    byOrder(store.SortEmailAsc)[260:],
+		"jeder3":  nil,
+	}
+	for i, id := range byOrder(store.SortCreatedAsc) {
+		if i%3 == 1 {
+			lists["jeder3"] = append(lists["jeder3"], id)
+		}
+	}
+	for name, members := range lists {
+		l := mkList(t, db, acct, name, false)
+		if res, err := db.AddListMembers(ctx, acct, apiActor, l.ID, members, nil); err != nil || res.Added != len(members) {
+			t.Fatalf("add members: %+v, %v", res, err)
+		}
+		for _, sort := range []string{store.SortUpdatedAsc, store.SortUpdatedDesc, store.SortEmailAsc} {
+			var want []int64
+			for _, id := range byOrder(sort) {
+				if slices.Contains(members, id) {
+					want = append(want, id)
+				}
+			}
+			for _, perPage := range []int{7, 10, 100} {
+				var got []int64
+				for p := 1; ; p++ {
+					page, total, err := db.Contacts(ctx, acct, store.ContactFilter{ListID: l.ID, Sort: sort}, store.Page{Page: p, PerPage: perPage})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if total != len(members) {
+						t.Fatalf("%s %s: total %d, want %d", name, sort, total, len(members))
+					}
+					for _, c := range page {
+						got = append(got, c.ID)
+					}
+					if len(page) < perPage {
+						break
+					}
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("%s %s, %d a page: members\n%v\nwant\n%v", name, sort, perPage, got, want)
+				}
+			}
+		}
+	}
+	if _, _, err := db.Contacts(ctx, acct, store.ContactFilter{ListID: 987654, Sort: store.SortUpdatedDesc}, store.Page{Page: 1, PerPage: 10}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a list that does not exist: %v, want ErrNotFound", err)
+	}
+}
+
 func TestListMembersInCreationOrder(t *testing.T) {
 	ctx := context.Background()
 	db := dbtest.NewDB(t)
