@@ -918,10 +918,12 @@ func TestListMembers(t *testing.T) {
 // pages, also after a contact's created_at was changed by hand, and for
 // members added after that.
 // A list's members sorted by update or address are walked to in the account's
-// order within a budget, and read from the list when the budget runs out: a
-// list clustered at the far end of the order takes the second way, a list
-// spread over the account the first (and the second from some depth on). Both
-// must give the account's own order, page by page, with the exact total.
+// order within a budget, and read from the list when the budget runs out. Both
+// ways must give the account's own order, page by page, with the exact total.
+// Joining a list moves a contact's updated_at to now, so by update every list
+// here lies at the far end of updated_asc (read from the list) and the near
+// end of updated_desc (walked); by address "ende" lies at the far end and
+// "jeder3" is spread (walked, and read from the list from some depth on).
 func TestListMembersInEveryOrder(t *testing.T) {
 	ctx := context.Background()
 	db := dbtest.NewDB(t)
@@ -951,8 +953,8 @@ WHERE account_id = $1`, acct); err != nil {
 		return ids
 	}
 	lists := map[string][]int64{
-		// The 40 contacts last updated and the 40 last by address: the far
-		// end of updated_asc and email_asc, the near end of updated_desc.
+		// The 40 contacts last updated before any joined a list, the 40 last
+		// by address, and every third by creation.
 		"zuletzt": byOrder(store.SortUpdatedDesc)[:40],
 		"ende":    byOrder(store.SortEmailAsc)[260:],
 		"jeder3":  nil,
