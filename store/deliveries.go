@@ -89,14 +89,15 @@ func WebhookBody(eventID, name string, createdAt time.Time, data json.RawMessage
 
 func newDeliveryID() string { return DeliveryIDPrefix + RandomString(24) }
 
+// WebhooksConsumer is the outbox consumer that fans events out into webhook
+// deliveries.
+const WebhooksConsumer = "webhooks"
+
 // DispatchResult counts what one DispatchEvents call did.
 type DispatchResult struct {
-	Events     int // outbox rows marked dispatched
+	Events     int // outbox events the fan-out passed
 	Deliveries int // deliveries created
 }
-
-const claimEvents = `SELECT id, account_id, public_id, name, payload, created_at FROM events
-WHERE dispatched_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`
 
 // selectActiveWebhooksOf holds the webhooks it reads until the fan-out commits:
 // a pause waits for it and then parks the new deliveries too, and a fan-out
@@ -112,72 +113,77 @@ FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6
   AS x(public_id, account_id, webhook_id, event_id, event_public_id, event, payload)
 ON CONFLICT (webhook_id, event_id) WHERE event_id IS NOT NULL DO NOTHING`
 
-const markEventsDispatched = `UPDATE events SET dispatched_at = $2 WHERE id = ANY($1)`
+// WebhookFanOut is the outbox consumer WebhooksConsumer: it turns each event
+// into one pending delivery per active webhook of the account subscribed to it,
+// in the transaction that moves its cursor, so a crash before the commit
+// leaves the events for the next run, never an event without its deliveries.
+// A delivery exists at most once per event and webhook; webhooks paused at the
+// time get nothing. now stamps the deliveries (tests inject a clock); ctr, when
+// not nil, counts the deliveries created.
+func (db *DB) WebhookFanOut(now func() time.Time, ctr *int, opts ConsumerOptions) *Consumer {
+	return db.NewConsumer(WebhooksConsumer, func(ctx context.Context, tx *sqlx.Tx, events []StoredEvent) error {
+		n, err := fanOut(ctx, tx, events, now())
+		if ctr != nil {
+			*ctr += n
+		}
+		return err
+	}, opts)
+}
 
-// DispatchEvents turns up to limit undispatched outbox events into one pending
-// delivery per active webhook subscribed to them, and marks the events dispatched
-// in the same transaction: a crash before the commit leaves the events for the
-// next run, never an event without its deliveries. Events are claimed with FOR
-// UPDATE SKIP LOCKED, so several processes share the work, and a delivery exists
-// at most once per event and webhook. Webhooks paused at the time get nothing.
+// DispatchEvents runs the webhook fan-out over every event committed before the
+// call (Consumer.CatchUp), at most limit events per transaction (see
+// WebhookFanOut). Several processes may call it at once: each event is fanned
+// out once, by one of them.
 func (db *DB) DispatchEvents(ctx context.Context, now time.Time, limit int) (DispatchResult, error) {
 	var res DispatchResult
-	err := db.WithTx(ctx, func(tx *sqlx.Tx) error {
-		res = DispatchResult{}
-		var events []StoredEvent
-		if err := tx.SelectContext(ctx, &events, claimEvents, limit); err != nil {
-			return fmt.Errorf("store: dispatch events: %w", err)
-		}
-		if len(events) == 0 {
-			return nil
-		}
-		var accounts, eventIDs []int64
-		for _, e := range events {
-			eventIDs = append(eventIDs, e.ID)
-			if !slices.Contains(accounts, e.AccountID) {
-				accounts = append(accounts, e.AccountID)
-			}
-		}
-		var hooks []Webhook
-		if err := tx.SelectContext(ctx, &hooks, selectActiveWebhooksOf, pq.Int64Array(accounts)); err != nil {
-			return fmt.Errorf("store: dispatch events: %w", err)
-		}
-		var (
-			publicIDs, evPublic, names, payloads []string
-			acctIDs, hookIDs, evIDs              []int64
-		)
-		for _, e := range events {
-			var body []byte
-			for _, h := range hooks {
-				if h.AccountID != e.AccountID || !h.Subscribed(e.Name) {
-					continue
-				}
-				if body == nil {
-					var err error
-					if body, err = WebhookBody(e.PublicID, e.Name, e.CreatedAt, e.Payload, false); err != nil {
-						return err
-					}
-				}
-				publicIDs, acctIDs, hookIDs, evIDs = append(publicIDs, newDeliveryID()), append(acctIDs, e.AccountID), append(hookIDs, h.ID), append(evIDs, e.ID)
-				evPublic, names, payloads = append(evPublic, e.PublicID), append(names, e.Name), append(payloads, string(body))
-			}
-		}
-		if len(publicIDs) > 0 {
-			r, err := tx.ExecContext(ctx, insertDeliveries, pq.StringArray(publicIDs), pq.Int64Array(acctIDs), pq.Int64Array(hookIDs),
-				pq.Int64Array(evIDs), pq.StringArray(evPublic), pq.StringArray(names), pq.StringArray(payloads), now)
-			if err != nil {
-				return fmt.Errorf("store: dispatch events: %w", err)
-			}
-			n, _ := r.RowsAffected()
-			res.Deliveries = int(n)
-		}
-		if _, err := tx.ExecContext(ctx, markEventsDispatched, pq.Int64Array(eventIDs), now); err != nil {
-			return fmt.Errorf("store: dispatch events: %w", err)
-		}
-		res.Events = len(events)
-		return nil
-	})
+	n, err := db.WebhookFanOut(func() time.Time { return now }, &res.Deliveries, ConsumerOptions{Batch: limit}).CatchUp(ctx)
+	res.Events = n
 	return res, err
+}
+
+// fanOut creates the deliveries of one batch of an account's events and
+// returns how many it created.
+func fanOut(ctx context.Context, tx *sqlx.Tx, events []StoredEvent, now time.Time) (int, error) {
+	var accounts []int64
+	for _, e := range events {
+		if !slices.Contains(accounts, e.AccountID) {
+			accounts = append(accounts, e.AccountID)
+		}
+	}
+	var hooks []Webhook
+	if err := tx.SelectContext(ctx, &hooks, selectActiveWebhooksOf, pq.Int64Array(accounts)); err != nil {
+		return 0, fmt.Errorf("store: dispatch events: %w", err)
+	}
+	var (
+		publicIDs, evPublic, names, payloads []string
+		acctIDs, hookIDs, evIDs              []int64
+	)
+	for _, e := range events {
+		var body []byte
+		for _, h := range hooks {
+			if h.AccountID != e.AccountID || !h.Subscribed(e.Name) {
+				continue
+			}
+			if body == nil {
+				var err error
+				if body, err = WebhookBody(e.PublicID, e.Name, e.CreatedAt, e.Payload, false); err != nil {
+					return 0, err
+				}
+			}
+			publicIDs, acctIDs, hookIDs, evIDs = append(publicIDs, newDeliveryID()), append(acctIDs, e.AccountID), append(hookIDs, h.ID), append(evIDs, e.ID)
+			evPublic, names, payloads = append(evPublic, e.PublicID), append(names, e.Name), append(payloads, string(body))
+		}
+	}
+	if len(publicIDs) == 0 {
+		return 0, nil
+	}
+	r, err := tx.ExecContext(ctx, insertDeliveries, pq.StringArray(publicIDs), pq.Int64Array(acctIDs), pq.Int64Array(hookIDs),
+		pq.Int64Array(evIDs), pq.StringArray(evPublic), pq.StringArray(names), pq.StringArray(payloads), now)
+	if err != nil {
+		return 0, fmt.Errorf("store: dispatch events: %w", err)
+	}
+	n, _ := r.RowsAffected()
+	return int(n), nil
 }
 
 // DeliveryJob is a claimed delivery: what a worker needs to make one attempt.

@@ -53,13 +53,15 @@ type Event struct {
 
 // StoredEvent is a row of the outbox.
 type StoredEvent struct {
-	ID           int64           `db:"id"`
-	AccountID    int64           `db:"account_id"`
-	PublicID     string          `db:"public_id"`
-	Name         string          `db:"name"`
-	Payload      json.RawMessage `db:"payload"`
-	CreatedAt    time.Time       `db:"created_at"`
-	DispatchedAt *time.Time      `db:"dispatched_at"`
+	ID        int64           `db:"id"`
+	AccountID int64           `db:"account_id"`
+	PublicID  string          `db:"public_id"`
+	Name      string          `db:"name"`
+	Payload   json.RawMessage `db:"payload"`
+	CreatedAt time.Time       `db:"created_at"`
+	// XID is the inserting transaction's id (xid8, in decimal): consumers
+	// follow the outbox in (XID, ID) order (outbox.go).
+	XID string `db:"xid"`
 }
 
 // EventTime is a timestamp inside an event payload: ISO 8601 in Europe/Berlin with
@@ -90,7 +92,7 @@ ORDER BY x.n`
 
 // Emit writes one event into the outbox inside tx, so that it commits or rolls back
 // with the change it reports. It returns the event's public id (evt_…). Every
-// feature that emits events uses Emit or EmitAll; the webhook worker reads the rows.
+// feature that emits events uses Emit or EmitAll; consumers (outbox.go) read the rows.
 func Emit(ctx context.Context, tx *sqlx.Tx, accountID int64, name string, data any) (string, error) {
 	ids, err := EmitAll(ctx, tx, accountID, []Event{{Name: name, Data: data}})
 	if err != nil {
@@ -139,7 +141,7 @@ func eventArgs(events []Event) (ids, names pq.StringArray, payloads string, err 
 	return ids, names, string(append(buf, ']')), nil
 }
 
-const selectEventsAfter = `SELECT id, account_id, public_id, name, payload, created_at, dispatched_at
+const selectEventsAfter = `SELECT id, account_id, public_id, name, payload, created_at, xid::text AS xid
 FROM events WHERE account_id = $1 AND id > $2 ORDER BY id LIMIT $3`
 
 // EventsAfter returns up to limit of an account's events with an id above afterID,

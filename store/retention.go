@@ -11,7 +11,10 @@ import (
 // idempotency records after 24 hours, finished rate-limit windows (day windows
 // once their Berlin day is over), used proof-of-work challenges once expired,
 // webhook deliveries (with their attempts) after 30 days, and outbox events once
-// they are dispatched (their deliveries carry the body).
+// every consumer has passed them (the webhook deliveries carry their body), or
+// after EventRetention, so that a consumer that stopped for good (or was
+// retired without removing its row from outbox_consumers) cannot keep them
+// forever.
 func (db *DB) Purge(ctx context.Context, now time.Time) error {
 	stmts := []struct {
 		name string
@@ -24,15 +27,22 @@ func (db *DB) Purge(ctx context.Context, now time.Time) error {
 		{"day rate counters", `DELETE FROM rate_counters WHERE window_start < $1 AND bucket LIKE 'day:%'`, berlinMidnight(now)},
 		{"used challenges", `DELETE FROM used_challenges WHERE expires_at < $1`, now},
 		{"webhook deliveries", `DELETE FROM webhook_deliveries WHERE created_at < $1`, now.Add(-WebhookDeliveryRetention)},
-		{"dispatched events", `DELETE FROM events WHERE dispatched_at < $1`, now},
+		{"expired events", `DELETE FROM events WHERE created_at < $1`, now.Add(-EventRetention)},
 	}
 	for _, s := range stmts {
 		if _, err := db.ExecContext(ctx, s.sql, s.arg); err != nil {
 			return fmt.Errorf("store: purge %s: %w", s.name, err)
 		}
 	}
+	if _, err := db.ExecContext(ctx, purgeConsumedEvents); err != nil {
+		return fmt.Errorf("store: purge consumed events: %w", err)
+	}
 	return nil
 }
+
+// EventRetention is how long an outbox event is kept for a consumer that has
+// not passed it yet.
+const EventRetention = 30 * 24 * time.Hour
 
 // RunRetention purges every interval until ctx ends. Several processes may run it:
 // the deletes are idempotent.

@@ -30,7 +30,10 @@ type Config struct {
 	Now func() time.Time
 	// Timeout is how long a receiver may take; zero: DeliveryTimeout (4 s).
 	Timeout time.Duration
-	Log     *slog.Logger
+	// ListenURL is the database URL on which the worker's fan-out listens for
+	// new events; empty: it polls every WorkerOptions.PollInterval only.
+	ListenURL string
+	Log       *slog.Logger
 }
 
 // Service manages webhooks and sends deliveries on request (tests, resends).
@@ -41,6 +44,8 @@ type Service struct {
 	d     *deliverer
 	now   func() time.Time
 	log   *slog.Logger
+	// listenURL is Config.ListenURL.
+	listenURL string
 }
 
 // lease is how long a claimed delivery is kept from other processes: far longer
@@ -61,7 +66,7 @@ func New(db *store.DB, cfg Config) *Service {
 	}
 	g := NewGuard(cfg.AllowPrivate, cfg.Resolver)
 	return &Service{
-		db: db, box: cfg.Box, guard: g, now: cfg.Now, log: cfg.Log,
+		db: db, box: cfg.Box, guard: g, now: cfg.Now, log: cfg.Log, listenURL: cfg.ListenURL,
 		d: &deliverer{client: g.Client(cfg.Timeout), box: cfg.Box, now: cfg.Now, timeout: cfg.Timeout},
 	}
 }

@@ -11,6 +11,7 @@ import (
 // WorkerOptions tune a Worker; zero values take the defaults.
 type WorkerOptions struct {
 	// PollInterval is how often the outbox and the due retries are checked: 250 ms.
+	// New events are fanned out at once when Config.ListenURL is set.
 	PollInterval time.Duration
 	// MaxInFlight bounds the attempts running at once in this process: 64.
 	MaxInFlight int
@@ -52,11 +53,15 @@ const (
 )
 
 // Worker is the background delivery loop of one process. Several processes (and
-// several Workers) may run on one database: events and deliveries are claimed
-// with FOR UPDATE SKIP LOCKED, so each is delivered once.
+// several Workers) may run on one database: the fan-out is the outbox consumer
+// store.WebhooksConsumer, which hands each event to one of them, and
+// deliveries are claimed with FOR UPDATE SKIP LOCKED, so each is delivered once.
 type Worker struct {
-	s    *Service
-	opts WorkerOptions
+	s      *Service
+	opts   WorkerOptions
+	fanOut *store.Consumer
+	// dispatched wakes the loop when the fan-out has created deliveries.
+	dispatched chan struct{}
 
 	mu       sync.Mutex
 	busy     map[int64]int // attempts in flight per webhook
@@ -69,46 +74,60 @@ type Worker struct {
 // Worker returns a delivery loop; run it with Run.
 func (s *Service) Worker(opts WorkerOptions) *Worker {
 	opts.defaults()
-	return &Worker{
+	w := &Worker{
 		s: s, opts: opts, busy: map[int64]int{},
-		freed:   make(chan struct{}, 1),
-		results: make(chan store.AttemptResult, opts.MaxInFlight),
+		dispatched: make(chan struct{}, 1),
+		freed:      make(chan struct{}, 1),
+		results:    make(chan store.AttemptResult, opts.MaxInFlight),
 	}
+	w.fanOut = s.db.WebhookFanOut(s.now, nil, store.ConsumerOptions{
+		Batch: opts.DispatchBatch, PollInterval: opts.PollInterval, ListenURL: s.listenURL, Log: s.log,
+		Drained: func(int) {
+			select {
+			case w.dispatched <- struct{}{}:
+			default:
+			}
+		},
+	})
+	return w
 }
 
-// Run delivers until ctx ends: every PollInterval it fans new outbox events out
-// into deliveries and starts the due attempts, at most MaxInFlight at once; when
-// attempts finish it starts more at once. Results are recorded in batches by a
-// second goroutine. At the end it lets the running attempts finish (at most the
-// 4 s timeout) and records them.
+// Run delivers until ctx ends: the fan-out consumer turns new outbox events
+// into deliveries (on notification and every PollInterval), and the loop starts
+// the due attempts, at most MaxInFlight at once, after each fan-out and every
+// PollInterval; when attempts finish it starts more at once. Results are
+// recorded in batches by a second goroutine. At the end it lets the running
+// attempts finish (at most the 4 s timeout) and records them.
 func (w *Worker) Run(ctx context.Context) error {
 	recorded := make(chan struct{})
 	go func() {
 		defer close(recorded)
 		w.record(context.WithoutCancel(ctx))
 	}()
+	fannedOut := make(chan struct{})
+	go func() {
+		defer close(fannedOut)
+		_ = w.fanOut.Run(ctx) // logs its own errors and returns when ctx ends
+	}()
 	tick := time.NewTicker(w.opts.PollInterval)
 	defer tick.Stop()
 	// Attempts outlive ctx by at most their timeout: cutting them off would
 	// count a failure against a receiver that did nothing wrong.
 	attemptCtx := context.WithoutCancel(ctx)
-	dispatch, more := true, false
 	for {
-		if dispatch {
-			w.dispatch(ctx)
-		}
-		more = w.fill(ctx, attemptCtx)
-		dispatch = false
+		more := w.fill(ctx, attemptCtx)
 	wait:
 		for {
 			select {
 			case <-ctx.Done():
+				<-fannedOut
 				w.attempts.Wait()
 				close(w.results)
 				<-recorded
 				return nil
 			case <-tick.C:
-				dispatch = true
+				break wait
+			case <-w.dispatched:
 				break wait
 			case <-w.freed:
 				if more {
@@ -116,22 +135,6 @@ func (w *Worker) Run(ctx context.Context) error {
 					break wait
 				}
 			}
-		}
-	}
-}
-
-// dispatch fans the outbox out until it is empty.
-func (w *Worker) dispatch(ctx context.Context) {
-	for ctx.Err() == nil {
-		res, err := w.s.db.DispatchEvents(ctx, w.s.now(), w.opts.DispatchBatch)
-		if err != nil {
-			if ctx.Err() == nil {
-				w.s.log.Error("webhook dispatch", "err", err)
-			}
-			return
-		}
-		if res.Events < w.opts.DispatchBatch {
-			return
 		}
 	}
 }
@@ -234,19 +237,13 @@ func (w *Worker) flush(ctx context.Context, batch []store.AttemptResult) {
 }
 
 // Process runs one complete round synchronously and returns the number of
-// attempts made: it fans out the outbox, then claims and attempts due
+// attempts made: it fans out the events committed before the call, then claims and attempts due
 // deliveries (MaxInFlight at a time) until none is due at the clock's now, and
 // records every result. Tests with an injected clock use it instead of Run;
 // don't call it while Run runs on the same Worker.
 func (w *Worker) Process(ctx context.Context) (int, error) {
-	for {
-		res, err := w.s.db.DispatchEvents(ctx, w.s.now(), w.opts.DispatchBatch)
-		if err != nil {
-			return 0, err
-		}
-		if res.Events < w.opts.DispatchBatch {
-			break
-		}
+	if _, err := w.fanOut.CatchUp(ctx); err != nil {
+		return 0, err
 	}
 	total := 0
 	for {

@@ -1,0 +1,289 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// How the outbox is followed (see migrations/00018_outbox_consumers.sql):
+//
+//   - Order and horizon. Every event carries the xid of the transaction that
+//     inserted it. A consumer reads an account's events in (xid, id) order and
+//     only those below the oldest running transaction's xid: all transactions
+//     below it have ended, and any that can still insert events has an xid at
+//     or above it, so no event can turn up behind a cursor later (a bigserial
+//     id alone cannot promise that: it is taken at insert, not at commit).
+//     (xid, id) is the order in which transactions first wrote, with each
+//     transaction's events in insert order; for transactions that do not
+//     overlap in time that is their commit order. Every consumer sees the same
+//     order.
+//   - Exactly once. A consumer's handler runs in the transaction that moves
+//     the consumer's cursor for the account, so its writes and the move commit
+//     together or not at all (a crash or kill -9 rolls both back).
+//   - Sharing. A cursor is held with a transaction-level advisory lock taken
+//     with pg_try_advisory_xact_lock, in the spirit of FOR UPDATE SKIP LOCKED:
+//     several processes share a consumer's accounts, and one account's events
+//     are handled by one process at a time. Unlike a row lock, the advisory
+//     lock assigns the claiming transaction no xid, so a handler that is slow
+//     before it writes holds nobody's horizon back; from its first write to
+//     its commit it does (as every open write transaction does), hence short
+//     transactions: bounded batches, and slow work (HTTP) outside them, as the
+//     webhook fan-out does.
+//   - Independence. Each consumer has its own cursors and its own claims, so a
+//     consumer that falls behind leaves the others alone.
+//   - Start. Cursors are created lazily for every account (ensureCursors),
+//     before the account's first event; a new consumer starts at the oldest
+//     event retention has kept.
+//   - Wake-ups. Inserting events notifies eventsChannel (a statement trigger;
+//     PostgreSQL folds identical notifications into one per transaction).
+//     Consumer.Run listens when given a URL and polls in any case.
+
+// eventsChannel is the NOTIFY channel the events trigger announces commits on.
+const eventsChannel = "rundbrief_events"
+
+// ConsumerHandler handles a batch of one account's events, oldest first, inside
+// tx, the transaction that then moves the consumer's cursor past them. An
+// error rolls both back; the batch is offered again later.
+type ConsumerHandler func(ctx context.Context, tx *sqlx.Tx, events []StoredEvent) error
+
+// ConsumerOptions tune a Consumer; zero values take the defaults.
+type ConsumerOptions struct {
+	// Batch is the most events handed to the handler in one transaction: 500.
+	Batch int
+	// PollInterval is how often Run looks for events without a notification: 1 s.
+	PollInterval time.Duration
+	// ListenURL, when set, lets Run wait for NOTIFY instead of only polling.
+	ListenURL string
+	// Drained, when set, is called by Run after each round that handled events,
+	// with their number.
+	Drained func(events int)
+	// Log receives Run's errors; nil: slog.Default().
+	Log *slog.Logger
+}
+
+func (o *ConsumerOptions) defaults() {
+	if o.Batch <= 0 {
+		o.Batch = 500
+	}
+	if o.PollInterval <= 0 {
+		o.PollInterval = time.Second
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+}
+
+// Consumer follows the outbox under one name with its own cursor per account.
+// Any number of processes may run a Consumer of the same name: each event is
+// handled once by one of them.
+type Consumer struct {
+	db     *DB
+	name   string
+	handle ConsumerHandler
+	opts   ConsumerOptions
+}
+
+// NewConsumer returns the consumer name over the outbox; it registers itself
+// (and so holds back retention) on its first Drain or Step.
+func (db *DB) NewConsumer(name string, handle ConsumerHandler, opts ConsumerOptions) *Consumer {
+	opts.defaults()
+	return &Consumer{db: db, name: name, handle: handle, opts: opts}
+}
+
+// Name is the consumer's name.
+func (c *Consumer) Name() string { return c.name }
+
+// ensureCursors registers the consumer and gives it a cursor for every account
+// that has none yet, at the start of the account's events. The anti-join over
+// accounts runs once per round, not per batch.
+const ensureCursors = `WITH reg AS (
+  INSERT INTO outbox_consumers (name) VALUES ($1) ON CONFLICT DO NOTHING
+)
+INSERT INTO outbox_cursors (consumer, account_id)
+SELECT $1, a.id FROM accounts a
+WHERE NOT EXISTS (SELECT 1 FROM outbox_cursors k WHERE k.consumer = $1 AND k.account_id = a.id)
+ON CONFLICT DO NOTHING`
+
+// claimCursor picks the consumer's least recently moved cursor with events
+// below the horizon and locks it (see the top of the file). The lock function
+// sits outside the sorted subquery so that PostgreSQL evaluates it row by row
+// in that order and stops at the first lock it gets: a volatile condition is
+// never pushed into a subquery, and one with ORDER BY is never flattened.
+const claimCursor = `SELECT c.account_id FROM (
+  SELECT k.account_id FROM outbox_cursors k
+  WHERE k.consumer = $1 AND EXISTS (
+    SELECT 1 FROM events e
+    WHERE e.account_id = k.account_id AND (e.xid, e.id) > (k.last_xid, k.last_id)
+      AND e.xid < pg_snapshot_xmin(pg_current_snapshot()))
+  ORDER BY k.advanced_at, k.account_id
+) c
+WHERE pg_try_advisory_xact_lock(hashtextextended('outbox:' || $1, c.account_id))
+LIMIT 1`
+
+// selectBatch reads the cursor anew (this statement's snapshot is taken after
+// the lock, so it sees the previous holder's move) and the events after it.
+const selectBatch = `SELECT e.id, e.account_id, e.public_id, e.name, e.payload, e.created_at, e.xid::text AS xid
+FROM outbox_cursors k
+JOIN events e ON e.account_id = k.account_id AND (e.xid, e.id) > (k.last_xid, k.last_id)
+WHERE k.consumer = $1 AND k.account_id = $2 AND e.xid < pg_snapshot_xmin(pg_current_snapshot())
+ORDER BY e.xid, e.id
+LIMIT $3`
+
+// advanceCursor moves the cursor only forward; zero rows means the lock did
+// not hold and the transaction must not commit.
+const advanceCursor = `UPDATE outbox_cursors SET last_xid = $3::xid8, last_id = $4, advanced_at = now()
+WHERE consumer = $1 AND account_id = $2 AND (last_xid, last_id) < ($3::xid8, $4)`
+
+// Step handles one batch of one account's events: it claims a cursor no other
+// process holds, hands the events after it to the handler and moves the cursor
+// past them, all in one transaction. It returns the number of events handled
+// and whether it claimed a cursor (false: nothing to do for this process now).
+func (c *Consumer) Step(ctx context.Context) (int, bool, error) {
+	n, claimed := 0, false
+	err := c.db.WithTx(ctx, func(tx *sqlx.Tx) error {
+		n, claimed = 0, false
+		var acct int64
+		if err := tx.GetContext(ctx, &acct, claimCursor, c.name); errors.Is(err, sql.ErrNoRows) {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("store: outbox %s: claim: %w", c.name, err)
+		}
+		claimed = true
+		var events []StoredEvent
+		if err := tx.SelectContext(ctx, &events, selectBatch, c.name, acct, c.opts.Batch); err != nil {
+			return fmt.Errorf("store: outbox %s: events: %w", c.name, err)
+		}
+		if len(events) == 0 {
+			return nil // another process moved the cursor before we locked it
+		}
+		if err := c.handle(ctx, tx, events); err != nil {
+			return fmt.Errorf("store: outbox %s: handle account %d: %w", c.name, acct, err)
+		}
+		last := events[len(events)-1]
+		r, err := tx.ExecContext(ctx, advanceCursor, c.name, acct, last.XID, last.ID)
+		if err != nil {
+			return fmt.Errorf("store: outbox %s: advance: %w", c.name, err)
+		}
+		if moved, err := r.RowsAffected(); err != nil || moved != 1 {
+			return fmt.Errorf("store: outbox %s: cursor of account %d moved by someone else (%v)", c.name, acct, err)
+		}
+		n = len(events)
+		return nil
+	})
+	return n, claimed, err
+}
+
+// Drain registers the consumer, creates missing cursors and steps until this
+// process finds nothing more to claim. It returns the number of events handled.
+func (c *Consumer) Drain(ctx context.Context) (int, error) {
+	if _, err := c.db.ExecContext(ctx, ensureCursors, c.name); err != nil {
+		return 0, fmt.Errorf("store: outbox %s: cursors: %w", c.name, err)
+	}
+	total := 0
+	for {
+		n, claimed, err := c.Step(ctx)
+		total += n
+		if err != nil || !claimed {
+			return total, err
+		}
+	}
+}
+
+// selectXmax is the first xid not yet assigned when the statement started: every
+// transaction that committed events before then has a smaller xid.
+const selectXmax = `SELECT pg_snapshot_xmax(pg_current_snapshot())::text`
+
+// horizonPassed reports whether every transaction below $1 has ended.
+const horizonPassed = `SELECT pg_snapshot_xmin(pg_current_snapshot()) >= $1::xid8`
+
+// catchUpWait bounds how long CatchUp waits for transactions older than the
+// call: longer means one was left open (a caller's own, perhaps).
+const catchUpWait = 30 * time.Second
+
+// CatchUp handles every event committed before the call: it waits until the
+// transactions running at the call have ended (the horizon is cluster-wide, so
+// an unrelated open transaction holds it back too), then drains. Synchronous
+// callers use it (tests, DispatchEvents); Run does not wait, it comes back.
+func (c *Consumer) CatchUp(ctx context.Context) (int, error) {
+	var xmax string
+	if err := c.db.GetContext(ctx, &xmax, selectXmax); err != nil {
+		return 0, fmt.Errorf("store: outbox %s: horizon: %w", c.name, err)
+	}
+	deadline := time.Now().Add(catchUpWait)
+	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
+		var passed bool
+		if err := c.db.GetContext(ctx, &passed, horizonPassed, xmax); err != nil {
+			return 0, fmt.Errorf("store: outbox %s: horizon: %w", c.name, err)
+		}
+		if passed {
+			break
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("store: outbox %s: transactions older than xid %s still open after %s", c.name, xmax, catchUpWait)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(pause):
+		}
+	}
+	return c.Drain(ctx)
+}
+
+// Run drains at start, on every notification of new events (with ListenURL)
+// and every PollInterval, until ctx ends. Errors are logged and retried at the
+// next round.
+func (c *Consumer) Run(ctx context.Context) error {
+	var notify <-chan *pq.Notification
+	if c.opts.ListenURL != "" {
+		l := pq.NewListener(c.opts.ListenURL, 100*time.Millisecond, 5*time.Second, func(ev pq.ListenerEventType, err error) {
+			if err != nil {
+				c.opts.Log.Warn("outbox listener", "consumer", c.name, "event", ev, "err", err)
+			}
+		})
+		defer l.Close()
+		if err := l.Listen(eventsChannel); err != nil {
+			return fmt.Errorf("store: outbox %s: listen: %w", c.name, err)
+		}
+		notify = l.Notify
+	}
+	tick := time.NewTicker(c.opts.PollInterval)
+	defer tick.Stop()
+	for {
+		n, err := c.Drain(ctx)
+		if err != nil && ctx.Err() == nil {
+			c.opts.Log.Error("outbox consumer", "consumer", c.name, "err", err)
+		}
+		if n > 0 && c.opts.Drained != nil {
+			c.opts.Drained(n)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		case <-notify: // nil after a reconnect too: drain in any case
+		}
+	}
+}
+
+// purgeConsumedEvents deletes the events every registered consumer has passed:
+// per account, those at or below the lowest of its cursors, if every consumer
+// has a cursor there (a missing cursor has passed nothing).
+const purgeConsumedEvents = `WITH low AS (
+  SELECT DISTINCT ON (k.account_id) k.account_id, k.last_xid, k.last_id
+  FROM outbox_cursors k
+  ORDER BY k.account_id, k.last_xid, k.last_id
+), complete AS (
+  SELECT k.account_id FROM outbox_cursors k
+  GROUP BY k.account_id
+  HAVING count(*) = (SELECT count(*) FROM outbox_consumers)
+)
+DELETE FROM events e USING low JOIN complete USING (account_id)
+WHERE e.account_id = low.account_id AND (e.xid, e.id) <= (low.last_xid, low.last_id)`
