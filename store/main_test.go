@@ -2,13 +2,21 @@ package store_test
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/dbtest"
 )
 
-func TestMain(m *testing.M) { dbtest.Main(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(helperDBEnv) != "" {
+		// A consumer process started by TestOutboxConsumersAcrossProcesses: it
+		// uses its parent's database and needs no server or template of its own.
+		os.Exit(m.Run())
+	}
+	dbtest.Main(m)
+}
 
 // newAccount creates an account on plan with its owner and returns its id.
 func newAccount(t *testing.T, db *store.DB, plan string) int64 {

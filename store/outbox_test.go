@@ -1,0 +1,476 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"os/signal"
+	"slices"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"github.com/rundbrief/rundbrief/store"
+	"github.com/rundbrief/rundbrief/store/dbtest"
+)
+
+// helperDBEnv carries the database URL to a consumer process
+// (TestHelperConsumerProcess); TestMain sees it and skips the test server.
+const helperDBEnv = "RUNDBRIEF_OUTBOX_HELPER_DB"
+
+// seenTable records which consumer handled which event, in the handler's
+// transaction; the unique constraint refuses a second handling outright.
+const seenTable = `CREATE TABLE outbox_seen (
+  seq         bigserial PRIMARY KEY,
+  consumer    text NOT NULL,
+  event_id    bigint NOT NULL,
+  account_id  bigint NOT NULL,
+  pid         int NOT NULL,
+  UNIQUE (consumer, event_id)
+)`
+
+// recordSeen is a handler that records its events into outbox_seen, in order.
+func recordSeen(name string) store.ConsumerHandler {
+	pid := os.Getpid()
+	return func(ctx context.Context, tx *sqlx.Tx, events []store.StoredEvent) error {
+		ids := make(pq.Int64Array, len(events))
+		for i, e := range events {
+			ids[i] = e.ID
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO outbox_seen (consumer, event_id, account_id, pid)
+SELECT $1, x.id, $3, $4 FROM unnest($2::bigint[]) WITH ORDINALITY AS x(id, n) ORDER BY x.n`, name, ids, events[0].AccountID, pid)
+		return err
+	}
+}
+
+// TestHelperConsumerProcess is the body of a consumer process for
+// TestOutboxConsumersAcrossProcesses; run directly, it does nothing.
+func TestHelperConsumerProcess(t *testing.T) {
+	url := os.Getenv(helperDBEnv)
+	if url == "" {
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	db, err := store.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var wg sync.WaitGroup
+	for _, name := range []string{"alpha", "beta"} {
+		c := db.NewConsumer(name, recordSeen(name), store.ConsumerOptions{Batch: 7, PollInterval: 10 * time.Millisecond, ListenURL: url})
+		wg.Go(func() { _ = c.Run(ctx) })
+	}
+	wg.Wait()
+}
+
+var errRollback = errors.New("rolled back on purpose")
+
+// TestOutboxConsumersAcrossProcesses runs two consumers in each of two OS
+// processes while events arrive in many transactions, some committing after
+// later-numbered ones and some rolled back; one process is killed with
+// SIGKILL midway and started again. Each consumer must have handled every
+// committed event exactly once, in (xid, id) order per account.
+func TestOutboxConsumersAcrossProcesses(t *testing.T) {
+	ctx := context.Background()
+	url := dbtest.URL(t)
+	db := dbtest.Open(t, url)
+	if _, err := db.ExecContext(ctx, seenTable); err != nil {
+		t.Fatal(err)
+	}
+	accts := []int64{newAccount(t, db, "business"), newAccount(t, db, "business"), newAccount(t, db, "business")}
+
+	var procMu sync.Mutex
+	start := func() *exec.Cmd {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperConsumerProcess$", "-test.count=1")
+		cmd.Env = append(os.Environ(), helperDBEnv+"="+url)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd
+	}
+	procs := []*exec.Cmd{start(), start()}
+	t.Cleanup(func() {
+		procMu.Lock()
+		defer procMu.Unlock()
+		for _, p := range procs {
+			_ = p.Process.Kill()
+			_ = p.Wait()
+		}
+	})
+	seen := func() int {
+		var n int
+		if err := db.GetContext(ctx, &n, `SELECT count(*) FROM outbox_seen`); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	emitTx := func(acct int64, n int, before func() error) error {
+		return db.WithTx(ctx, func(tx *sqlx.Tx) error {
+			events := make([]store.Event, n)
+			for i := range events {
+				events[i] = store.Event{Name: store.EventContactUpdated, Data: map[string]any{"i": i}}
+			}
+			if _, err := store.EmitAll(ctx, tx, acct, events); err != nil {
+				return err
+			}
+			if before != nil {
+				return before()
+			}
+			return nil
+		})
+	}
+	var wg sync.WaitGroup
+	// Four emitters: every fifth transaction commits late (after later ones
+	// took higher ids), every seventh rolls back.
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 80 {
+				acct := accts[(g+i)%len(accts)]
+				var before func() error
+				switch {
+				case i%7 == 3:
+					before = func() error { return errRollback }
+				case i%5 == 1:
+					before = func() error { time.Sleep(3 * time.Millisecond); return nil }
+				}
+				if err := emitTx(acct, 1+i%4, before); err != nil && !errors.Is(err, errRollback) {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	// And explicitly: a transaction takes lower ids, another commits first.
+	wg.Go(func() {
+		for range 20 {
+			first, second := make(chan struct{}), make(chan struct{})
+			var inner sync.WaitGroup
+			inner.Go(func() {
+				if err := emitTx(accts[0], 2, func() error { close(first); <-second; return nil }); err != nil {
+					t.Error(err)
+				}
+			})
+			<-first
+			if err := emitTx(accts[0], 2, nil); err != nil {
+				t.Error(err)
+			}
+			close(second)
+			inner.Wait()
+		}
+	})
+	// A new account arrives midway: its cursors are created on the way.
+	wg.Go(func() {
+		acct := newAccount(t, db, "business")
+		for i := range 20 {
+			if err := emitTx(acct, 3, nil); err != nil {
+				t.Error(err)
+			}
+			if i == 10 {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+	})
+
+	// Kill -9 one process once it has been at work, while events still arrive.
+	for i := 0; i < 3000 && seen() < 60; i++ {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if seen() < 60 {
+		t.Fatalf("the consumer processes handled only %d events", seen())
+	}
+	procMu.Lock()
+	killed := procs[0].Process.Pid
+	if err := procs[0].Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = procs[0].Wait()
+	procs[0] = start()
+	procMu.Unlock()
+	wg.Wait()
+
+	var committed []int64
+	if err := db.SelectContext(ctx, &committed, `SELECT id FROM events ORDER BY id`); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 6000 && seen() < 2*len(committed); i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	type row struct {
+		Account int64  `db:"account_id"`
+		XID     string `db:"xid"`
+		ID      int64  `db:"event_id"`
+		PID     int    `db:"pid"`
+	}
+	for _, consumer := range []string{"alpha", "beta"} {
+		var rows []row
+		if err := db.SelectContext(ctx, &rows, `SELECT s.account_id, e.xid::text AS xid, s.event_id, s.pid
+FROM outbox_seen s LEFT JOIN events e ON e.id = s.event_id WHERE s.consumer = $1 ORDER BY s.seq`, consumer); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]int64, len(rows))
+		last := map[int64][2]uint64{}
+		pids := map[int]int{}
+		for i, r := range rows {
+			got[i] = r.ID
+			pids[r.PID]++
+			xid, err := strconv.ParseUint(r.XID, 10, 64)
+			if err != nil {
+				t.Fatalf("%s: event %d is not in the outbox (%q)", consumer, r.ID, r.XID)
+			}
+			pos := [2]uint64{xid, uint64(r.ID)}
+			if prev, ok := last[r.Account]; ok && (pos[0] < prev[0] || pos[0] == prev[0] && pos[1] <= prev[1]) {
+				t.Fatalf("%s: account %d: event %v handled after %v", consumer, r.Account, pos, prev)
+			}
+			last[r.Account] = pos
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, committed) {
+			t.Fatalf("%s handled %d events, want each of the %d committed ones once", consumer, len(got), len(committed))
+		}
+		t.Logf("%s: %d events by process (killed: %d): %v", consumer, len(got), killed, pids)
+	}
+}
+
+// TestSlowConsumerDoesNotHoldBackAnother blocks one consumer inside its
+// handler and lets another handle everything meanwhile, including events
+// committed after the slow one's transaction began.
+func TestSlowConsumerDoesNotHoldBackAnother(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	if _, err := db.ExecContext(ctx, seenTable); err != nil {
+		t.Fatal(err)
+	}
+	acct := newAccount(t, db, "business")
+	emitN := func(n int) {
+		events := make([]store.Event, n)
+		for i := range events {
+			events[i] = store.Event{Name: store.EventListJoined, Data: map[string]any{"i": i}}
+		}
+		emit(t, db, acct, events...)
+	}
+	count := func(consumer string) int {
+		var n int
+		if err := db.GetContext(ctx, &n, `SELECT count(*) FROM outbox_seen WHERE consumer = $1`, consumer); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	emitN(10)
+	entered, gate := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	record := recordSeen("slow")
+	slow := db.NewConsumer("slow", func(ctx context.Context, tx *sqlx.Tx, events []store.StoredEvent) error {
+		once.Do(func() { close(entered); <-gate }) // slow work before the writes
+		return record(ctx, tx, events)
+	}, store.ConsumerOptions{Batch: 4, PollInterval: 10 * time.Millisecond})
+	runCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = slow.Run(runCtx) })
+	defer func() { stop(); wg.Wait() }()
+	select {
+	case <-entered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the slow consumer never started")
+	}
+	for range 5 {
+		emitN(4)
+	}
+	fast := db.NewConsumer("fast", recordSeen("fast"), store.ConsumerOptions{Batch: 3})
+	n, err := fast.CatchUp(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 30 || count("fast") != 30 || count("slow") != 0 {
+		t.Fatalf("while the slow consumer waits: fast handled %d (%d recorded), slow %d; want 30, 30, 0", n, count("fast"), count("slow"))
+	}
+	close(gate)
+	for i := 0; i < 3000 && count("slow") < 30; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := count("slow"); got != 30 {
+		t.Fatalf("the slow consumer handled %d events, want 30", got)
+	}
+	if _, err := fast.CatchUp(ctx); err != nil || count("fast") != 30 {
+		t.Fatalf("fast again: %d recorded (%v)", count("fast"), err)
+	}
+}
+
+// TestConsumerHandlerErrorRollsBackItsCursor: a failing handler's writes and
+// cursor move are undone together, and the batch comes again.
+func TestConsumerHandlerErrorRollsBackItsCursor(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	if _, err := db.ExecContext(ctx, seenTable); err != nil {
+		t.Fatal(err)
+	}
+	acct := newAccount(t, db, "business")
+	emit(t, db, acct, store.Event{Name: store.EventListJoined, Data: map[string]any{}}, store.Event{Name: store.EventListLeft, Data: map[string]any{}})
+	record := recordSeen("flaky")
+	fail := true
+	c := db.NewConsumer("flaky", func(ctx context.Context, tx *sqlx.Tx, events []store.StoredEvent) error {
+		if err := record(ctx, tx, events); err != nil {
+			return err
+		}
+		if fail {
+			return errRollback
+		}
+		return nil
+	}, store.ConsumerOptions{})
+	if _, err := c.CatchUp(ctx); !errors.Is(err, errRollback) {
+		t.Fatalf("CatchUp: %v, want the handler's error", err)
+	}
+	var n int
+	if err := db.GetContext(ctx, &n, `SELECT count(*) FROM outbox_seen`); err != nil || n != 0 {
+		t.Fatalf("%d rows of a failed handler kept (%v)", n, err)
+	}
+	fail = false
+	if n, err := c.CatchUp(ctx); err != nil || n != 2 {
+		t.Fatalf("retry: %d events, %v", n, err)
+	}
+	if n, err := c.CatchUp(ctx); err != nil || n != 0 {
+		t.Fatalf("a third round handled %d events again (%v)", n, err)
+	}
+}
+
+// TestPurgeKeepsEventsUntilEveryConsumerPassed: retention deletes an event
+// once all registered consumers are past it, or after EventRetention.
+func TestPurgeKeepsEventsUntilEveryConsumerPassed(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	acct := newAccount(t, db, "business")
+	noop := func(context.Context, *sqlx.Tx, []store.StoredEvent) error { return nil }
+	left := func() []string {
+		var ids []string
+		if err := db.SelectContext(ctx, &ids, `SELECT public_id FROM events WHERE account_id = $1 ORDER BY id`, acct); err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	now := time.Now()
+	ids := emit(t, db, acct, store.Event{Name: store.EventListJoined, Data: map[string]any{}}, store.Event{Name: store.EventListLeft, Data: map[string]any{}})
+	if _, err := db.NewConsumer("a", noop, store.ConsumerOptions{}).CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Purge(ctx, now); err != nil {
+		t.Fatal(err)
+	}
+	if got := left(); !slices.Equal(got, ids) {
+		t.Fatalf("purged before the webhook fan-out passed: left %v", got)
+	}
+	if _, err := db.DispatchEvents(ctx, now, 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Purge(ctx, now); err != nil {
+		t.Fatal(err)
+	}
+	if got := left(); len(got) != 0 {
+		t.Fatalf("left %v after every consumer passed", got)
+	}
+
+	// Consumer b is registered but stuck on the first of two new events.
+	ids = emit(t, db, acct, store.Event{Name: store.EventListJoined, Data: map[string]any{}}, store.Event{Name: store.EventListLeft, Data: map[string]any{}})
+	stuck := db.NewConsumer("b", func(context.Context, *sqlx.Tx, []store.StoredEvent) error { return errRollback }, store.ConsumerOptions{})
+	if _, err := stuck.CatchUp(ctx); !errors.Is(err, errRollback) {
+		t.Fatalf("stuck consumer: %v", err)
+	}
+	if _, err := db.NewConsumer("a", noop, store.ConsumerOptions{}).CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.DispatchEvents(ctx, now, 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Purge(ctx, now); err != nil {
+		t.Fatal(err)
+	}
+	if got := left(); !slices.Equal(got, ids) {
+		t.Fatalf("purged although consumer b has not passed: left %v", got)
+	}
+	// After the retention period an event goes anyway.
+	if _, err := db.ExecContext(ctx, `UPDATE events SET created_at = $2 WHERE public_id = $1`, ids[0], now.Add(-store.EventRetention-time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Purge(ctx, now); err != nil {
+		t.Fatal(err)
+	}
+	if got := left(); !slices.Equal(got, ids[1:]) {
+		t.Fatalf("after the retention period: left %v, want %v", got, ids[1:])
+	}
+}
+
+// TestTagChangesReachAConsumer: adding tags through POST /contacts/{id}/tags
+// (AddTags), an upsert, a bulk request and an import emits contact.updated
+// with changed ["tags"], which a consumer follows.
+func TestTagChangesReachAConsumer(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	acct := newAccount(t, db, "business")
+	c := upsert(t, db, acct, store.ContactInput{Email: "tags@example.com", FirstName: ptr("Tina")}).Contact
+	type tagged struct {
+		Contact struct {
+			ID   int64    `json:"id"`
+			Tags []string `json:"tags"`
+		} `json:"contact"`
+		Changed []string `json:"changed"`
+	}
+	var got []tagged
+	follower := db.NewConsumer("tag-follower", func(_ context.Context, _ *sqlx.Tx, events []store.StoredEvent) error {
+		for _, e := range events {
+			if e.Name != store.EventContactUpdated {
+				continue
+			}
+			var p tagged
+			if err := json.Unmarshal(e.Payload, &p); err != nil {
+				return err
+			}
+			if slices.Contains(p.Changed, "tags") {
+				got = append(got, p)
+			}
+		}
+		return nil
+	}, store.ConsumerOptions{})
+	if _, err := follower.CatchUp(ctx); err != nil || len(got) != 0 {
+		t.Fatalf("before: %v %v", got, err)
+	}
+
+	if _, err := db.AddTags(ctx, acct, apiActor, c.ID, []string{"vip"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.AddTags(ctx, acct, apiActor, c.ID, []string{"vip"}); err != nil { // no change, no event
+		t.Fatal(err)
+	}
+	upsert(t, db, acct, store.ContactInput{Email: "tags@example.com", Tags: []string{"kunde"}})
+	if _, err := db.BulkUpsertContacts(ctx, acct, apiActor, store.BulkContacts{
+		Contacts: []store.ContactInput{{Email: "tags@example.com"}}, Tags: []string{"bulk"}}); err != nil {
+		t.Fatal(err)
+	}
+	startedImport(t, db, acct, "email;tags\ntags@example.com;importiert\n", store.ImportSettings{Mapping: []string{"email", "tags"}})
+	if ran, err := store.NewImportWorker(db, store.ImportWorkerOptions{}).RunOnce(ctx); !ran || err != nil {
+		t.Fatalf("import: %v %v", ran, err)
+	}
+	if _, err := follower.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := [][]string{{"vip"}, {"vip", "kunde"}, {"vip", "kunde", "bulk"}, {"vip", "kunde", "bulk", "importiert"}}
+	if len(got) != len(want) {
+		t.Fatalf("tag events %+v, want %d", got, len(want))
+	}
+	for i, w := range want {
+		slices.Sort(w)
+		slices.Sort(got[i].Contact.Tags)
+		if got[i].Contact.ID != c.ID || !slices.Equal(got[i].Changed, []string{"tags"}) || !slices.Equal(got[i].Contact.Tags, w) {
+			t.Errorf("event %d: %+v, want tags %v and changed [tags]", i, got[i], w)
+		}
+	}
+}
