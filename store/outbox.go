@@ -186,6 +186,11 @@ func (c *Consumer) Drain(ctx context.Context) (int, error) {
 	if _, err := c.db.ExecContext(ctx, ensureCursors, c.name); err != nil {
 		return 0, fmt.Errorf("store: outbox %s: cursors: %w", c.name, err)
 	}
+	return c.steps(ctx)
+}
+
+// steps steps until this process finds nothing more to claim.
+func (c *Consumer) steps(ctx context.Context) (int, error) {
 	total := 0
 	for {
 		n, claimed, err := c.Step(ctx)
@@ -238,8 +243,11 @@ func (c *Consumer) CatchUp(ctx context.Context) (int, error) {
 }
 
 // Run drains at start, on every notification of new events (with ListenURL)
-// and every PollInterval, until ctx ends. Errors are logged and retried at the
-// next round.
+// and every PollInterval, until ctx ends. Events that committed while an
+// older transaction was still open lie above the horizon at first: while
+// transactions open at a round's start are still running, Run comes back
+// after a short pause (2 ms, doubling while rounds find nothing) instead of
+// waiting for the next poll. Errors are logged and retried at the next round.
 func (c *Consumer) Run(ctx context.Context) error {
 	var notify <-chan *pq.Notification
 	if c.opts.ListenURL != "" {
@@ -256,21 +264,59 @@ func (c *Consumer) Run(ctx context.Context) error {
 	}
 	tick := time.NewTicker(c.opts.PollInterval)
 	defer tick.Stop()
+	full, pause := true, time.Duration(0)
 	for {
-		n, err := c.Drain(ctx)
+		n, behind, err := c.round(ctx, full)
 		if err != nil && ctx.Err() == nil {
 			c.opts.Log.Error("outbox consumer", "consumer", c.name, "err", err)
 		}
 		if n > 0 && c.opts.Drained != nil {
 			c.opts.Drained(n)
 		}
+		var again <-chan time.Time
+		switch {
+		case behind && err == nil && n > 0:
+			pause = 2 * time.Millisecond
+			again = time.After(pause)
+		case behind && err == nil:
+			pause = min(max(2*pause, 2*time.Millisecond), c.opts.PollInterval)
+			again = time.After(pause)
+		default:
+			pause = 0
+		}
+		full = false
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
+			full = true // new accounts' cursors are made on the poll
 		case <-notify: // nil after a reconnect too: drain in any case
+		case <-again:
 		}
 	}
+}
+
+// round is one of Run's drains (with cursor creation when full); behind
+// reports that transactions open at its start are still running, so that
+// events committed before it may still lie above the horizon.
+func (c *Consumer) round(ctx context.Context, full bool) (n int, behind bool, err error) {
+	var xmax string
+	if err := c.db.GetContext(ctx, &xmax, selectXmax); err != nil {
+		return 0, false, fmt.Errorf("store: outbox %s: horizon: %w", c.name, err)
+	}
+	if full {
+		n, err = c.Drain(ctx)
+	} else {
+		n, err = c.steps(ctx)
+	}
+	if err != nil {
+		return n, false, err
+	}
+	var passed bool
+	if err := c.db.GetContext(ctx, &passed, horizonPassed, xmax); err != nil {
+		return n, false, fmt.Errorf("store: outbox %s: horizon: %w", c.name, err)
+	}
+	return n, !passed, nil
 }
 
 // purgeConsumedEvents deletes the events every registered consumer has passed:
