@@ -212,10 +212,11 @@ const horizonPassed = `SELECT pg_snapshot_xmin(pg_current_snapshot()) >= $1::xid
 // call: longer means one was left open (a caller's own, perhaps).
 const catchUpWait = 30 * time.Second
 
-// CatchUp handles every event committed before the call: it waits until the
-// transactions running at the call have ended (the horizon is cluster-wide, so
-// an unrelated open transaction holds it back too), then drains. Synchronous
-// callers use it (tests, DispatchEvents); Run does not wait, it comes back.
+// CatchUp handles every event committed before the call, except those another
+// process is handling at the same time: it waits until the transactions
+// running at the call have ended (the horizon is cluster-wide, so an unrelated
+// open transaction holds it back too), then drains. Synchronous callers use it
+// (tests, DispatchEvents); Run does not wait, it comes back.
 func (c *Consumer) CatchUp(ctx context.Context) (int, error) {
 	var xmax string
 	if err := c.db.GetContext(ctx, &xmax, selectXmax); err != nil {

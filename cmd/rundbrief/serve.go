@@ -68,7 +68,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if cfg.WebhookAllowPrivate {
 		log.Warn("RUNDBRIEF_WEBHOOK_ALLOW_PRIVATE is on: webhooks may target loopback and private addresses (development only)")
 	}
-	webhooks := webhook.New(db.DB, webhook.Config{Box: box, AllowPrivate: cfg.WebhookAllowPrivate, Log: log})
+	webhooks := webhook.New(db.DB, webhook.Config{Box: box, AllowPrivate: cfg.WebhookAllowPrivate, ListenURL: db.url, Log: log})
 	startWorker("webhooks", webhooks.Worker(webhook.WorkerOptions{}).Run)
 
 	// Newsletters and single emails: the send worker's lanes claim queued
