@@ -113,9 +113,10 @@ ON CONFLICT DO NOTHING`
 
 // claimCursor picks the consumer's least recently moved cursor with events
 // below the horizon and locks it (see the top of the file). The lock function
-// sits outside the sorted subquery so that PostgreSQL evaluates it row by row
-// in that order and stops at the first lock it gets: a volatile condition is
-// never pushed into a subquery, and one with ORDER BY is never flattened.
+// sits outside the sorted subquery, whose OFFSET 0 keeps PostgreSQL from
+// pushing it down into the scan of the cursors (where it ran on every row and
+// locked them all): above the sort it runs row by row in that order and stops
+// at the first lock it gets.
 const claimCursor = `SELECT c.account_id FROM (
   SELECT k.account_id FROM outbox_cursors k
   WHERE k.consumer = $1 AND EXISTS (
@@ -123,18 +124,26 @@ const claimCursor = `SELECT c.account_id FROM (
     WHERE e.account_id = k.account_id AND (e.xid, e.id) > (k.last_xid, k.last_id)
       AND e.xid < pg_snapshot_xmin(pg_current_snapshot()))
   ORDER BY k.advanced_at, k.account_id
+  OFFSET 0
 ) c
 WHERE pg_try_advisory_xact_lock(hashtextextended('outbox:' || $1, c.account_id))
 LIMIT 1`
 
 // selectBatch reads the cursor anew (this statement's snapshot is taken after
 // the lock, so it sees the previous holder's move) and the events after it.
+// LATERAL keeps the cursor outside, so that its position bounds the index scan
+// instead of filtering every retained event of the account.
 const selectBatch = `SELECT e.id, e.account_id, e.public_id, e.name, e.payload, e.created_at, e.xid::text AS xid
 FROM outbox_cursors k
-JOIN events e ON e.account_id = k.account_id AND (e.xid, e.id) > (k.last_xid, k.last_id)
-WHERE k.consumer = $1 AND k.account_id = $2 AND e.xid < pg_snapshot_xmin(pg_current_snapshot())
-ORDER BY e.xid, e.id
-LIMIT $3`
+CROSS JOIN LATERAL (
+  SELECT e.id, e.account_id, e.public_id, e.name, e.payload, e.created_at, e.xid FROM events e
+  WHERE e.account_id = k.account_id AND (e.xid, e.id) > (k.last_xid, k.last_id)
+    AND e.xid < pg_snapshot_xmin(pg_current_snapshot())
+  ORDER BY e.xid, e.id
+  LIMIT $3
+) e
+WHERE k.consumer = $1 AND k.account_id = $2
+ORDER BY e.xid, e.id`
 
 // advanceCursor moves the cursor only forward; zero rows means the lock did
 // not hold and the transaction must not commit.

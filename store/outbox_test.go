@@ -474,3 +474,50 @@ func TestTagChangesReachAConsumer(t *testing.T) {
 		}
 	}
 }
+
+// TestConsumerProcessesShareAccounts: while one process of a consumer is busy
+// with one account, another process of the same consumer takes the others
+// (the claim locks one cursor, not all of them).
+func TestConsumerProcessesShareAccounts(t *testing.T) {
+	ctx := context.Background()
+	url := dbtest.URL(t)
+	a, b := dbtest.Open(t, url), dbtest.Open(t, url)
+	if _, err := a.ExecContext(ctx, seenTable); err != nil {
+		t.Fatal(err)
+	}
+	accts := []int64{newAccount(t, a, "business"), newAccount(t, a, "business"), newAccount(t, a, "business")}
+	for _, acct := range accts {
+		emit(t, a, acct, store.Event{Name: store.EventListJoined, Data: map[string]any{}}, store.Event{Name: store.EventListLeft, Data: map[string]any{}})
+	}
+	entered, gate := make(chan int64, 1), make(chan struct{})
+	var once sync.Once
+	record := recordSeen("shared")
+	busy := a.NewConsumer("shared", func(ctx context.Context, tx *sqlx.Tx, events []store.StoredEvent) error {
+		once.Do(func() { entered <- events[0].AccountID; <-gate })
+		return record(ctx, tx, events)
+	}, store.ConsumerOptions{})
+	done := make(chan error, 1)
+	go func() { _, err := busy.CatchUp(ctx); done <- err }()
+	var held int64
+	select {
+	case held = <-entered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the first process never started")
+	}
+	n, err := b.NewConsumer("shared", recordSeen("shared"), store.ConsumerOptions{}).CatchUp(ctx)
+	if err != nil || n != 4 {
+		t.Fatalf("the second process handled %d events (%v), want the other two accounts' 4", n, err)
+	}
+	var others int
+	if err := a.GetContext(ctx, &others, `SELECT count(*) FROM outbox_seen WHERE account_id <> $1`, held); err != nil || others != 4 {
+		t.Fatalf("%d events of the other accounts recorded (%v)", others, err)
+	}
+	close(gate)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	var total int
+	if err := a.GetContext(ctx, &total, `SELECT count(*) FROM outbox_seen`); err != nil || total != 6 {
+		t.Fatalf("%d events recorded in all (%v), want 6", total, err)
+	}
+}
