@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
+	"github.com/rundbrief/rundbrief/store/campaign"
 )
 
 // statusLabel is the German display label of a campaign status.
@@ -132,13 +132,13 @@ type sendResultResponse struct {
 	Message string `json:"message"`
 }
 
-func newSendResultResponse(res mailer.SendResult, msg string) sendResultResponse {
+func newSendResultResponse(res campaign.SendResult, msg string) sendResultResponse {
 	return sendResultResponse{ID: res.Campaign.ID, Status: res.Campaign.Status, Queued: res.Queued, Sent: res.Sent,
 		Failed: res.Failed, Skipped: res.Skipped, Message: msg}
 }
 
 // sendMessage is the German message of a send result.
-func sendMessage(res mailer.SendResult) string {
+func sendMessage(res campaign.SendResult) string {
 	switch res.Campaign.Status {
 	case store.CampaignSent:
 		return fmt.Sprintf("Versand abgeschlossen: %d von %d E-Mails verschickt.", res.Sent, res.Queued)
@@ -190,7 +190,7 @@ func (a *API) createNewsletter(w http.ResponseWriter, r *http.Request) error {
 	if err := req.validate(); err != nil {
 		return err
 	}
-	c, err := a.db.CreateNewsletter(r.Context(), accountID(r), actor(r), req.input())
+	c, err := a.campaigns.CreateNewsletter(r.Context(), accountID(r), actor(r), req.input())
 	if err != nil {
 		return err
 	}
@@ -221,7 +221,7 @@ func (a *API) patchNewsletter(w http.ResponseWriter, r *http.Request) error {
 	if err := req.validate(); err != nil {
 		return err
 	}
-	c, err := a.db.UpdateNewsletter(r.Context(), accountID(r), actor(r), id, req.input())
+	c, err := a.campaigns.UpdateNewsletter(r.Context(), accountID(r), actor(r), id, req.input())
 	if err != nil {
 		return err
 	}
@@ -233,7 +233,7 @@ func (a *API) deleteNewsletter(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := a.db.DeleteNewsletter(r.Context(), accountID(r), actor(r), id); err != nil {
+	if err := a.campaigns.DeleteNewsletter(r.Context(), accountID(r), actor(r), id); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -245,7 +245,7 @@ func (a *API) duplicateNewsletter(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	c, err := a.db.DuplicateNewsletter(r.Context(), accountID(r), actor(r), id)
+	c, err := a.campaigns.DuplicateNewsletter(r.Context(), accountID(r), actor(r), id)
 	if err != nil {
 		return err
 	}
@@ -374,7 +374,7 @@ func (a *API) unscheduleNewsletter(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	c, err := a.db.UnscheduleNewsletter(r.Context(), accountID(r), actor(r), id)
+	c, err := a.campaigns.UnscheduleNewsletter(r.Context(), accountID(r), actor(r), id)
 	if err != nil {
 		return err
 	}
@@ -386,7 +386,7 @@ func (a *API) pauseNewsletter(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	c, err := a.db.PauseNewsletter(r.Context(), accountID(r), actor(r), id)
+	c, err := a.campaigns.PauseNewsletter(r.Context(), accountID(r), actor(r), id)
 	if err != nil {
 		return err
 	}

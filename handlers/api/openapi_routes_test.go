@@ -11,6 +11,7 @@ import (
 	"github.com/rundbrief/rundbrief/handlers/api"
 	"github.com/rundbrief/rundbrief/handlers/api/apitest"
 	"github.com/rundbrief/rundbrief/mailer"
+	"github.com/rundbrief/rundbrief/store/services"
 )
 
 // TestOpenAPIDescribesEveryRoute walks the API's router and openapi.json: every
@@ -19,7 +20,7 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 	doc := apitest.NewValidator(t, api.OpenAPIDocument()).Document()
 	// Without an operator relay the development outbox is served too.
 	mail := mailer.NewTransports(nil, nil, mailer.TransportOptions{})
-	routes, ok := api.New(api.Deps{Mail: mail}, api.Config{}).Handler().(chi.Routes)
+	routes, ok := api.New(&services.Set{Mail: mail}, api.Config{}).Handler().(chi.Routes)
 	if !ok {
 		t.Fatal("the API handler is not a chi router")
 	}

@@ -1,7 +1,6 @@
 package portal
 
 import (
-	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -12,17 +11,14 @@ import (
 	"github.com/rundbrief/rundbrief/views"
 )
 
-// The SMTP server pages use the same services as /v1/smtp-servers: the store's
-// SMTP server methods (passwords sealed with the secret box) and
-// mailer.Transports.TestServer for the connection test. A stored password never
+// The SMTP server pages use the same service as /v1/smtp-servers
+// (store/smtpserver): it seals passwords, keeps hosts public and runs the
+// connection test. A stored password never
 // goes back to the browser: the form has no value for it, and an empty password
 // field keeps the stored one.
 
 // smtpPerPage is the number of servers per page (accounts rarely have more than a few).
 const smtpPerPage = 50
-
-// errNoMail means the process was started without mail transports.
-var errNoMail = errors.New("portal: no mail transports")
 
 func (p *Portal) listSMTPServers(w http.ResponseWriter, r *http.Request) error {
 	page := queryPage(r)
@@ -62,11 +58,7 @@ func (p *Portal) createSMTPServer(w http.ResponseWriter, r *http.Request) error 
 	}
 	// The box is always sent: the new form ticks it for an account's first server.
 	in := store.NewSMTPServer{SMTPServerSettings: settings, Password: password, IsDefault: &f.IsDefault}
-	err := p.smtpGuard.CheckHost(r.Context(), settings.Host)
-	var srv store.SMTPServer
-	if err == nil {
-		srv, err = p.db.CreateSMTPServer(r.Context(), p.box, accountID(r), in)
-	}
+	srv, err := p.smtpServers.Create(r.Context(), accountID(r), in)
 	if fieldErrors(err, f.Errors) {
 		p.renderSMTPForm(w, r, http.StatusUnprocessableEntity, f)
 		return nil
@@ -112,9 +104,7 @@ func (p *Portal) updateSMTPServer(w http.ResponseWriter, r *http.Request) error 
 	case f.RemovePassword:
 		patch.Password = new(string) // "" removes it
 	}
-	if err = p.smtpGuard.CheckHost(r.Context(), settings.Host); err == nil {
-		srv, err = p.db.UpdateSMTPServer(r.Context(), p.box, accountID(r), srv.ID, patch)
-	}
+	srv, err = p.smtpServers.Update(r.Context(), accountID(r), srv.ID, patch)
 	if fieldErrors(err, f.Errors) {
 		p.renderSMTPForm(w, r, http.StatusUnprocessableEntity, f)
 		return nil
@@ -153,7 +143,7 @@ func (p *Portal) deleteSMTPServer(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	if err := p.db.DeleteSMTPServer(r.Context(), accountID(r), srv.ID); err != nil {
+	if err := p.smtpServers.Delete(r.Context(), accountID(r), srv.ID); err != nil {
 		return err
 	}
 	p.flash(r.Context(), "success", sprintf(views.TextFor(r.Context()).SMTP.DeletedFlash, srv.Name))
@@ -169,10 +159,7 @@ func (p *Portal) testSMTPServer(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if p.mail == nil {
-		return errNoMail
-	}
-	res, err := p.smtpGuard.TestServer(r.Context(), accountID(r), srv.ID)
+	res, err := p.smtpServers.Test(r.Context(), accountID(r), srv.ID)
 	if err != nil {
 		return err
 	}
