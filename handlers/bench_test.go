@@ -20,6 +20,7 @@ import (
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/botguard"
 	"github.com/rundbrief/rundbrief/store/dbtest"
+	"github.com/rundbrief/rundbrief/store/imports"
 	"github.com/rundbrief/rundbrief/store/secret"
 	"github.com/rundbrief/rundbrief/store/services"
 )
@@ -49,7 +50,7 @@ func startServer(tb testing.TB, rateLimit int) *server {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	p, err := portal.New(&services.Set{DB: db, Box: box, Log: log}, portal.Config{BaseURL: "http://rundbrief.test"})
+	p, err := portal.New(&services.Set{DB: db, Imports: imports.New(db), Box: box, Log: log}, portal.Config{BaseURL: "http://rundbrief.test"})
 	if err != nil {
 		tb.Fatal(err)
 	}

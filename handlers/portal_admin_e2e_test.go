@@ -27,6 +27,7 @@ import (
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/botguard"
 	"github.com/rundbrief/rundbrief/store/dbtest"
+	"github.com/rundbrief/rundbrief/store/imports"
 	"github.com/rundbrief/rundbrief/store/secret"
 	"github.com/rundbrief/rundbrief/store/services"
 	"github.com/rundbrief/rundbrief/store/smtpserver"
@@ -56,7 +57,7 @@ func adminServer(t *testing.T, cert tlsRoots) (*httptest.Server, *store.DB) {
 	hooks := webhook.New(db, webhook.Config{Box: box, AllowPrivate: true, Log: log})
 	wg.Go(func() { _ = hooks.Worker(webhook.WorkerOptions{PollInterval: 50 * time.Millisecond}).Run(ctx) })
 	// The test SMTP server is on loopback: RUNDBRIEF_SMTP_ALLOW_PRIVATE.
-	p, err := portal.New(&services.Set{DB: db, Box: box, Log: log, Mail: mail, Webhooks: hooks, SMTPServers: smtpserver.New(db, smtpserver.Config{Box: box, Mail: mail, AllowPrivate: true})}, portal.Config{BaseURL: baseURL})
+	p, err := portal.New(&services.Set{DB: db, Imports: imports.New(db), Box: box, Log: log, Mail: mail, Webhooks: hooks, SMTPServers: smtpserver.New(db, smtpserver.Config{Box: box, Mail: mail, AllowPrivate: true})}, portal.Config{BaseURL: baseURL})
 	if err != nil {
 		t.Fatal(err)
 	}

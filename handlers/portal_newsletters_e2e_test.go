@@ -25,6 +25,7 @@ import (
 	"github.com/rundbrief/rundbrief/store/botguard"
 	"github.com/rundbrief/rundbrief/store/campaign"
 	"github.com/rundbrief/rundbrief/store/dbtest"
+	"github.com/rundbrief/rundbrief/store/imports"
 	"github.com/rundbrief/rundbrief/store/secret"
 	"github.com/rundbrief/rundbrief/store/services"
 	"github.com/rundbrief/rundbrief/store/smtpserver"
@@ -53,7 +54,7 @@ func sendingServer(t *testing.T) (*httptest.Server, *store.DB, *secret.Box) {
 	w := mailer.NewWorker(db, mail, mailer.WorkerOptions{Links: links, PollInterval: 50 * time.Millisecond, Log: log})
 	campaigns := campaign.New(db, mail, w, campaign.Options{Links: links, Log: log})
 	wg.Go(func() { _ = w.Run(ctx) })
-	p, err := portal.New(&services.Set{DB: db, Box: box, Log: log, Mail: mail, Campaigns: campaigns, SMTPServers: smtpserver.New(db, smtpserver.Config{Box: box, Mail: mail, AllowPrivate: true})}, portal.Config{BaseURL: baseURL})
+	p, err := portal.New(&services.Set{DB: db, Imports: imports.New(db), Box: box, Log: log, Mail: mail, Campaigns: campaigns, SMTPServers: smtpserver.New(db, smtpserver.Config{Box: box, Mail: mail, AllowPrivate: true})}, portal.Config{BaseURL: baseURL})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,28 +8,12 @@ import (
 
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/campaign"
+	"github.com/rundbrief/rundbrief/views"
 )
 
-// statusLabel is the German display label of a campaign status.
-func statusLabel(status string) string {
-	switch status {
-	case store.CampaignDraft:
-		return "Entwurf"
-	case store.CampaignScheduled:
-		return "Geplant"
-	case store.CampaignSending:
-		return "Wird versendet"
-	case store.CampaignSent:
-		return "Versendet"
-	case store.CampaignPaused:
-		return "Pausiert"
-	case store.CampaignFailed:
-		return "Fehlgeschlagen"
-	case store.CampaignCancelled:
-		return "Abgebrochen"
-	}
-	return status
-}
+// statusLabel is the German display label of a campaign status, as the
+// portal shows it.
+func statusLabel(status string) string { return views.CampaignStatusLabel(status) }
 
 // newsletterResponse is a newsletter as the API shows it. The content fields
 // are left out of list responses (omitempty on pointers).

@@ -740,8 +740,3 @@ func parseFormMax(w http.ResponseWriter, r *http.Request, limit int64) error {
 	}
 	return nil
 }
-
-// actor is the signed-in user as the activity log records them.
-func actor(r *http.Request) store.Actor {
-	return store.Actor{Type: store.ActorUser, ID: viewer(r).User.ID}
-}

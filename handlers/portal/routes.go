@@ -24,6 +24,7 @@ import (
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/abtest"
 	"github.com/rundbrief/rundbrief/store/campaign"
+	"github.com/rundbrief/rundbrief/store/imports"
 	"github.com/rundbrief/rundbrief/store/secret"
 	"github.com/rundbrief/rundbrief/store/services"
 	"github.com/rundbrief/rundbrief/store/smtpserver"
@@ -59,6 +60,7 @@ type Portal struct {
 	campaigns   *campaign.Service
 	abTests     *abtest.Service
 	smtpServers *smtpserver.Service
+	imports     *imports.Service
 }
 
 // New returns the portal over the shared services (s.Box is required);
@@ -72,7 +74,7 @@ func New(s *services.Set, cfg Config) (*Portal, error) {
 		return nil, errors.New("portal: services.Set.Box is required")
 	}
 	p := &Portal{db: s.DB, box: s.Box, log: s.Log, baseURL: strings.TrimRight(cfg.BaseURL, "/"), now: cfg.Now,
-		mail: s.Mail, webhooks: s.Webhooks, campaigns: s.Campaigns, abTests: s.ABTests, smtpServers: s.SMTPServers}
+		mail: s.Mail, webhooks: s.Webhooks, campaigns: s.Campaigns, abTests: s.ABTests, smtpServers: s.SMTPServers, imports: s.Imports}
 	secure := strings.HasPrefix(p.baseURL, "https://")
 
 	p.sessions = scs.New()

@@ -23,6 +23,7 @@ import (
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/botguard"
 	"github.com/rundbrief/rundbrief/store/dbtest"
+	"github.com/rundbrief/rundbrief/store/imports"
 	"github.com/rundbrief/rundbrief/store/secret"
 	"github.com/rundbrief/rundbrief/store/services"
 )
@@ -75,7 +76,7 @@ func newSiteWith(t testing.TB, apiNow func() time.Time) *site {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := portal.New(&services.Set{DB: db, Box: box, Log: log}, portal.Config{BaseURL: s.url})
+	p, err := portal.New(&services.Set{DB: db, Imports: imports.New(db), Box: box, Log: log}, portal.Config{BaseURL: s.url})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/rundbrief/rundbrief/store/ai"
 	"github.com/rundbrief/rundbrief/store/botguard"
 	"github.com/rundbrief/rundbrief/store/campaign"
+	"github.com/rundbrief/rundbrief/store/imports"
 	"github.com/rundbrief/rundbrief/store/secret"
 	"github.com/rundbrief/rundbrief/store/smtpserver"
 	"github.com/rundbrief/rundbrief/store/webhook"
@@ -45,6 +46,7 @@ type Set struct {
 	Campaigns   *campaign.Service
 	ABTests     *abtest.Service
 	SMTPServers *smtpserver.Service
+	Imports     *imports.Service
 
 	workers []Worker
 }
@@ -99,10 +101,11 @@ func New(db *store.DB, cfg Config) (*Set, error) {
 	s := &Set{
 		DB: db, APILog: store.NewAPILogWriter(db, log), Log: log, Box: box, Mail: mail, Tokens: tokens,
 		// Bot protection of the public sign-up forms, keyed from RUNDBRIEF_SECRET.
-		Guard:    botguard.New(cfg.Secret, time.Now),
-		AI:       ai.NewService(db, cfg.AI),
-		Webhooks: webhook.New(db, webhook.Config{Box: box, AllowPrivate: cfg.WebhookAllowPrivate, Log: log}),
+		Guard:       botguard.New(cfg.Secret, time.Now),
+		AI:          ai.NewService(db, cfg.AI),
+		Webhooks:    webhook.New(db, webhook.Config{Box: box, AllowPrivate: cfg.WebhookAllowPrivate, Log: log}),
 		SMTPServers: smtpserver.New(db, smtpserver.Config{Box: box, Mail: mail, AllowPrivate: cfg.SMTPAllowPrivate}),
+		Imports:     imports.New(db),
 	}
 	// The SMTP servers' messages-per-second settings hold for all serve
 	// processes together (a budget shared through PostgreSQL), and mail goes
@@ -132,7 +135,7 @@ func New(db *store.DB, cfg Config) (*Set, error) {
 		{"a/b test winners", s.ABTests.Run},
 		// CSV imports: files and progress live in PostgreSQL, so any process
 		// runs (or resumes) any job.
-		{"contact import", store.NewImportWorker(db, store.ImportWorkerOptions{Log: log}).Run},
+		{"contact import", imports.NewWorker(db, imports.WorkerOptions{Log: log}).Run},
 		// Portal sessions live in PostgreSQL; this deletes expired ones.
 		{"session cleanup", store.NewSessionStore(db, log).Run},
 	}
