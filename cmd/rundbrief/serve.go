@@ -44,6 +44,11 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	// Metrics and /healthz, /readyz; refuses to run beside a process with other private-address settings.
+	operations, err := newOperations(ctx, db.DB, cfg, log)
+	if err != nil {
+		return err
+	}
 
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWork()
@@ -52,9 +57,11 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		workers.Go(func() {
 			if err := run(workCtx); err != nil {
 				log.Error("worker stopped", "worker", name, "err", err)
+				operations.metrics.WorkerStopped(name)
 			}
 		})
 	}
+	startWorker("process registry", operations.process.Run)
 	apiLog := store.NewAPILogWriter(db.DB, log)
 	startWorker("api log", apiLog.Run)
 	startWorker("retention", func(ctx context.Context) error { return db.RunRetention(ctx, time.Hour, log) })
@@ -68,7 +75,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if cfg.WebhookAllowPrivate {
 		log.Warn("RUNDBRIEF_WEBHOOK_ALLOW_PRIVATE is on: webhooks may target loopback and private addresses (development only)")
 	}
-	webhooks := webhook.New(db.DB, webhook.Config{Box: box, AllowPrivate: cfg.WebhookAllowPrivate, Log: log})
+	webhooks := webhook.New(db.DB, webhook.Config{Box: box, AllowPrivate: cfg.WebhookAllowPrivate, Outcomes: operations.metrics, Log: log})
 	startWorker("webhooks", webhooks.Worker(webhook.WorkerOptions{}).Run)
 
 	// Newsletters and single emails: the send worker's lanes claim queued
@@ -84,7 +91,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	// processes together (a budget shared through PostgreSQL), and mail goes
 	// only to public SMTP servers (unless RUNDBRIEF_SMTP_ALLOW_PRIVATE).
 	opener := mailer.SharedRate(mailer.NewSMTPGuard(db.DB, mail, cfg.SMTPAllowPrivate, nil).Opener(mail), store.NewSendRateLimiter(db.DB))
-	sendWorker := mailer.NewWorker(db.DB, opener, mailer.WorkerOptions{Links: links, Log: log})
+	sendWorker := mailer.NewWorker(db.DB, opener, mailer.WorkerOptions{Links: links, Outcomes: operations.metrics, Log: log})
 	campaigns := mailer.NewCampaigns(db.DB, opener, sendWorker, mailer.CampaignsOptions{Links: links, Log: log})
 	startWorker("campaign sender", sendWorker.Run)
 	startWorker("campaign scheduler", mailer.NewScheduler(db.DB, campaigns, mailer.SchedulerOptions{Log: log}).Run)
@@ -120,6 +127,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 			api.Config{BaseURL: cfg.BaseURL, RateLimit: cfg.RateLimit, SMTPAllowPrivate: cfg.SMTPAllowPrivate}),
 		portalApp,
 		publicPages,
+		handlers.WithOps(operations.handler),
 	)
 	srv := &http.Server{
 		Handler:           app,
