@@ -632,3 +632,18 @@ func (db *DB) WebhookAttemptsOf(ctx context.Context, accountID int64, deliveryID
 	}
 	return out, nil
 }
+
+// webhookBacklog counts deliveries with an outstanding attempt (new ones and
+// scheduled retries) through webhook_deliveries_due_idx, which holds exactly
+// those rows, and stops at the cap.
+const webhookBacklog = `SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries WHERE next_attempt_at IS NOT NULL LIMIT $1) b`
+
+// WebhookBacklog is the number of webhook deliveries still to be attempted, over
+// all accounts and processes, counted up to ScrapeCountCap.
+func (db *DB) WebhookBacklog(ctx context.Context) (int64, error) {
+	var n int64
+	if err := db.GetContext(ctx, &n, webhookBacklog, ScrapeCountCap); err != nil {
+		return 0, fmt.Errorf("store: webhook backlog: %w", err)
+	}
+	return n, nil
+}

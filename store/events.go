@@ -151,3 +151,38 @@ func (db *DB) EventsAfter(ctx context.Context, accountID, afterID int64, limit i
 	}
 	return out, nil
 }
+
+// ConsumerLag is how far one consumer of the events outbox is behind: the
+// events it has not handled yet (counted up to ScrapeCountCap) and the age of
+// the oldest of them.
+type ConsumerLag struct {
+	Events int64
+	Age    time.Duration
+}
+
+// OutboxConsumerWebhooks names today's only outbox consumer, the webhook fan-out
+// (DispatchEvents), whose cursor is events.dispatched_at.
+const OutboxConsumerWebhooks = "webhooks"
+
+// outboxLag reads both numbers from events_pending_idx, which holds exactly the
+// undispatched events: the count stops at the cap, and the oldest is the first
+// entry in id order, so a scrape touches at most the cap's worth of entries.
+const outboxLag = `SELECT
+  (SELECT count(*) FROM (SELECT 1 FROM events WHERE dispatched_at IS NULL LIMIT $1) p) AS events,
+  COALESCE((SELECT EXTRACT(EPOCH FROM now() - created_at) FROM events WHERE dispatched_at IS NULL ORDER BY id LIMIT 1), 0) AS seconds`
+
+// OutboxLag reports, per consumer of the events outbox, how far it is behind.
+// There is one consumer today (OutboxConsumerWebhooks); per-consumer cursors
+// will add entries here without changing the callers.
+func (db *DB) OutboxLag(ctx context.Context) (map[string]ConsumerLag, error) {
+	var row struct {
+		Events  int64   `db:"events"`
+		Seconds float64 `db:"seconds"`
+	}
+	if err := db.GetContext(ctx, &row, outboxLag, ScrapeCountCap); err != nil {
+		return nil, fmt.Errorf("store: outbox lag: %w", err)
+	}
+	return map[string]ConsumerLag{
+		OutboxConsumerWebhooks: {Events: row.Events, Age: time.Duration(row.Seconds * float64(time.Second))},
+	}, nil
+}

@@ -47,9 +47,16 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if cfg.SMTPAllowPrivate {
 		log.Warn("RUNDBRIEF_SMTP_ALLOW_PRIVATE is on: accounts' SMTP servers may be on loopback and private addresses (development only)")
 	}
+	// Metrics and /healthz, /readyz; refuses to run beside a process with
+	// other private-address settings.
+	operations, err := newOperations(ctx, db.DB, cfg, log)
+	if err != nil {
+		return err
+	}
 	set, err := services.New(db.DB, services.Config{
 		DatabaseURL: db.url, BaseURL: cfg.BaseURL, Secret: cfg.Secret, Transport: transport, AI: aiConfig,
-		WebhookAllowPrivate: cfg.WebhookAllowPrivate, SMTPAllowPrivate: cfg.SMTPAllowPrivate, Log: log,
+		WebhookAllowPrivate: cfg.WebhookAllowPrivate, SMTPAllowPrivate: cfg.SMTPAllowPrivate,
+		SendOutcomes: operations.metrics, WebhookOutcomes: operations.metrics, Log: log,
 	})
 	if err != nil {
 		return err
@@ -58,10 +65,11 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWork()
 	var workers sync.WaitGroup
-	for _, w := range set.Workers() {
+	for _, w := range append(set.Workers(), services.Worker{Name: "process registry", Run: operations.process.Run}) {
 		workers.Go(func() {
 			if err := w.Run(workCtx); err != nil {
 				log.Error("worker stopped", "worker", w.Name, "err", err)
+				operations.metrics.WorkerStopped(w.Name)
 			}
 		})
 	}
@@ -74,7 +82,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	app := handlers.New(api.New(set, api.Config{BaseURL: cfg.BaseURL, RateLimit: cfg.RateLimit}), portalApp, publicPages)
+	app := handlers.New(api.New(set, api.Config{BaseURL: cfg.BaseURL, RateLimit: cfg.RateLimit}), portalApp, publicPages,
+		handlers.WithOps(operations.handler))
 	srv := &http.Server{
 		Handler:           app,
 		ReadHeaderTimeout: 10 * time.Second,

@@ -76,7 +76,11 @@ type Config struct {
 	// WebhookAllowPrivate and SMTPAllowPrivate let webhooks and the accounts'
 	// SMTP servers reach loopback and private addresses (development only).
 	WebhookAllowPrivate, SMTPAllowPrivate bool
-	Log                                   *slog.Logger
+	// SendOutcomes and WebhookOutcomes count the outcomes of sends and
+	// webhook attempts (the metrics); nil: not counted.
+	SendOutcomes    mailer.OutcomeCounter
+	WebhookOutcomes webhook.OutcomeCounter
+	Log             *slog.Logger
 }
 
 // New builds every service once over db.
@@ -103,7 +107,7 @@ func New(db *store.DB, cfg Config) (*Set, error) {
 		// Bot protection of the public sign-up forms, keyed from RUNDBRIEF_SECRET.
 		Guard:       botguard.New(cfg.Secret, time.Now),
 		AI:          ai.NewService(db, cfg.AI),
-		Webhooks:    webhook.New(db, webhook.Config{Box: box, AllowPrivate: cfg.WebhookAllowPrivate, Log: log}),
+		Webhooks:    webhook.New(db, webhook.Config{Box: box, AllowPrivate: cfg.WebhookAllowPrivate, Outcomes: cfg.WebhookOutcomes, Log: log}),
 		SMTPServers: smtpserver.New(db, smtpserver.Config{Box: box, Mail: mail, AllowPrivate: cfg.SMTPAllowPrivate}),
 		Imports:     imports.New(db),
 	}
@@ -113,7 +117,7 @@ func New(db *store.DB, cfg Config) (*Set, error) {
 	opener := mailer.SharedRate(s.SMTPServers.Opener(mail), store.NewSendRateLimiter(db))
 	// The send worker's lanes claim queued recipients, shared with every
 	// other serve process through PostgreSQL.
-	sender := mailer.NewWorker(db, opener, mailer.WorkerOptions{Links: links, Log: log})
+	sender := mailer.NewWorker(db, opener, mailer.WorkerOptions{Links: links, Outcomes: cfg.SendOutcomes, Log: log})
 	s.Campaigns = campaign.New(db, opener, sender, campaign.Options{Links: links, Log: log})
 	s.ABTests = abtest.New(db, sender, abtest.Options{Log: log})
 

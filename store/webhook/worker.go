@@ -220,7 +220,7 @@ func (w *Worker) flush(ctx context.Context, batch []store.AttemptResult) {
 	for try := 1; ; try++ {
 		paused, err := w.s.db.RecordAttempts(ctx, batch)
 		if err == nil {
-			w.s.logPaused(paused)
+			w.s.recorded(batch, paused)
 			return
 		}
 		if try == recordTries {
@@ -266,7 +266,7 @@ func (w *Worker) Process(ctx context.Context) (int, error) {
 		if err != nil {
 			return total, err
 		}
-		w.s.logPaused(paused)
+		w.s.recorded(results, paused)
 		total += len(jobs)
 	}
 }
