@@ -43,8 +43,12 @@ func (a *API) index(w http.ResponseWriter, r *http.Request) error {
 	})
 }
 
-func (a *API) openAPI(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.Header().Set("Cache-Control", "public, max-age=300")
-	_, _ = w.Write(a.openAPIDoc)
+// serveOpenAPI answers with doc, the assembled description, so that Handler
+// assembles it once rather than on every request for it.
+func serveOpenAPI(doc []byte) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.Header().Set("Cache-Control", "public, max-age=300")
+		_, _ = w.Write(doc)
+	}
 }

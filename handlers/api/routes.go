@@ -67,12 +67,9 @@ type API struct {
 	campaigns *mailer.Campaigns
 	abTests   *mailer.ABTests
 	smtpGuard *mailer.SMTPGuard // keeps SMTP server hosts public (RUNDBRIEF_SMTP_ALLOW_PRIVATE)
-
-	openAPIDoc []byte // assembled once here, served by GET /openapi.json
 }
 
-// New returns the API; mount Handler() at /v1. It assembles the OpenAPI
-// document once, here, rather than on every request for it.
+// New returns the API; mount Handler() at /v1.
 func New(d Deps, cfg Config) *API {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -81,8 +78,7 @@ func New(d Deps, cfg Config) *API {
 		cfg.RateLimit = 120
 	}
 	return &API{db: d.DB, limiter: store.NewRateLimiter(d.DB), apiLog: d.APILog, log: d.Log, cfg: cfg, ai: d.AI, box: d.Box, mail: d.Mail,
-		webhooks: d.Webhooks, guard: d.Guard, campaigns: d.Campaigns, abTests: d.ABTests, smtpGuard: mailer.NewSMTPGuard(d.DB, d.Mail, cfg.SMTPAllowPrivate, nil),
-		openAPIDoc: OpenAPIDocument()}
+		webhooks: d.Webhooks, guard: d.Guard, campaigns: d.Campaigns, abTests: d.ABTests, smtpGuard: mailer.NewSMTPGuard(d.DB, d.Mail, cfg.SMTPAllowPrivate, nil)}
 }
 
 // Handler is the /v1 router. Every route of the API is listed here, top to bottom.
@@ -94,7 +90,7 @@ func (a *API) Handler() http.Handler {
 
 	// Public: no key.
 	r.Get("/", a.handle(a.index))
-	r.Get("/openapi.json", a.openAPI)
+	r.Get("/openapi.json", serveOpenAPI(OpenAPIDocument())) // assembled once, here
 
 	// Public sign-up through a form's token (issue 3): no key, CORS always *,
 	// bot checks and rate limits of their own (store.SignUp).
