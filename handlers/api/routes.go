@@ -69,7 +69,7 @@ func (a *API) Handler() http.Handler {
 
 	// Public: no key.
 	r.Get("/", a.handle(a.index))
-	r.Get("/openapi.json", a.openAPI)
+	r.Get("/openapi.json", serveOpenAPI(OpenAPIDocument())) // assembled once, here
 
 	// Public sign-up through a form's token (issue 3): no key, CORS always *,
 	// bot checks and rate limits of their own (store.SignUp).
