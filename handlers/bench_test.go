@@ -20,7 +20,9 @@ import (
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/botguard"
 	"github.com/rundbrief/rundbrief/store/dbtest"
+	"github.com/rundbrief/rundbrief/store/imports"
 	"github.com/rundbrief/rundbrief/store/secret"
+	"github.com/rundbrief/rundbrief/store/services"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -48,16 +50,16 @@ func startServer(tb testing.TB, rateLimit int) *server {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	p, err := portal.New(portal.Deps{DB: db, Box: box, Log: log, BaseURL: "http://rundbrief.test"})
+	p, err := portal.New(&services.Set{DB: db, Imports: imports.New(db), Box: box, Log: log}, portal.Config{BaseURL: "http://rundbrief.test"})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	guard := botguard.New("benchmark secret, at least 32 characters long", time.Now)
-	pub, err := public.New(public.Deps{DB: db, Guard: guard, Tokens: testTokens(tb), Log: log, BaseURL: "http://rundbrief.test"})
+	pub, err := public.New(&services.Set{DB: db, Guard: guard, Tokens: testTokens(tb), Log: log}, public.Config{BaseURL: "http://rundbrief.test"})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	app := handlers.New(api.New(api.Deps{DB: db, APILog: apiLog, Log: log, Guard: guard}, api.Config{BaseURL: "http://rundbrief.test", RateLimit: rateLimit}), p, pub)
+	app := handlers.New(api.New(&services.Set{DB: db, APILog: apiLog, Log: log, Guard: guard}, api.Config{BaseURL: "http://rundbrief.test", RateLimit: rateLimit}), p, pub)
 	srv := httptest.NewServer(app)
 	tb.Cleanup(func() {
 		srv.Close()

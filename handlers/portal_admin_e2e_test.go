@@ -27,7 +27,10 @@ import (
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/botguard"
 	"github.com/rundbrief/rundbrief/store/dbtest"
+	"github.com/rundbrief/rundbrief/store/imports"
 	"github.com/rundbrief/rundbrief/store/secret"
+	"github.com/rundbrief/rundbrief/store/services"
+	"github.com/rundbrief/rundbrief/store/smtpserver"
 	"github.com/rundbrief/rundbrief/store/webhook"
 )
 
@@ -54,17 +57,17 @@ func adminServer(t *testing.T, cert tlsRoots) (*httptest.Server, *store.DB) {
 	hooks := webhook.New(db, webhook.Config{Box: box, AllowPrivate: true, Log: log})
 	wg.Go(func() { _ = hooks.Worker(webhook.WorkerOptions{PollInterval: 50 * time.Millisecond}).Run(ctx) })
 	// The test SMTP server is on loopback: RUNDBRIEF_SMTP_ALLOW_PRIVATE.
-	p, err := portal.New(portal.Deps{DB: db, Box: box, Log: log, BaseURL: baseURL, Mail: mail, Webhooks: hooks, SMTPAllowPrivate: true})
+	p, err := portal.New(&services.Set{DB: db, Imports: imports.New(db), Box: box, Log: log, Mail: mail, Webhooks: hooks, SMTPServers: smtpserver.New(db, smtpserver.Config{Box: box, Mail: mail, AllowPrivate: true})}, portal.Config{BaseURL: baseURL})
 	if err != nil {
 		t.Fatal(err)
 	}
 	guard := botguard.New(secretKey, time.Now)
-	pub, err := public.New(public.Deps{DB: db, Guard: guard, Tokens: testTokens(t), Log: log, BaseURL: baseURL})
+	pub, err := public.New(&services.Set{DB: db, Guard: guard, Tokens: testTokens(t), Log: log}, public.Config{BaseURL: baseURL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := api.New(api.Deps{DB: db, APILog: apiLog, Log: log, Box: box, Mail: mail, Webhooks: hooks, Guard: guard},
-		api.Config{BaseURL: baseURL, RateLimit: 1_000_000, SMTPAllowPrivate: true})
+	a := api.New(&services.Set{DB: db, APILog: apiLog, Log: log, Box: box, Mail: mail, Webhooks: hooks, Guard: guard, SMTPServers: smtpserver.New(db, smtpserver.Config{Box: box, Mail: mail, AllowPrivate: true})},
+		api.Config{BaseURL: baseURL, RateLimit: 1_000_000})
 	srv := httptest.NewServer(handlers.New(a, p, pub))
 	t.Cleanup(func() {
 		srv.Close()

@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/rundbrief/rundbrief/store"
+	"github.com/rundbrief/rundbrief/store/imports"
 )
 
 // TestPortalContactsEndToEnd drives the contact pages in a real browser: sign in,
@@ -132,7 +133,7 @@ func TestPortalContactsEndToEnd(t *testing.T) {
 	workCtx, stopWork := context.WithCancel(bg)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		_ = store.NewImportWorker(s.db, store.ImportWorkerOptions{Poll: 100 * time.Millisecond, Batch: 100}).Run(workCtx)
+		_ = imports.NewWorker(s.db, imports.WorkerOptions{Poll: 100 * time.Millisecond, Batch: 100}).Run(workCtx)
 	})
 	defer func() { stopWork(); wg.Wait() }()
 	do("progress to summary",

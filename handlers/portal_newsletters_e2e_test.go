@@ -23,8 +23,12 @@ import (
 	"github.com/rundbrief/rundbrief/mailer/smtptest"
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/botguard"
+	"github.com/rundbrief/rundbrief/store/campaign"
 	"github.com/rundbrief/rundbrief/store/dbtest"
+	"github.com/rundbrief/rundbrief/store/imports"
 	"github.com/rundbrief/rundbrief/store/secret"
+	"github.com/rundbrief/rundbrief/store/services"
+	"github.com/rundbrief/rundbrief/store/smtpserver"
 )
 
 // sendingServer is the application with the sending side wired as `serve` wires
@@ -48,19 +52,19 @@ func sendingServer(t *testing.T) (*httptest.Server, *store.DB, *secret.Box) {
 	links := mailer.LinkBuilder{BaseURL: baseURL, Tokens: tokens}
 	mail := mailer.NewTransports(db, box, mailer.TransportOptions{HELO: "rundbrief.test"})
 	w := mailer.NewWorker(db, mail, mailer.WorkerOptions{Links: links, PollInterval: 50 * time.Millisecond, Log: log})
-	campaigns := mailer.NewCampaigns(db, mail, w, mailer.CampaignsOptions{Links: links, Log: log})
+	campaigns := campaign.New(db, mail, w, campaign.Options{Links: links, Log: log})
 	wg.Go(func() { _ = w.Run(ctx) })
-	p, err := portal.New(portal.Deps{DB: db, Box: box, Log: log, BaseURL: baseURL, Mail: mail, Campaigns: campaigns, SMTPAllowPrivate: true})
+	p, err := portal.New(&services.Set{DB: db, Imports: imports.New(db), Box: box, Log: log, Mail: mail, Campaigns: campaigns, SMTPServers: smtpserver.New(db, smtpserver.Config{Box: box, Mail: mail, AllowPrivate: true})}, portal.Config{BaseURL: baseURL})
 	if err != nil {
 		t.Fatal(err)
 	}
 	guard := botguard.New(secretKey, time.Now)
-	pub, err := public.New(public.Deps{DB: db, Guard: guard, Tokens: tokens, Log: log, BaseURL: baseURL})
+	pub, err := public.New(&services.Set{DB: db, Guard: guard, Tokens: tokens, Log: log}, public.Config{BaseURL: baseURL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := api.New(api.Deps{DB: db, APILog: apiLog, Log: log, Box: box, Mail: mail, Guard: guard, Campaigns: campaigns},
-		api.Config{BaseURL: baseURL, RateLimit: 1_000_000, SMTPAllowPrivate: true})
+	a := api.New(&services.Set{DB: db, APILog: apiLog, Log: log, Box: box, Mail: mail, Guard: guard, Campaigns: campaigns, SMTPServers: smtpserver.New(db, smtpserver.Config{Box: box, Mail: mail, AllowPrivate: true})},
+		api.Config{BaseURL: baseURL, RateLimit: 1_000_000})
 	srv := httptest.NewServer(handlers.New(a, p, pub))
 	t.Cleanup(func() {
 		srv.Close()

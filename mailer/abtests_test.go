@@ -11,6 +11,8 @@ import (
 	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/mailer/smtptest"
 	"github.com/rundbrief/rundbrief/store"
+	"github.com/rundbrief/rundbrief/store/abtest"
+	"github.com/rundbrief/rundbrief/store/campaign"
 	"github.com/rundbrief/rundbrief/store/dbtest"
 )
 
@@ -93,7 +95,7 @@ func TestABWinnerModeSendsSampleThenWinner(t *testing.T) {
 	}
 	clock := &testClock{now: time.Now()}
 	w := e.worker(e.db, e.transports, mailer.WorkerOptions{})
-	svc := mailer.NewCampaigns(e.db, e.transports, w, mailer.CampaignsOptions{Links: e.links, Now: clock.Now})
+	svc := campaign.New(e.db, e.transports, w, campaign.Options{Links: e.links, Now: clock.Now})
 	stop := running(w.Run)
 	defer stop()
 	if _, err := svc.SendNewsletter(ctx, e.acct, systemActor, nl.ID); err != nil {
@@ -146,14 +148,14 @@ func TestABWinnerModeSendsSampleThenWinner(t *testing.T) {
 
 	// B gets the clicks; the decision waits for wait_hours on the clock.
 	e.exec(`UPDATE campaign_recipients SET opened_at = now(), clicked_at = now() WHERE campaign_id = $1 AND variant = 'B' AND NOT ab_held`, nl.ID)
-	abs := mailer.NewABTests(e.db, w, mailer.ABTestsOptions{Now: clock.Now})
+	abs := abtest.New(e.db, w, abtest.Options{Now: clock.Now})
 	started := clock.Now()
 	clock.Set(started.Add(2*time.Hour - time.Minute))
 	if k, err := abs.DecideDue(ctx); err != nil || k != 0 {
 		t.Fatalf("decided before wait_hours: %d %v", k, err)
 	}
 	clock.Set(started.Add(2*time.Hour + time.Minute))
-	other := mailer.NewABTests(dbtest.Open(t, e.url), nil, mailer.ABTestsOptions{Now: clock.Now})
+	other := abtest.New(dbtest.Open(t, e.url), nil, abtest.Options{Now: clock.Now})
 	var wg sync.WaitGroup
 	var k1, k2 int
 	wg.Go(func() { k1, _ = abs.DecideDue(ctx) })
@@ -202,7 +204,7 @@ func TestABSenderTestOfAScheduledEmail(t *testing.T) {
 	e := newSendEnv(t, smtptest.Options{})
 	clock := &testClock{now: time.Now()}
 	w := e.worker(e.db, e.transports, mailer.WorkerOptions{})
-	svc := mailer.NewCampaigns(e.db, e.transports, w, mailer.CampaignsOptions{Links: e.links, Now: clock.Now})
+	svc := campaign.New(e.db, e.transports, w, campaign.Options{Links: e.links, Now: clock.Now})
 	var to []string
 	for i := range 40 {
 		to = append(to, fmt.Sprintf("kunde%d@example.org", i))
@@ -219,7 +221,7 @@ func TestABSenderTestOfAScheduledEmail(t *testing.T) {
 		t.Fatalf("create: %+v %v", ab, err)
 	}
 	clock.Set(at.Add(time.Second))
-	if k, err := mailer.NewScheduler(e.db, svc, mailer.SchedulerOptions{Now: clock.Now}).StartDue(ctx); err != nil || k != 1 {
+	if k, err := campaign.NewScheduler(e.db, svc, campaign.SchedulerOptions{Now: clock.Now}).StartDue(ctx); err != nil || k != 1 {
 		t.Fatalf("start: %d %v", k, err)
 	}
 	stop := running(w.Run)

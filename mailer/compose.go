@@ -387,18 +387,18 @@ func (st *renderState) setCustom(request map[string]string) {
 	st.vals.Custom = st.custom
 }
 
-// rendered is one recipient's message parts.
-type rendered struct {
+// Rendered is one recipient's message parts.
+type Rendered struct {
 	Subject, Preheader, HTML, Text string
 }
 
 // render fills the templates for one recipient. links builds the token URLs;
 // the unsubscribe URL is always set (it fills {{abmelde_link}}).
-func (cc *compiledCampaign) render(st *renderState, links LinkBuilder, r recipientData) (rendered, error) {
+func (cc *compiledCampaign) render(st *renderState, links LinkBuilder, r recipientData) (Rendered, error) {
 	if err := cc.fill(st, links, r); err != nil {
-		return rendered{}, err
+		return Rendered{}, err
 	}
-	return rendered{Subject: st.subject.String(), Preheader: st.preheader.String(), HTML: st.html.String(),
+	return Rendered{Subject: st.subject.String(), Preheader: st.preheader.String(), HTML: st.html.String(),
 		Text: st.text.String()}, nil
 }
 
@@ -473,14 +473,14 @@ func (cc *compiledCampaign) message(st *renderState, links LinkBuilder, r recipi
 	return m, nil
 }
 
-// sampleRecipient personalises test mails and previews when no contact fits.
-func sampleRecipient() Recipient {
+// SampleRecipient personalises test mails and previews when no contact fits.
+func SampleRecipient() Recipient {
 	return Recipient{FirstName: "Max", LastName: "Mustermann", Email: "max.mustermann@example.com",
 		Address: "Musterstraße 1", Zip: "10115", City: "Berlin", Phone: "+49 30 1234567"}
 }
 
-// recipientOf is the placeholder data of a contact.
-func recipientOf(c store.Contact) Recipient {
+// RecipientOf is the placeholder data of a contact.
+func RecipientOf(c store.Contact) Recipient {
 	return Recipient{FirstName: c.FirstName, LastName: c.LastName, Email: c.Email, Address: c.Address, Zip: c.Zip,
 		City: c.City, Phone: c.Phone, Note: c.Note, CustomFields: c.CustomFields.Strings()}
 }

@@ -14,11 +14,12 @@ import (
 // handovers besides the one being written (the lane waits when it is full),
 // which bounds both memory and what a crash can leave unrecorded.
 type recorder struct {
-	db   *store.DB
-	log  *slog.Logger
-	jobs chan recordJob
-	free chan []store.Outcome
-	done chan struct{}
+	db     *store.DB
+	counts OutcomeCounter // nil: not counted
+	log    *slog.Logger
+	jobs   chan recordJob
+	free   chan []store.Outcome
+	done   chan struct{}
 
 	mu     sync.Mutex
 	status map[int64]writtenStatus // per campaign: its status after the last write
@@ -44,8 +45,8 @@ type recordJob struct {
 // waits for the recorder.
 const recorderQueue = 1
 
-func newRecorder(db *store.DB, log *slog.Logger) *recorder {
-	r := &recorder{db: db, log: log, jobs: make(chan recordJob, recorderQueue), free: make(chan []store.Outcome, recorderQueue+2),
+func newRecorder(db *store.DB, counts OutcomeCounter, log *slog.Logger) *recorder {
+	r := &recorder{db: db, counts: counts, log: log, jobs: make(chan recordJob, recorderQueue), free: make(chan []store.Outcome, recorderQueue+2),
 		done: make(chan struct{}), status: map[int64]writtenStatus{}}
 	r.idle = sync.NewCond(&r.mu)
 	go r.run()
@@ -151,6 +152,26 @@ func (r *recorder) write(job recordJob) (string, error) {
 	if err != nil {
 		r.log.Error("send worker: outcomes lost; their recipients will be sent again after the lease",
 			"campaign", job.campaignID, "count", len(job.outs), "err", err)
+		return status, err
 	}
-	return status, err
+	r.count(job.outs)
+	return status, nil
+}
+
+// count hands the stored outcomes to the counter, one call per status.
+func (r *recorder) count(outs []store.Outcome) {
+	if r.counts == nil {
+		return
+	}
+	for _, status := range []string{store.RecipientSent, store.RecipientFailed, store.RecipientSkipped, store.RecipientQueued} {
+		n := 0
+		for _, o := range outs {
+			if o.Status == status {
+				n++
+			}
+		}
+		if n > 0 {
+			r.counts.CountSendOutcomes(status, n)
+		}
+	}
 }

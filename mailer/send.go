@@ -80,7 +80,18 @@ type WorkerOptions struct {
 	// Backoff is the pause before attempt n+1 after a transient error; default
 	// 1, 5, 15, 60 minutes.
 	Backoff func(attempt int) time.Duration
-	Log     *slog.Logger
+	// Outcomes counts the outcomes the worker has recorded (metrics); nil:
+	// not counted.
+	Outcomes OutcomeCounter
+	Log      *slog.Logger
+}
+
+// OutcomeCounter counts recorded send outcomes: n recipients ended with
+// status (store.RecipientSent, RecipientFailed, RecipientSkipped, or
+// RecipientQueued for a transient failure that will be retried). It is called
+// after the outcomes are stored, so a count never runs ahead of the database.
+type OutcomeCounter interface {
+	CountSendOutcomes(status string, n int)
 }
 
 // DefaultBackoff is the pause after a transient failure of attempt n (1-based).
@@ -308,7 +319,7 @@ type lane struct {
 // newLane starts a lane's recorder; close the lane with stop.
 func (w *Worker) newLane() *lane {
 	return &lane{w: w, pauses: map[int64]time.Time{}, rates: map[int64]int{},
-		rec: newRecorder(w.db, w.opts.Log)}
+		rec: newRecorder(w.db, w.opts.Outcomes, w.opts.Log)}
 }
 
 // stop gives the connection back and waits until every outcome is written.

@@ -10,6 +10,7 @@ import (
 	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/mailer/smtptest"
 	"github.com/rundbrief/rundbrief/store"
+	"github.com/rundbrief/rundbrief/store/campaign"
 	"github.com/rundbrief/rundbrief/store/dbtest"
 	"github.com/rundbrief/rundbrief/store/secret"
 )
@@ -87,8 +88,8 @@ func (e *sendEnv) worker(db *store.DB, op mailer.Opener, opts mailer.WorkerOptio
 	return mailer.NewWorker(db, op, opts)
 }
 
-func (e *sendEnv) campaigns(w *mailer.Worker) *mailer.Campaigns {
-	return mailer.NewCampaigns(e.db, e.transports, w, mailer.CampaignsOptions{Links: e.links})
+func (e *sendEnv) campaigns(w *mailer.Worker) *campaign.Service {
+	return campaign.New(e.db, e.transports, w, campaign.Options{Links: e.links})
 }
 
 // exec runs SQL or fails the test.

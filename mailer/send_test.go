@@ -22,6 +22,7 @@ import (
 	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/mailer/smtptest"
 	"github.com/rundbrief/rundbrief/store"
+	"github.com/rundbrief/rundbrief/store/campaign"
 	"github.com/rundbrief/rundbrief/store/dbtest"
 )
 
@@ -44,7 +45,7 @@ func TestNewsletterReachesEveryContactOnce(t *testing.T) {
 	nl := e.newsletter(list)
 
 	w := e.worker(e.db, e.transports, mailer.WorkerOptions{})
-	svc := mailer.NewCampaigns(e.db, e.transports, w, mailer.CampaignsOptions{Links: e.links, InlineBatch: 20})
+	svc := campaign.New(e.db, e.transports, w, campaign.Options{Links: e.links, InlineBatch: 20})
 	res, err := svc.SendNewsletter(ctx, e.acct, systemActor, nl.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +112,7 @@ func TestCrashLosesAndDuplicatesNothing(t *testing.T) {
 	ctx := context.Background()
 	e := newSendEnv(t, smtptest.Options{})
 	nl := e.newsletter(e.seedList("crash", n))
-	svc := mailer.NewCampaigns(e.db, e.transports, nil, mailer.CampaignsOptions{Links: e.links})
+	svc := campaign.New(e.db, e.transports, nil, campaign.Options{Links: e.links})
 	if _, err := svc.SendNewsletter(ctx, e.acct, systemActor, nl.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +235,7 @@ func TestTwoProcessesShareTheWork(t *testing.T) {
 	ctx := context.Background()
 	e := newSendEnv(t, smtptest.Options{})
 	nl := e.newsletter(e.seedList("two", n))
-	svc := mailer.NewCampaigns(e.db, e.transports, nil, mailer.CampaignsOptions{Links: e.links})
+	svc := campaign.New(e.db, e.transports, nil, campaign.Options{Links: e.links})
 	if _, err := svc.SendNewsletter(ctx, e.acct, systemActor, nl.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -477,7 +478,7 @@ func TestBlockedAddressesByEmailType(t *testing.T) {
 	}
 	w := e.worker(e.db, e.transports, mailer.WorkerOptions{})
 	svc := e.campaigns(w)
-	send := func(typ string, to ...string) mailer.SendResult {
+	send := func(typ string, to ...string) campaign.SendResult {
 		t.Helper()
 		res, err := svc.SendEmail(ctx, e.acct, systemActor, store.EmailInput{
 			To: to, Type: typ, Subject: "Ihre Bestellung", HTML: "<p>Hallo {{vorname|Kunde}}, Ihr Code: {{gutschein}}</p>",
@@ -565,7 +566,7 @@ func TestRetryFailedSendsOnlyFailed(t *testing.T) {
 		t.Fatal(err)
 	}
 	w2 := e.worker(e.db, e.newTransports(e.db, box), mailer.WorkerOptions{})
-	svc2 := mailer.NewCampaigns(e.db, e.transports, w2, mailer.CampaignsOptions{Links: e.links})
+	svc2 := campaign.New(e.db, e.transports, w2, campaign.Options{Links: e.links})
 	res, err := svc2.RetryFailed(ctx, e.acct, systemActor, nl.ID)
 	if err != nil || res.Queued != 2 || res.Campaign.Status != store.CampaignSending {
 		t.Fatalf("retry: %+v, %v", res, err)
@@ -623,7 +624,7 @@ func TestPauseAndResume(t *testing.T) {
 	e.exec(`UPDATE smtp_servers SET rate_per_second = 100 WHERE id = $1`, e.serverID)
 	nl := e.newsletter(e.seedList("pause", n))
 	w := e.worker(e.db, e.transports, mailer.WorkerOptions{})
-	svc := mailer.NewCampaigns(e.db, e.transports, nil, mailer.CampaignsOptions{Links: e.links})
+	svc := campaign.New(e.db, e.transports, nil, campaign.Options{Links: e.links})
 	if _, err := svc.SendNewsletter(ctx, e.acct, systemActor, nl.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -656,7 +657,7 @@ func TestPauseAndResume(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Reason != "not_sending" {
 		t.Errorf("pausing twice: %v", err)
 	}
-	if _, err := mailer.NewCampaigns(e.db, e.transports, w, mailer.CampaignsOptions{Links: e.links}).ResumeNewsletter(ctx, e.acct, systemActor, nl.ID); err != nil {
+	if _, err := campaign.New(e.db, e.transports, w, campaign.Options{Links: e.links}).ResumeNewsletter(ctx, e.acct, systemActor, nl.ID); err != nil {
 		t.Fatal(err)
 	}
 	e.waitStatus(nl.ID, store.CampaignSent)
@@ -678,7 +679,7 @@ func TestRateLimitOfTheSMTPServer(t *testing.T) {
 	e.exec(`UPDATE smtp_servers SET rate_per_second = $2 WHERE id = $1`, e.serverID, rate)
 	nl := e.newsletter(e.seedList("rate", n))
 	w := e.worker(e.db, e.transports, mailer.WorkerOptions{})
-	if _, err := mailer.NewCampaigns(e.db, e.transports, nil, mailer.CampaignsOptions{Links: e.links}).SendNewsletter(ctx, e.acct, systemActor, nl.ID); err != nil {
+	if _, err := campaign.New(e.db, e.transports, nil, campaign.Options{Links: e.links}).SendNewsletter(ctx, e.acct, systemActor, nl.ID); err != nil {
 		t.Fatal(err)
 	}
 	stop := running(w.Run)
@@ -744,15 +745,15 @@ func TestScheduledSendStartsOnceAcrossSchedulers(t *testing.T) {
 	}
 	nl := e.newsletter(e.seedList("sched", n))
 	at := clock.Add(time.Hour)
-	svc := mailer.NewCampaigns(e.db, e.transports, nil, mailer.CampaignsOptions{Links: e.links, Now: now})
+	svc := campaign.New(e.db, e.transports, nil, campaign.Options{Links: e.links, Now: now})
 	if c, err := svc.ScheduleNewsletter(ctx, e.acct, systemActor, nl.ID, at); err != nil || c.Status != store.CampaignScheduled {
 		t.Fatalf("schedule: %+v %v", c, err)
 	}
-	var scheds [2]*mailer.Scheduler
+	var scheds [2]*campaign.Scheduler
 	for i := range scheds {
 		db := dbtest.Open(t, e.url)
-		scheds[i] = mailer.NewScheduler(db, mailer.NewCampaigns(db, e.newTransports(db, nil), nil, mailer.CampaignsOptions{Links: e.links, Now: now}),
-			mailer.SchedulerOptions{Now: now})
+		scheds[i] = campaign.NewScheduler(db, campaign.New(db, e.newTransports(db, nil), nil, campaign.Options{Links: e.links, Now: now}),
+			campaign.SchedulerOptions{Now: now})
 	}
 	setClock(at.Add(-time.Second))
 	for _, s := range scheds {

@@ -12,6 +12,7 @@ import (
 	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/mailer/smtptest"
 	"github.com/rundbrief/rundbrief/store"
+	"github.com/rundbrief/rundbrief/store/campaign"
 	"github.com/rundbrief/rundbrief/store/dbtest"
 )
 
@@ -71,7 +72,7 @@ func TestSharedRateAcrossProcesses(t *testing.T) {
 	e := newSendEnv(t, smtptest.Options{Discard: true})
 	e.exec(`UPDATE smtp_servers SET rate_per_second = $2 WHERE id = $1`, e.serverID, rate)
 	nl := e.newsletter(e.seedList("shared", n))
-	if _, err := mailer.NewCampaigns(e.db, e.transports, nil, mailer.CampaignsOptions{Links: e.links}).SendNewsletter(ctx, e.acct, systemActor, nl.ID); err != nil {
+	if _, err := campaign.New(e.db, e.transports, nil, campaign.Options{Links: e.links}).SendNewsletter(ctx, e.acct, systemActor, nl.ID); err != nil {
 		t.Fatal(err)
 	}
 	var sent [2]atomic.Int64

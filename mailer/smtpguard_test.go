@@ -9,6 +9,8 @@ import (
 	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/mailer/smtptest"
 	"github.com/rundbrief/rundbrief/store"
+	"github.com/rundbrief/rundbrief/store/campaign"
+	"github.com/rundbrief/rundbrief/store/smtpserver"
 )
 
 // TestGuardedOpenerKeepsMailOffPrivateServers: with the guard on (production:
@@ -20,8 +22,8 @@ func TestGuardedOpenerKeepsMailOffPrivateServers(t *testing.T) {
 	e := newSendEnv(t, smtptest.Options{})
 	nl := e.newsletter(e.seedList("guard", 3))
 
-	deny := mailer.NewSMTPGuard(e.db, e.transports, false, nil).Opener(e.transports)
-	_, err := mailer.NewCampaigns(e.db, deny, nil, mailer.CampaignsOptions{Links: e.links}).SendNewsletter(ctx, e.acct, systemActor, nl.ID)
+	deny := smtpserver.New(e.db, smtpserver.Config{Mail: e.transports, AllowPrivate: false}).Opener(e.transports)
+	_, err := campaign.New(e.db, deny, nil, campaign.Options{Links: e.links}).SendNewsletter(ctx, e.acct, systemActor, nl.ID)
 	var ve *store.ValidationError
 	if !errors.As(err, &ve) || !strings.Contains(ve.Fields["smtp_server_id"], "nicht öffentlich") {
 		t.Fatalf("send over a loopback server: %v", err)
@@ -30,9 +32,9 @@ func TestGuardedOpenerKeepsMailOffPrivateServers(t *testing.T) {
 		t.Fatalf("status %s, %d connections", c.Status, e.srv.Connections())
 	}
 
-	allow := mailer.NewSMTPGuard(e.db, e.transports, true, nil).Opener(e.transports)
+	allow := smtpserver.New(e.db, smtpserver.Config{Mail: e.transports, AllowPrivate: true}).Opener(e.transports)
 	w := e.worker(e.db, allow, mailer.WorkerOptions{})
-	if _, err := mailer.NewCampaigns(e.db, allow, w, mailer.CampaignsOptions{Links: e.links}).SendNewsletter(ctx, e.acct, systemActor, nl.ID); err != nil {
+	if _, err := campaign.New(e.db, allow, w, campaign.Options{Links: e.links}).SendNewsletter(ctx, e.acct, systemActor, nl.ID); err != nil {
 		t.Fatal(err)
 	}
 	stop := running(w.Run)

@@ -144,8 +144,6 @@ const lockLists = `SELECT id, name, color, double_opt_in FROM lists WHERE accoun
 const lockContacts = `SELECT ` + contactColumns + `, ` + contactLists + `
 FROM contacts c WHERE c.account_id = $1 AND (c.email = ANY($2) OR c.id = ANY($3)) ORDER BY c.email FOR UPDATE OF c`
 
-const selectBlocked = `SELECT email FROM blocked_addresses WHERE account_id = $1 AND email = ANY($2)`
-
 // lockContactsBlockedSQL is lockContacts and selectBlocked (for the addresses
 // asked for and those of the contacts asked for by id) in one round trip: the
 // blocked addresses come as extra rows with id 0 and only the email set.
@@ -197,8 +195,6 @@ const insertBlocks = `WITH ins AS (
   ORDER BY x.e ON CONFLICT (account_id, email) DO NOTHING RETURNING email, source, campaign_id
 ), ` + countUnsubscribes + `
 SELECT count(*) FROM ins`
-
-const selectPlanOfAccount = `SELECT ` + planColumns + ` FROM plans WHERE name = (SELECT plan FROM accounts WHERE id = $1)`
 
 // contactRow is a contact as the insert and update statements read it.
 type contactRow struct {
@@ -542,21 +538,6 @@ func lockTargetLists(ctx context.Context, tx querier, accountID int64, ops []*co
 	return lists, nil
 }
 
-func blockedIn(ctx context.Context, q sqlx.QueryerContext, accountID int64, emails []string) (map[string]bool, error) {
-	out := make(map[string]bool)
-	if len(emails) == 0 {
-		return out, nil
-	}
-	var rows []string
-	if err := sqlx.SelectContext(ctx, q, &rows, selectBlocked, accountID, pq.StringArray(emails)); err != nil {
-		return nil, fmt.Errorf("store: blocked addresses: %w", err)
-	}
-	for _, e := range rows {
-		out[e] = true
-	}
-	return out, nil
-}
-
 type lockedSet struct {
 	byEmail map[string]*lockedContact
 	byID    map[int64]*lockedContact
@@ -608,14 +589,6 @@ func lockContactsAndBlocked(ctx context.Context, tx querier, accountID int64, em
 		s.add(r)
 	}
 	return s, blocked, nil
-}
-
-func accountPlan(ctx context.Context, tx querier, accountID int64) (Plan, error) {
-	var p Plan
-	if err := tx.GetContext(ctx, &p, selectPlanOfAccount, accountID); err != nil {
-		return Plan{}, fmt.Errorf("store: plan of account: %w", err)
-	}
-	return p, nil
 }
 
 // anyDOI reports whether one of the lists asks for double opt-in.

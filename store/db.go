@@ -293,3 +293,32 @@ func notFound(op string, err error) error {
 	}
 	return fmt.Errorf("store: %s: %w", op, err)
 }
+
+// ScrapeCountCap bounds the counts that metrics read at every scrape (send
+// queue, webhook backlog, outbox lag): each walks a partial index and stops
+// here, so a scrape costs the same at a million queued rows as at the cap.
+// A gauge at the cap reads "at least this many".
+const ScrapeCountCap = 100_000
+
+// PoolStats is one connection pool's use, as database/sql reports it.
+type PoolStats struct {
+	MaxOpen      int
+	Open         int
+	InUse        int
+	Idle         int
+	WaitCount    int64
+	WaitDuration time.Duration
+}
+
+// PoolStats reports the use of the process's three pools by name: "main"
+// (everything by default), "relaxed" (rate counters and the API log) and
+// "generic" (the contact write path and listing).
+func (db *DB) PoolStats() map[string]PoolStats {
+	out := make(map[string]PoolStats, 3)
+	for name, pool := range map[string]*sqlx.DB{"main": db.DB, "relaxed": db.relaxed, "generic": db.generic} {
+		s := pool.Stats()
+		out[name] = PoolStats{MaxOpen: s.MaxOpenConnections, Open: s.OpenConnections, InUse: s.InUse, Idle: s.Idle,
+			WaitCount: s.WaitCount, WaitDuration: s.WaitDuration}
+	}
+	return out
+}

@@ -89,10 +89,6 @@ func WebhookBody(eventID, name string, createdAt time.Time, data json.RawMessage
 
 func newDeliveryID() string { return DeliveryIDPrefix + RandomString(24) }
 
-// WebhooksConsumer is the outbox consumer that fans events out into webhook
-// deliveries.
-const WebhooksConsumer = "webhooks"
-
 // DispatchResult counts what one DispatchEvents call did.
 type DispatchResult struct {
 	Events     int // outbox events the fan-out passed
@@ -113,7 +109,7 @@ FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6
   AS x(public_id, account_id, webhook_id, event_id, event_public_id, event, payload)
 ON CONFLICT (webhook_id, event_id) WHERE event_id IS NOT NULL DO NOTHING`
 
-// WebhookFanOut is the outbox consumer WebhooksConsumer: it turns each event
+// WebhookFanOut is the outbox consumer OutboxConsumerWebhooks: it turns each event
 // into one pending delivery per active webhook of the account subscribed to it,
 // in the transaction that moves its cursor, so a crash before the commit
 // leaves the events for the next run, never an event without its deliveries.
@@ -121,7 +117,7 @@ ON CONFLICT (webhook_id, event_id) WHERE event_id IS NOT NULL DO NOTHING`
 // time get nothing. now stamps the deliveries (tests inject a clock); ctr, when
 // not nil, counts the deliveries created.
 func (db *DB) WebhookFanOut(now func() time.Time, ctr *int, opts ConsumerOptions) *Consumer {
-	return db.NewConsumer(WebhooksConsumer, func(ctx context.Context, tx *sqlx.Tx, events []StoredEvent) error {
+	return db.NewConsumer(OutboxConsumerWebhooks, func(ctx context.Context, tx *sqlx.Tx, events []StoredEvent) error {
 		n, err := fanOut(ctx, tx, events, now())
 		if ctr != nil {
 			*ctr += n
@@ -637,4 +633,19 @@ func (db *DB) WebhookAttemptsOf(ctx context.Context, accountID int64, deliveryID
 		out[a.DeliveryID] = append(out[a.DeliveryID], a)
 	}
 	return out, nil
+}
+
+// webhookBacklog counts deliveries with an outstanding attempt (new ones and
+// scheduled retries) through webhook_deliveries_due_idx, which holds exactly
+// those rows, and stops at the cap.
+const webhookBacklog = `SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries WHERE next_attempt_at IS NOT NULL LIMIT $1) b`
+
+// WebhookBacklog is the number of webhook deliveries still to be attempted, over
+// all accounts and processes, counted up to ScrapeCountCap.
+func (db *DB) WebhookBacklog(ctx context.Context) (int64, error) {
+	var n int64
+	if err := db.GetContext(ctx, &n, webhookBacklog, ScrapeCountCap); err != nil {
+		return 0, fmt.Errorf("store: webhook backlog: %w", err)
+	}
+	return n, nil
 }

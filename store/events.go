@@ -153,3 +153,54 @@ func (db *DB) EventsAfter(ctx context.Context, accountID, afterID int64, limit i
 	}
 	return out, nil
 }
+
+// ConsumerLag is how far one consumer of the events outbox is behind: the
+// events it has not handled yet (counted up to ScrapeCountCap) and the age of
+// the oldest of them.
+type ConsumerLag struct {
+	Events int64
+	Age    time.Duration
+}
+
+// OutboxConsumerWebhooks names the outbox consumer of the webhook fan-out
+// (WebhookFanOut, DispatchEvents); migration 00018 registers it.
+const OutboxConsumerWebhooks = "webhooks"
+
+// outboxLag counts, per registered consumer, the events past its cursors
+// (an account without a cursor yet: all of its events), stopping at the cap,
+// and the age of the oldest of the accounts' first unhandled events. Each
+// account costs an index probe or two on events_outbox_idx per consumer.
+const outboxLag = `SELECT c.name AS consumer,
+  (SELECT count(*) FROM (
+     SELECT 1 FROM accounts a
+     LEFT JOIN outbox_cursors k ON k.consumer = c.name AND k.account_id = a.id
+     CROSS JOIN LATERAL (
+       SELECT 1 FROM events e
+       WHERE e.account_id = a.id AND (e.xid, e.id) > (COALESCE(k.last_xid, '0'), COALESCE(k.last_id, 0))
+       LIMIT $1) e
+     LIMIT $1) p) AS events,
+  COALESCE((SELECT EXTRACT(EPOCH FROM now() - min(f.created_at)) FROM accounts a
+     LEFT JOIN outbox_cursors k ON k.consumer = c.name AND k.account_id = a.id
+     CROSS JOIN LATERAL (
+       SELECT e.created_at FROM events e
+       WHERE e.account_id = a.id AND (e.xid, e.id) > (COALESCE(k.last_xid, '0'), COALESCE(k.last_id, 0))
+       ORDER BY e.xid, e.id LIMIT 1) f), 0) AS seconds
+FROM outbox_consumers c`
+
+// OutboxLag reports, per registered consumer of the events outbox, how far it
+// is behind.
+func (db *DB) OutboxLag(ctx context.Context) (map[string]ConsumerLag, error) {
+	var rows []struct {
+		Consumer string  `db:"consumer"`
+		Events   int64   `db:"events"`
+		Seconds  float64 `db:"seconds"`
+	}
+	if err := db.SelectContext(ctx, &rows, outboxLag, ScrapeCountCap); err != nil {
+		return nil, fmt.Errorf("store: outbox lag: %w", err)
+	}
+	out := make(map[string]ConsumerLag, len(rows))
+	for _, r := range rows {
+		out[r.Consumer] = ConsumerLag{Events: r.Events, Age: time.Duration(r.Seconds * float64(time.Second))}
+	}
+	return out, nil
+}

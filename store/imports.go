@@ -22,8 +22,9 @@ import (
 )
 
 // CSV import of contacts: the portal uploads a file (CreateImport), the user maps
-// its columns (StartImport), and an ImportWorker in any serve process runs the
-// job in batches with the rules of POST /contacts/bulk.
+// its columns (StartImport), and the import worker (store/imports) in any serve
+// process runs the job in batches with the rules of POST /contacts/bulk
+// (RunNextImport).
 
 // Import job statuses.
 const (
@@ -364,44 +365,25 @@ func (db *DB) StartImport(ctx context.Context, accountID, id int64, s ImportSett
 	return j, nil
 }
 
-// ImportWorkerOptions tune an ImportWorker; zero values take the defaults.
-type ImportWorkerOptions struct {
-	Poll  time.Duration // how often to look for a job when idle; default 1 s
-	Lease time.Duration // how long a claim lasts without a renewing batch; default 2 min
-	Batch int           // rows per transaction; default 500
+// ImportRun tunes RunNextImport.
+type ImportRun struct {
+	Lease time.Duration // how long a claim lasts without a renewing batch
+	Batch int           // rows per transaction, at most MaxBatch
 	Log   *slog.Logger
 }
 
-// ImportWorker runs queued import jobs. Any number of workers (in any number of
-// processes) share the queue; a job whose worker died is resumed by another one
-// once its lease has run out.
-type ImportWorker struct {
-	db   *DB
-	opts ImportWorkerOptions
-}
-
-// NewImportWorker returns a worker; Run starts it.
-func NewImportWorker(db *DB, opts ImportWorkerOptions) *ImportWorker {
-	if opts.Poll <= 0 {
-		opts.Poll = time.Second
-	}
-	if opts.Lease <= 0 {
-		opts.Lease = 2 * time.Minute
-	}
-	if opts.Batch <= 0 || opts.Batch > MaxBatch {
-		opts.Batch = importBatch
-	}
-	if opts.Log == nil {
-		opts.Log = slog.New(slog.DiscardHandler)
-	}
-	return &ImportWorker{db: db, opts: opts}
-}
+// DefaultImportBatch is the rows per transaction of an import run.
+const DefaultImportBatch = importBatch
 
 // staleUpload is how long an uploaded file waits for its column mapping
 // before the worker deletes the job with its file.
 const staleUpload = 24 * time.Hour
 
 const purgeStaleImports = `DELETE FROM import_jobs WHERE status = 'uploaded' AND created_at < now() - $1 * interval '1 millisecond'`
+
+// StaleImportUpload is how long an uploaded file waits for its column mapping
+// before the import worker deletes the job with its file.
+const StaleImportUpload = staleUpload
 
 // PurgeStaleImports deletes jobs whose column mapping was not given within
 // maxAge: their files would otherwise stay in the database for good.
@@ -411,32 +393,6 @@ func (db *DB) PurgeStaleImports(ctx context.Context, maxAge time.Duration) (int6
 		return 0, fmt.Errorf("store: purge imports: %w", err)
 	}
 	return res.RowsAffected()
-}
-
-// Run works through the queue until ctx ends; when idle it deletes stale
-// uploads, at most once an hour.
-func (w *ImportWorker) Run(ctx context.Context) error {
-	var purged time.Time
-	for {
-		if time.Since(purged) > time.Hour {
-			purged = time.Now()
-			if _, err := w.db.PurgeStaleImports(ctx, staleUpload); err != nil && ctx.Err() == nil {
-				w.opts.Log.Error("import worker", "err", err)
-			}
-		}
-		ran, err := w.RunOnce(ctx)
-		if err != nil && ctx.Err() == nil {
-			w.opts.Log.Error("import worker", "err", err)
-		}
-		if ran && err == nil {
-			continue // there may be more
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(w.opts.Poll):
-		}
-	}
 }
 
 // claimedImport is a job a worker holds, with its file.
@@ -452,24 +408,31 @@ FROM (SELECT id AS claim_id FROM import_jobs WHERE status = 'queued' OR (status 
 WHERE j.id = x.claim_id
 RETURNING data, ` + importColumns
 
-// RunOnce claims one job and runs it to its end; ran is false when the queue
-// was empty. A job whose lease is lost (another worker took it over) is left to
-// that worker.
-func (w *ImportWorker) RunOnce(ctx context.Context) (ran bool, err error) {
+// RunNextImport claims one queued job (or one whose worker's lease ran out)
+// and runs it to its end, one batch per transaction; ran is false when the
+// queue was empty. A job whose lease is lost (another worker took it over) is
+// left to that worker.
+func (db *DB) RunNextImport(ctx context.Context, opts ImportRun) (ran bool, err error) {
+	if opts.Batch <= 0 || opts.Batch > MaxBatch {
+		opts.Batch = importBatch
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
 	owner := randomToken()
 	var j claimedImport
-	if err := w.db.GetContext(ctx, &j, claimImport, owner, w.opts.Lease.Milliseconds()); err != nil {
+	if err := db.GetContext(ctx, &j, claimImport, owner, opts.Lease.Milliseconds()); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return false, nil
 		}
 		return false, fmt.Errorf("store: claim import: %w", err)
 	}
-	if err := w.run(ctx, owner, &j); err != nil {
+	if err := db.runImport(ctx, owner, &j, opts); err != nil {
 		if ctx.Err() != nil || errors.Is(err, errLeaseLost) {
 			return true, err // resumed later, by this process or another
 		}
-		w.opts.Log.Error("import failed", "job", j.ID, "account", j.AccountID, "err", err)
-		_, ferr := w.db.ExecContext(ctx, `UPDATE import_jobs SET status = 'failed', data = NULL, finished_at = now(),
+		opts.Log.Error("import failed", "job", j.ID, "account", j.AccountID, "err", err)
+		_, ferr := db.ExecContext(ctx, `UPDATE import_jobs SET status = 'failed', data = NULL, finished_at = now(),
   error = $3, lease_owner = NULL, lease_until = NULL WHERE id = $1 AND lease_owner = $2`,
 			j.ID, owner, "Der Import wurde wegen eines internen Fehlers abgebrochen. Bereits importierte Zeilen bleiben erhalten.")
 		return true, errors.Join(err, ferr)
@@ -485,8 +448,8 @@ func randomToken() string {
 	return hex.EncodeToString(b)
 }
 
-// run imports the rows after j.ProcessedRows, one batch per transaction.
-func (w *ImportWorker) run(ctx context.Context, owner string, j *claimedImport) error {
+// runImport imports the rows after j.ProcessedRows, one batch per transaction.
+func (db *DB) runImport(ctx context.Context, owner string, j *claimedImport, opts ImportRun) error {
 	data, err := decodeCSVText(j.Data)
 	if err != nil {
 		return err
@@ -501,7 +464,7 @@ func (w *ImportWorker) run(ctx context.Context, owner string, j *claimedImport) 
 	}
 	done := 0
 	for {
-		batch, eof, err := readImportRows(r, w.opts.Batch)
+		batch, eof, err := readImportRows(r, opts.Batch)
 		if err != nil {
 			return err
 		}
@@ -511,7 +474,7 @@ func (w *ImportWorker) run(ctx context.Context, owner string, j *claimedImport) 
 			batch = batch[skip:]
 		}
 		if len(batch) > 0 {
-			if err := w.importBatch(ctx, owner, j, actor, batch); err != nil {
+			if err := db.importBatch(ctx, owner, j, actor, batch, opts.Lease); err != nil {
 				return err
 			}
 			done += len(batch)
@@ -520,7 +483,7 @@ func (w *ImportWorker) run(ctx context.Context, owner string, j *claimedImport) 
 			break
 		}
 	}
-	res, err := w.db.ExecContext(ctx, `UPDATE import_jobs SET status = 'done', data = NULL, finished_at = now(),
+	res, err := db.ExecContext(ctx, `UPDATE import_jobs SET status = 'done', data = NULL, finished_at = now(),
   lease_owner = NULL, lease_until = NULL WHERE id = $1 AND lease_owner = $2`, j.ID, owner)
 	if err != nil {
 		return fmt.Errorf("store: finish import: %w", err)
@@ -618,8 +581,8 @@ WHERE id = $1 AND lease_owner = $2`
 // importBatch upserts one batch exactly as BulkUpsertContacts does (the same
 // normalisation, shared lists and tags, one applyOps in batch mode) and advances
 // the job in the same transaction: either both commit or neither.
-func (w *ImportWorker) importBatch(ctx context.Context, owner string, j *claimedImport, actor Actor, rows []importRow) error {
-	return w.db.retryTx(ctx, func(tx *sqlx.Tx) error {
+func (db *DB) importBatch(ctx context.Context, owner string, j *claimedImport, actor Actor, rows []importRow, lease time.Duration) error {
+	return db.retryTx(ctx, func(tx *sqlx.Tx) error {
 		var processed int
 		if err := tx.GetContext(ctx, &processed, lockImport, j.ID, owner); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
@@ -668,7 +631,7 @@ func (w *ImportWorker) importBatch(ctx context.Context, owner string, j *claimed
 			}
 		}
 		if _, err := tx.ExecContext(ctx, advanceImport, j.ID, owner, len(rows), created, updated, failed, errJSON,
-			maxImportErrors, w.opts.Lease.Milliseconds()); err != nil {
+			maxImportErrors, lease.Milliseconds()); err != nil {
 			return fmt.Errorf("store: import batch: %w", err)
 		}
 		return nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/dbtest"
+	"github.com/rundbrief/rundbrief/store/imports"
 )
 
 func TestParseCSV(t *testing.T) {
@@ -105,7 +106,7 @@ func TestImportRunsWithTheBulkRules(t *testing.T) {
 		t.Errorf("started twice: %v", err)
 	}
 
-	w := store.NewImportWorker(db, store.ImportWorkerOptions{Batch: 2})
+	w := imports.NewWorker(db, imports.WorkerOptions{Batch: 2})
 	if ran, err := w.RunOnce(ctx); !ran || err != nil {
 		t.Fatalf("RunOnce: %v %v", ran, err)
 	}
@@ -169,7 +170,7 @@ func TestImportResumesAfterCrash(t *testing.T) {
   created_count = 4, lease_until = now() - interval '1 second' WHERE id = $1`, j.ID); err != nil {
 		t.Fatal(err)
 	}
-	w := store.NewImportWorker(db, store.ImportWorkerOptions{Batch: 3})
+	w := imports.NewWorker(db, imports.WorkerOptions{Batch: 3})
 	if ran, err := w.RunOnce(ctx); !ran || err != nil {
 		t.Fatalf("RunOnce: %v %v", ran, err)
 	}
@@ -218,7 +219,7 @@ func TestImportWorkersShareTheQueue(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	for range 3 {
-		w := store.NewImportWorker(dbtest.Open(t, url), store.ImportWorkerOptions{Batch: 25})
+		w := imports.NewWorker(dbtest.Open(t, url), imports.WorkerOptions{Batch: 25})
 		wg.Go(func() {
 			for {
 				ran, err := w.RunOnce(ctx)

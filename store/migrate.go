@@ -29,3 +29,19 @@ func (db *DB) Migrate(ctx context.Context) error {
 	}
 	return nil
 }
+
+// MigrationsPending reports whether any migration embedded in this binary is
+// not applied to the database, a missing earlier one included (migrations may
+// land out of order, see Migrate). It takes no lock, so a readiness probe never
+// waits behind a running migration.
+func (db *DB) MigrationsPending(ctx context.Context) (bool, error) {
+	p, err := goose.NewProvider(goose.DialectPostgres, db.DB.DB, migrations.FS, goose.WithAllowOutofOrder(true))
+	if err != nil {
+		return false, fmt.Errorf("store: migrations pending: %w", err)
+	}
+	pending, err := p.HasPending(ctx)
+	if err != nil {
+		return false, fmt.Errorf("store: migrations pending: %w", err)
+	}
+	return pending, nil
+}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/dbtest"
+	"github.com/rundbrief/rundbrief/store/imports"
 )
 
 // helperDBEnv carries the database URL to a consumer process
@@ -456,7 +457,7 @@ func TestTagChangesReachAConsumer(t *testing.T) {
 		t.Fatal(err)
 	}
 	startedImport(t, db, acct, "email;tags\ntags@example.com;importiert\n", store.ImportSettings{Mapping: []string{"email", "tags"}})
-	if ran, err := store.NewImportWorker(db, store.ImportWorkerOptions{}).RunOnce(ctx); !ran || err != nil {
+	if ran, err := imports.NewWorker(db, imports.WorkerOptions{}).RunOnce(ctx); !ran || err != nil {
 		t.Fatalf("import: %v %v", ran, err)
 	}
 	if _, err := follower.CatchUp(ctx); err != nil {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/lib/pq"
@@ -40,6 +41,19 @@ func (db *DB) Plan(ctx context.Context, name string) (Plan, error) {
 	var p Plan
 	if err := db.GetContext(ctx, &p, selectPlan, name); err != nil {
 		return Plan{}, notFound("plan", err)
+	}
+	return p, nil
+}
+
+// selectPlanOfAccount is the plan of one account: every limit check reads it
+// inside the transaction that it guards.
+const selectPlanOfAccount = `SELECT ` + planColumns + ` FROM plans WHERE name = (SELECT plan FROM accounts WHERE id = $1)`
+
+// accountPlan returns the plan of the account.
+func accountPlan(ctx context.Context, tx querier, accountID int64) (Plan, error) {
+	var p Plan
+	if err := tx.GetContext(ctx, &p, selectPlanOfAccount, accountID); err != nil {
+		return Plan{}, fmt.Errorf("store: plan of account: %w", err)
 	}
 	return p, nil
 }

@@ -424,3 +424,23 @@ func plainJSONString(b []byte, i int) (string, int, bool) {
 	}
 	return "", 0, false
 }
+
+// queueDepth counts unfinished recipients (queued, or claimed and not yet
+// recorded) through campaign_recipients_queue_idx, whose predicate is exactly
+// this one, and stops at the cap: the campaigns' counters would be cheaper, but
+// recipients held back by an A/B test ('waiting') make them disagree with the
+// queue. The ORDER BY is the index's own order: it keeps the planner on an
+// index scan that stops at the LIMIT, where a bitmap scan would read every
+// entry of the index first.
+const queueDepth = `SELECT count(*) FROM (SELECT 1 FROM campaign_recipients WHERE status IN ('queued', 'sending')
+  ORDER BY campaign_id, id LIMIT $1) q`
+
+// SendQueueDepth is the number of recipients waiting to be sent, over all
+// accounts and processes, counted up to ScrapeCountCap.
+func (db *DB) SendQueueDepth(ctx context.Context) (int64, error) {
+	var n int64
+	if err := db.GetContext(ctx, &n, queueDepth, ScrapeCountCap); err != nil {
+		return 0, fmt.Errorf("store: send queue depth: %w", err)
+	}
+	return n, nil
+}

@@ -20,28 +20,6 @@ type BlockedAddress struct {
 	CreatedAt  time.Time `db:"created_at"`
 }
 
-// BlockedAddresses reports which of emails are on the account's blocked list,
-// keyed by the normalised address (NormalizeEmail). The campaign send worker
-// gets the same answer without a statement of its own: its claim of a batch
-// of recipients reads it for each (QueuedRecipient.Blocked), right before
-// sending.
-func (db *DB) BlockedAddresses(ctx context.Context, accountID int64, emails []string) (map[string]bool, error) {
-	norm := make([]string, len(emails))
-	for i, e := range emails {
-		norm[i] = NormalizeEmail(e)
-	}
-	return blockedIn(ctx, db, accountID, norm)
-}
-
-// IsBlocked reports whether one address is on the account's blocked list.
-func (db *DB) IsBlocked(ctx context.Context, accountID int64, email string) (bool, error) {
-	m, err := db.BlockedAddresses(ctx, accountID, []string{email})
-	if err != nil {
-		return false, err
-	}
-	return m[NormalizeEmail(email)], nil
-}
-
 const blockedColumns = `email, source, reason, campaign_id, created_at`
 
 const insertBlockedReturning = `WITH ins AS (

@@ -1042,15 +1042,7 @@ func German() Text {
 			NoMatchBody:  "Wählen Sie einen anderen Status oder zeigen Sie alle Newsletter.",
 			StatusFilter: "Status",
 			AllStatuses:  "Alle Status",
-			StatusLabels: map[string]string{
-				"draft":     "Entwurf",
-				"scheduled": "Geplant",
-				"sending":   "Wird versendet",
-				"sent":      "Versendet",
-				"paused":    "Pausiert",
-				"failed":    "Fehlgeschlagen",
-				"cancelled": "Abgebrochen",
-			},
+			StatusLabels: campaignStatusLabels(),
 
 			Name:                "Interner Name",
 			NameHint:            "Nur für Sie sichtbar. Ohne Angabe heißt ein neuer Entwurf wie sein Betreff.",
@@ -1934,10 +1926,7 @@ func German() Text {
 			NotSentTitle:  "Noch nicht versendet",
 			NotSentBody:   "Sobald der Newsletter versendet wird, erscheinen hier Zustellung, Öffnungen und Klicks.",
 			Note:          "Öffnungen und Klicks zählen je Empfänger einmal; automatische Abrufe (Apple Mail Privacy, Link-Scanner) sind herausgefiltert. Raten beziehen sich auf die versendeten E-Mails.",
-			StatusLabels: map[string]string{
-				"draft": "Entwurf", "scheduled": "Geplant", "sending": "Wird versendet", "sent": "Versendet",
-				"paused": "Pausiert", "failed": "Fehlgeschlagen", "cancelled": "Abgebrochen",
-			},
+			StatusLabels:  campaignStatusLabels(),
 		},
 		Analytics: AnalyticsText{
 			ActivityHead:       "Versand und Kontakte",

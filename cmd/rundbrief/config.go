@@ -30,6 +30,7 @@ type Config struct {
 	AIFallbackURL       string
 	AIFallbackKey       string
 	AIFallbackModel     string
+	MetricsToken        string // empty: /metrics is open
 }
 
 // loadConfig reads RUNDBRIEF_* and DATABASE_URL and checks them.
@@ -45,6 +46,7 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		AIFallbackURL:   getenv("RUNDBRIEF_AI_FALLBACK_URL"),
 		AIFallbackKey:   getenv("RUNDBRIEF_AI_FALLBACK_KEY"),
 		AIFallbackModel: getenv("RUNDBRIEF_AI_FALLBACK_MODEL"),
+		MetricsToken:    getenv("RUNDBRIEF_METRICS_TOKEN"),
 	}
 	var errs []error
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {

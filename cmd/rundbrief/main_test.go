@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rundbrief/rundbrief/store/ai"
 	"github.com/rundbrief/rundbrief/store/dbtest"
 )
 
@@ -273,7 +274,8 @@ func TestNewAIService(t *testing.T) {
 		{Config{AIAnthropicURL: "api.anthropic.com", AIAnthropicKey: "sk"}, false, "RUNDBRIEF_AI_ANTHROPIC_URL"},
 		{Config{AIAnthropicURL: "https://api.anthropic.com", AIFallbackURL: "ftp://x", AIFallbackModel: "m"}, false, "RUNDBRIEF_AI_FALLBACK_URL"},
 	} {
-		svc, err := newAIService(nil, c.cfg, quiet())
+		providers, err := aiProviders(c.cfg, quiet())
+		svc := ai.NewService(nil, providers)
 		switch {
 		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
 			t.Errorf("%+v: %v, want an error naming %s", c.cfg, err, c.err)

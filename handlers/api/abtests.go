@@ -160,7 +160,7 @@ func (a *API) createABTest(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	t, err := a.db.CreateABTest(r.Context(), accountID(r), actor(r), in)
+	t, err := a.abTests.CreateABTest(r.Context(), accountID(r), actor(r), in)
 	if err != nil {
 		return err
 	}
@@ -198,7 +198,7 @@ func (a *API) patchABTest(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	t, err := a.db.UpdateABTest(r.Context(), accountID(r), actor(r), id, in)
+	t, err := a.abTests.UpdateABTest(r.Context(), accountID(r), actor(r), id, in)
 	if err != nil {
 		return err
 	}
@@ -210,7 +210,7 @@ func (a *API) deleteABTest(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := a.db.DeleteABTest(r.Context(), accountID(r), actor(r), id); err != nil {
+	if err := a.abTests.DeleteABTest(r.Context(), accountID(r), actor(r), id); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -17,6 +17,7 @@ import (
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/ai"
 	"github.com/rundbrief/rundbrief/store/ai/aitest"
+	"github.com/rundbrief/rundbrief/store/services"
 )
 
 // aiEnv is an account with a key, served by an API whose AI service talks to fake
@@ -74,7 +75,7 @@ func newAIEnv(t *testing.T, plan string, credit store.Money, primary, fallback f
 func (e *aiEnv) aiApp(t *testing.T, db *store.DB, svc *ai.Service) http.Handler {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a := api.New(api.Deps{DB: db, APILog: store.NewAPILogWriter(db, log), Log: log, AI: svc},
+	a := api.New(&services.Set{DB: db, APILog: store.NewAPILogWriter(db, log), Log: log, AI: svc},
 		api.Config{BaseURL: "https://rundbrief.test", Now: e.clock.now})
 	r := chi.NewRouter()
 	r.Mount("/v1", a.Handler())

@@ -17,6 +17,7 @@ import (
 	"github.com/rundbrief/rundbrief/handlers/api/apitest"
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/dbtest"
+	"github.com/rundbrief/rundbrief/store/services"
 )
 
 // now is the fixed clock of these tests: 30 s into a rate-limit window, in winter
@@ -61,7 +62,7 @@ func (e *env) app(t *testing.T, db *store.DB) (http.Handler, *store.APILogWriter
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	apiLog := store.NewAPILogWriter(db, log)
-	a := api.New(api.Deps{DB: db, APILog: apiLog, Log: log}, api.Config{BaseURL: "https://rundbrief.test", Now: func() time.Time { return now }})
+	a := api.New(&services.Set{DB: db, APILog: apiLog, Log: log}, api.Config{BaseURL: "https://rundbrief.test", Now: func() time.Time { return now }})
 	r := chi.NewRouter()
 	r.Mount("/v1", a.Handler())
 	return r, apiLog

@@ -17,6 +17,7 @@ import (
 
 	"github.com/rundbrief/rundbrief/handlers/api"
 	"github.com/rundbrief/rundbrief/store"
+	"github.com/rundbrief/rundbrief/store/services"
 )
 
 // newContactsEnv is newEnv with a rate limit these tests never reach.
@@ -24,7 +25,7 @@ func newContactsEnv(t *testing.T, plan string) *env {
 	t.Helper()
 	e := newEnv(t, plan)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a := api.New(api.Deps{DB: e.db, APILog: store.NewAPILogWriter(e.db, log), Log: log},
+	a := api.New(&services.Set{DB: e.db, APILog: store.NewAPILogWriter(e.db, log), Log: log},
 		api.Config{BaseURL: "https://rundbrief.test", RateLimit: 1_000_000, Now: func() time.Time { return now }})
 	r := chi.NewRouter()
 	r.Mount("/v1", a.Handler())

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
+	"github.com/rundbrief/rundbrief/store/campaign"
 )
 
 // emailRequest is the body of POST /emails/send.
@@ -122,7 +123,7 @@ func newEmailResponse(c store.Campaign, withContent bool) emailResponse {
 }
 
 // emailMessage is the German message of an email send result.
-func emailMessage(res mailer.SendResult) string {
+func emailMessage(res campaign.SendResult) string {
 	c := res.Campaign
 	switch {
 	case c.Status == store.CampaignScheduled:
@@ -200,7 +201,7 @@ func (a *API) cancelEmail(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	c, err := a.db.CancelEmail(r.Context(), accountID(r), actor(r), id)
+	c, err := a.campaigns.CancelEmail(r.Context(), accountID(r), actor(r), id)
 	if err != nil {
 		return err
 	}

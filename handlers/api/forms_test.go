@@ -22,6 +22,7 @@ import (
 	"github.com/rundbrief/rundbrief/handlers/api/apitest"
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/botguard"
+	"github.com/rundbrief/rundbrief/store/services"
 )
 
 // formsClock is the clock of the API and its bot guard; tests move it to let a
@@ -58,7 +59,7 @@ func newFormsEnv(t *testing.T) *formsEnv {
 	clk := &formsClock{t: time.Now().Truncate(time.Minute)}
 	guard := botguard.New("forms test secret", clk.now)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a := api.New(api.Deps{DB: e.db, APILog: store.NewAPILogWriter(e.db, log), Log: log, Guard: guard},
+	a := api.New(&services.Set{DB: e.db, APILog: store.NewAPILogWriter(e.db, log), Log: log, Guard: guard},
 		api.Config{BaseURL: "https://rundbrief.test", RateLimit: 1_000_000, Now: clk.now})
 	r := chi.NewRouter()
 	r.Mount("/v1", a.Handler())

@@ -21,6 +21,7 @@ import (
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/dbtest"
 	"github.com/rundbrief/rundbrief/store/secret"
+	"github.com/rundbrief/rundbrief/store/services"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -38,7 +39,7 @@ type testApp struct {
 func newTestApp(t *testing.T, db *store.DB) *testApp {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	ta := &testApp{api: New(Deps{DB: db, APILog: store.NewAPILogWriter(db, log), Log: log}, Config{BaseURL: "http://rundbrief.test"})}
+	ta := &testApp{api: New(&services.Set{DB: db, APILog: store.NewAPILogWriter(db, log), Log: log}, Config{BaseURL: "http://rundbrief.test"})}
 	mux := ta.api.Handler().(*chi.Mux)
 	mux.Group(func(r chi.Router) {
 		r.Use(ta.api.keyed()...)

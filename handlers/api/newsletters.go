@@ -6,30 +6,14 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
+	"github.com/rundbrief/rundbrief/store/campaign"
+	"github.com/rundbrief/rundbrief/views"
 )
 
-// statusLabel is the German display label of a campaign status.
-func statusLabel(status string) string {
-	switch status {
-	case store.CampaignDraft:
-		return "Entwurf"
-	case store.CampaignScheduled:
-		return "Geplant"
-	case store.CampaignSending:
-		return "Wird versendet"
-	case store.CampaignSent:
-		return "Versendet"
-	case store.CampaignPaused:
-		return "Pausiert"
-	case store.CampaignFailed:
-		return "Fehlgeschlagen"
-	case store.CampaignCancelled:
-		return "Abgebrochen"
-	}
-	return status
-}
+// statusLabel is the German display label of a campaign status, as the
+// portal shows it.
+func statusLabel(status string) string { return views.CampaignStatusLabel(status) }
 
 // newsletterResponse is a newsletter as the API shows it. The content fields
 // are left out of list responses (omitempty on pointers).
@@ -132,13 +116,13 @@ type sendResultResponse struct {
 	Message string `json:"message"`
 }
 
-func newSendResultResponse(res mailer.SendResult, msg string) sendResultResponse {
+func newSendResultResponse(res campaign.SendResult, msg string) sendResultResponse {
 	return sendResultResponse{ID: res.Campaign.ID, Status: res.Campaign.Status, Queued: res.Queued, Sent: res.Sent,
 		Failed: res.Failed, Skipped: res.Skipped, Message: msg}
 }
 
 // sendMessage is the German message of a send result.
-func sendMessage(res mailer.SendResult) string {
+func sendMessage(res campaign.SendResult) string {
 	switch res.Campaign.Status {
 	case store.CampaignSent:
 		return fmt.Sprintf("Versand abgeschlossen: %d von %d E-Mails verschickt.", res.Sent, res.Queued)
@@ -190,7 +174,7 @@ func (a *API) createNewsletter(w http.ResponseWriter, r *http.Request) error {
 	if err := req.validate(); err != nil {
 		return err
 	}
-	c, err := a.db.CreateNewsletter(r.Context(), accountID(r), actor(r), req.input())
+	c, err := a.campaigns.CreateNewsletter(r.Context(), accountID(r), actor(r), req.input())
 	if err != nil {
 		return err
 	}
@@ -221,7 +205,7 @@ func (a *API) patchNewsletter(w http.ResponseWriter, r *http.Request) error {
 	if err := req.validate(); err != nil {
 		return err
 	}
-	c, err := a.db.UpdateNewsletter(r.Context(), accountID(r), actor(r), id, req.input())
+	c, err := a.campaigns.UpdateNewsletter(r.Context(), accountID(r), actor(r), id, req.input())
 	if err != nil {
 		return err
 	}
@@ -233,7 +217,7 @@ func (a *API) deleteNewsletter(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := a.db.DeleteNewsletter(r.Context(), accountID(r), actor(r), id); err != nil {
+	if err := a.campaigns.DeleteNewsletter(r.Context(), accountID(r), actor(r), id); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -245,7 +229,7 @@ func (a *API) duplicateNewsletter(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	c, err := a.db.DuplicateNewsletter(r.Context(), accountID(r), actor(r), id)
+	c, err := a.campaigns.DuplicateNewsletter(r.Context(), accountID(r), actor(r), id)
 	if err != nil {
 		return err
 	}
@@ -374,7 +358,7 @@ func (a *API) unscheduleNewsletter(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	c, err := a.db.UnscheduleNewsletter(r.Context(), accountID(r), actor(r), id)
+	c, err := a.campaigns.UnscheduleNewsletter(r.Context(), accountID(r), actor(r), id)
 	if err != nil {
 		return err
 	}
@@ -386,7 +370,7 @@ func (a *API) pauseNewsletter(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	c, err := a.db.PauseNewsletter(r.Context(), accountID(r), actor(r), id)
+	c, err := a.campaigns.PauseNewsletter(r.Context(), accountID(r), actor(r), id)
 	if err != nil {
 		return err
 	}

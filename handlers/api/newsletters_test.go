@@ -18,8 +18,12 @@ import (
 	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/mailer/smtptest"
 	"github.com/rundbrief/rundbrief/store"
+	"github.com/rundbrief/rundbrief/store/abtest"
+	"github.com/rundbrief/rundbrief/store/campaign"
 	"github.com/rundbrief/rundbrief/store/dbtest"
 	"github.com/rundbrief/rundbrief/store/secret"
+	"github.com/rundbrief/rundbrief/store/services"
+	"github.com/rundbrief/rundbrief/store/smtpserver"
 )
 
 // sendAPIEnv is an account whose default SMTP server is a real test server,
@@ -70,7 +74,7 @@ func newSendAPIEnv(t *testing.T, smtpOpts ...smtptest.Options) *sendAPIEnv {
 	links := mailer.LinkBuilder{BaseURL: "https://rundbrief.test", Tokens: tokens}
 	mail := mailer.NewTransports(db, e.box, mailer.TransportOptions{HELO: "rundbrief.test"})
 	w := mailer.NewWorker(db, mail, mailer.WorkerOptions{Links: links, PollInterval: 20 * time.Millisecond})
-	campaigns := mailer.NewCampaigns(db, mail, w, mailer.CampaignsOptions{Links: links})
+	campaigns := campaign.New(db, mail, w, campaign.Options{Links: links})
 	runCtx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = w.Run(runCtx) })
@@ -79,8 +83,8 @@ func newSendAPIEnv(t *testing.T, smtpOpts ...smtptest.Options) *sendAPIEnv {
 		wg.Wait()
 	})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a := api.New(api.Deps{DB: db, APILog: store.NewAPILogWriter(db, log), Log: log, Box: e.box, Mail: mail, Campaigns: campaigns,
-		ABTests: mailer.NewABTests(db, w, mailer.ABTestsOptions{})},
+	a := api.New(&services.Set{DB: db, APILog: store.NewAPILogWriter(db, log), Log: log, Box: e.box, Mail: mail, Campaigns: campaigns,
+		ABTests: abtest.New(db, w, abtest.Options{}), SMTPServers: smtpserver.New(db, smtpserver.Config{Box: e.box, Mail: mail, AllowPrivate: false})},
 		api.Config{BaseURL: "https://rundbrief.test", RateLimit: 1_000_000})
 	r := chi.NewRouter()
 	r.Mount("/v1", a.Handler())

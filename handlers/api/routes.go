@@ -12,9 +12,13 @@ import (
 
 	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
+	"github.com/rundbrief/rundbrief/store/abtest"
 	"github.com/rundbrief/rundbrief/store/ai"
 	"github.com/rundbrief/rundbrief/store/botguard"
+	"github.com/rundbrief/rundbrief/store/campaign"
 	"github.com/rundbrief/rundbrief/store/secret"
+	"github.com/rundbrief/rundbrief/store/services"
+	"github.com/rundbrief/rundbrief/store/smtpserver"
 	"github.com/rundbrief/rundbrief/store/webhook"
 )
 
@@ -23,31 +27,6 @@ type Config struct {
 	BaseURL   string           // public root URL; the API is BaseURL + "/v1"
 	RateLimit int              // default requests per minute per key
 	Now       func() time.Time // the clock; tests move it
-	// SMTPAllowPrivate lets accounts' SMTP servers be on loopback and private
-	// addresses (RUNDBRIEF_SMTP_ALLOW_PRIVATE; development and tests only).
-	SMTPAllowPrivate bool
-}
-
-// Deps are the services the API calls. Each feature adds its service here.
-type Deps struct {
-	DB     *store.DB
-	APILog *store.APILogWriter
-	Log    *slog.Logger
-	AI     *ai.Service        // AI text generation and credit
-	Box    *secret.Box        // seals SMTP passwords (RUNDBRIEF_SECRET)
-	Mail   *mailer.Transports // SMTP connection tests; DevOutboxEnabled decides /dev/outbox
-	// Webhooks manages webhooks and sends tests and resends (nil: those
-	// endpoints answer 503).
-	Webhooks *webhook.Service
-	// Guard checks the bot protection of public sign-ups (stamps, proof of
-	// work); nil: the public sign-up endpoints answer 503.
-	Guard *botguard.Guard
-	// Campaigns sends newsletters and single emails, test mails and
-	// previews (nil: those endpoints answer 503).
-	Campaigns *mailer.Campaigns
-	// ABTests decides A/B test winners and stops tests (nil: those
-	// endpoints answer 503).
-	ABTests *mailer.ABTests
 }
 
 // API holds the dependencies of the /v1 handlers.
@@ -64,21 +43,21 @@ type API struct {
 	webhooks *webhook.Service
 	guard    *botguard.Guard
 
-	campaigns *mailer.Campaigns
-	abTests   *mailer.ABTests
-	smtpGuard *mailer.SMTPGuard // keeps SMTP server hosts public (RUNDBRIEF_SMTP_ALLOW_PRIVATE)
+	campaigns   *campaign.Service
+	abTests     *abtest.Service
+	smtpServers *smtpserver.Service
 }
 
-// New returns the API; mount Handler() at /v1.
-func New(d Deps, cfg Config) *API {
+// New returns the API over the shared services; mount Handler() at /v1.
+func New(s *services.Set, cfg Config) *API {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	if cfg.RateLimit <= 0 {
 		cfg.RateLimit = 120
 	}
-	return &API{db: d.DB, limiter: store.NewRateLimiter(d.DB), apiLog: d.APILog, log: d.Log, cfg: cfg, ai: d.AI, box: d.Box, mail: d.Mail,
-		webhooks: d.Webhooks, guard: d.Guard, campaigns: d.Campaigns, abTests: d.ABTests, smtpGuard: mailer.NewSMTPGuard(d.DB, d.Mail, cfg.SMTPAllowPrivate, nil)}
+	return &API{db: s.DB, limiter: store.NewRateLimiter(s.DB), apiLog: s.APILog, log: s.Log, cfg: cfg, ai: s.AI, box: s.Box, mail: s.Mail,
+		webhooks: s.Webhooks, guard: s.Guard, campaigns: s.Campaigns, abTests: s.ABTests, smtpServers: s.SMTPServers}
 }
 
 // Handler is the /v1 router. Every route of the API is listed here, top to bottom.
@@ -90,7 +69,7 @@ func (a *API) Handler() http.Handler {
 
 	// Public: no key.
 	r.Get("/", a.handle(a.index))
-	r.Get("/openapi.json", a.openAPI)
+	r.Get("/openapi.json", serveOpenAPI(OpenAPIDocument())) // assembled once, here
 
 	// Public sign-up through a form's token (issue 3): no key, CORS always *,
 	// bot checks and rate limits of their own (store.SignUp).

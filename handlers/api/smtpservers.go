@@ -115,17 +115,14 @@ func (a *API) listSMTPServers(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) createSMTPServer(w http.ResponseWriter, r *http.Request) error {
-	if a.box == nil {
-		return errServer
+	if a.smtpServers == nil {
+		return errUnavailable
 	}
 	var req smtpServerCreateRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	if err := a.checkSMTPHost(r, req.Host); err != nil {
-		return err
-	}
-	s, err := a.db.CreateSMTPServer(r.Context(), a.box, accountID(r), req.input())
+	s, err := a.smtpServers.Create(r.Context(), accountID(r), req.input())
 	if err != nil {
 		return err
 	}
@@ -145,8 +142,8 @@ func (a *API) getSMTPServer(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) updateSMTPServer(w http.ResponseWriter, r *http.Request) error {
-	if a.box == nil {
-		return errServer
+	if a.smtpServers == nil {
+		return errUnavailable
 	}
 	id, err := pathID(r, "id")
 	if err != nil {
@@ -156,12 +153,7 @@ func (a *API) updateSMTPServer(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	if req.Host != nil {
-		if err := a.checkSMTPHost(r, *req.Host); err != nil {
-			return err
-		}
-	}
-	s, err := a.db.UpdateSMTPServer(r.Context(), a.box, accountID(r), id, req.patch())
+	s, err := a.smtpServers.Update(r.Context(), accountID(r), id, req.patch())
 	if err != nil {
 		return err
 	}
@@ -173,7 +165,10 @@ func (a *API) deleteSMTPServer(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := a.db.DeleteSMTPServer(r.Context(), accountID(r), id); err != nil {
+	if a.smtpServers == nil {
+		return errUnavailable
+	}
+	if err := a.smtpServers.Delete(r.Context(), accountID(r), id); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -183,14 +178,14 @@ func (a *API) deleteSMTPServer(w http.ResponseWriter, r *http.Request) error {
 // testSMTPServer connects to the server (TLS and AUTH as configured) and reports,
 // in German and with a code, what worked or which step failed.
 func (a *API) testSMTPServer(w http.ResponseWriter, r *http.Request) error {
-	if a.mail == nil {
-		return errServer
+	if a.smtpServers == nil {
+		return errUnavailable
 	}
 	id, err := pathID(r, "id")
 	if err != nil {
 		return err
 	}
-	res, err := a.smtpGuard.TestServer(r.Context(), accountID(r), id)
+	res, err := a.smtpServers.Test(r.Context(), accountID(r), id)
 	if err != nil {
 		return err
 	}
@@ -198,10 +193,4 @@ func (a *API) testSMTPServer(w http.ResponseWriter, r *http.Request) error {
 		OK: res.OK, Code: res.Code, Message: res.Message, Detail: res.Detail,
 		DurationMS: float64(res.Duration.Microseconds()) / 1000, TestedAt: Time(res.TestedAt),
 	})
-}
-
-// checkSMTPHost refuses an SMTP server host that is not public (see
-// mailer.SMTPGuard).
-func (a *API) checkSMTPHost(r *http.Request, host string) error {
-	return a.smtpGuard.CheckHost(r.Context(), host)
 }

@@ -20,6 +20,8 @@ import (
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/dbtest"
 	"github.com/rundbrief/rundbrief/store/secret"
+	"github.com/rundbrief/rundbrief/store/services"
+	"github.com/rundbrief/rundbrief/store/smtpserver"
 )
 
 // mailEnv is one account with a key, served by an API whose mailer trusts the test
@@ -54,7 +56,7 @@ func newMailEnv(t *testing.T, relay *mailer.Relay) *mailEnv {
 	tlsConfig := &tls.Config{RootCAs: roots} // production: nil, the system roots
 	mail := mailer.NewTransports(db, box, mailer.TransportOptions{Relay: relay, TLSConfig: tlsConfig, HELO: "rundbrief.test"})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a := api.New(api.Deps{DB: db, APILog: store.NewAPILogWriter(db, log), Log: log, Box: box, Mail: mail}, api.Config{BaseURL: "https://rundbrief.test", SMTPAllowPrivate: true})
+	a := api.New(&services.Set{DB: db, APILog: store.NewAPILogWriter(db, log), Log: log, Box: box, Mail: mail, SMTPServers: smtpserver.New(db, smtpserver.Config{Box: box, Mail: mail, AllowPrivate: true})}, api.Config{BaseURL: "https://rundbrief.test"})
 	r := chi.NewRouter()
 	r.Mount("/v1", a.Handler())
 	c := apitest.NewClient(t, r, apitest.NewValidator(t, api.OpenAPIDocument()))
@@ -301,7 +303,7 @@ func TestSMTPServerPrivateAddresses(t *testing.T) {
 	}
 	mail := mailer.NewTransports(db, box, mailer.TransportOptions{HELO: "rundbrief.test"})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a := api.New(api.Deps{DB: db, APILog: store.NewAPILogWriter(db, log), Log: log, Box: box, Mail: mail}, api.Config{BaseURL: "https://rundbrief.test"})
+	a := api.New(&services.Set{DB: db, APILog: store.NewAPILogWriter(db, log), Log: log, Box: box, Mail: mail, SMTPServers: smtpserver.New(db, smtpserver.Config{Box: box, Mail: mail, AllowPrivate: false})}, api.Config{BaseURL: "https://rundbrief.test"})
 	r := chi.NewRouter()
 	r.Mount("/v1", a.Handler())
 	e := &mailEnv{db: db, acct: res.Account.ID, c: apitest.NewClient(t, r, apitest.NewValidator(t, api.OpenAPIDocument()))}

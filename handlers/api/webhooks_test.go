@@ -23,6 +23,7 @@ import (
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/dbtest"
 	"github.com/rundbrief/rundbrief/store/secret"
+	"github.com/rundbrief/rundbrief/store/services"
 	"github.com/rundbrief/rundbrief/store/webhook"
 )
 
@@ -65,7 +66,7 @@ func newHookEnv(t *testing.T, plan string, allowPrivate bool) *hookEnv {
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	e := &hookEnv{db: db, acct: res.Account.ID, svc: webhook.New(db, webhook.Config{Box: box, AllowPrivate: allowPrivate})}
-	a := api.New(api.Deps{DB: db, APILog: store.NewAPILogWriter(db, log), Log: log, Webhooks: e.svc}, api.Config{BaseURL: "https://rundbrief.test"})
+	a := api.New(&services.Set{DB: db, APILog: store.NewAPILogWriter(db, log), Log: log, Webhooks: e.svc}, api.Config{BaseURL: "https://rundbrief.test"})
 	r := chi.NewRouter()
 	r.Mount("/v1", a.Handler())
 	e.h = r

@@ -6,13 +6,13 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
+	"github.com/rundbrief/rundbrief/store/abtest"
 	"github.com/rundbrief/rundbrief/views"
 )
 
 // The A/B test pages use the same services as /v1/ab-tests: the store's A/B
-// methods for drafts and results, and mailer.ABTests for the winner and for
+// methods for results, and store/abtest for every change: drafts, the winner and
 // stopping (it wakes the send workers for released recipients).
 
 // abPerPage is the number of tests per page.
@@ -21,7 +21,7 @@ const abPerPage = 25
 // errNoABTests means the process was started without the A/B service.
 var errNoABTests = errors.New("portal: no a/b test service")
 
-func (p *Portal) abService() (*mailer.ABTests, error) {
+func (p *Portal) abService() (*abtest.Service, error) {
 	if p.abTests == nil {
 		return nil, errNoABTests
 	}
@@ -149,7 +149,7 @@ func (p *Portal) createABTest(w http.ResponseWriter, r *http.Request) error {
 		p.renderABForm(w, r, http.StatusUnprocessableEntity, f)
 		return nil
 	}
-	ab, err := p.db.CreateABTest(r.Context(), accountID(r), userActor(r), in)
+	ab, err := p.abTests.CreateABTest(r.Context(), accountID(r), actor(r), in)
 	var ce *store.ConflictError
 	switch {
 	case fieldErrors(err, f.Errors):
@@ -214,7 +214,7 @@ func (p *Portal) setABWinner(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	t := views.TextFor(r.Context()).AB
-	res, err := svc.SetWinner(r.Context(), accountID(r), userActor(r), ab.ID, r.PostFormValue("variant"))
+	res, err := svc.SetWinner(r.Context(), accountID(r), actor(r), ab.ID, r.PostFormValue("variant"))
 	if err := p.abConflict(r, err); err != nil {
 		return err
 	}
@@ -256,7 +256,7 @@ func (p *Portal) stopABTest(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	_, released, err := svc.Stop(r.Context(), accountID(r), userActor(r), ab.ID)
+	_, released, err := svc.Stop(r.Context(), accountID(r), actor(r), ab.ID)
 	if err := p.abConflict(r, err); err != nil {
 		return err
 	}
@@ -272,7 +272,7 @@ func (p *Portal) deleteABTest(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	err = p.db.DeleteABTest(r.Context(), accountID(r), userActor(r), ab.ID)
+	err = p.abTests.DeleteABTest(r.Context(), accountID(r), actor(r), ab.ID)
 	if err := p.abConflict(r, err); err != nil {
 		return err
 	}

@@ -73,8 +73,7 @@ const contactCountCap = 1000
 func (p *Portal) listContacts(w http.ResponseWriter, r *http.Request) error {
 	t := views.TextFor(r.Context())
 	f, sf := readContactFilter(r)
-	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
-	page = max(page, 1)
+	page := queryPage(r)
 	lists, err := p.accountLists(r)
 	if err != nil {
 		return err
@@ -119,8 +118,7 @@ func (p *Portal) countContacts(w http.ResponseWriter, r *http.Request) error {
 	if len(f.Errors) > 0 {
 		return store.ErrNotFound
 	}
-	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
-	page = max(page, 1)
+	page := queryPage(r)
 	_, total, err := p.db.Contacts(r.Context(), accountID(r), sf, store.Page{Page: 1, PerPage: 1})
 	if err != nil {
 		return err
@@ -211,7 +209,7 @@ func (p *Portal) createContact(w http.ResponseWriter, r *http.Request) error {
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
-	res, err := p.db.UpsertContact(r.Context(), accountID(r), userActor(r), in)
+	res, err := p.db.UpsertContact(r.Context(), accountID(r), actor(r), in)
 	if p.contactFormError(r, err, &f) {
 		p.renderContactForm(w, r, http.StatusUnprocessableEntity, f)
 		return nil
@@ -315,7 +313,7 @@ func (p *Portal) updateContact(w http.ResponseWriter, r *http.Request) error {
 		p.renderContactForm(w, r, http.StatusUnprocessableEntity, f)
 		return nil
 	}
-	res, err := p.db.UpdateContact(r.Context(), accountID(r), userActor(r), c.ID, patch)
+	res, err := p.db.UpdateContact(r.Context(), accountID(r), actor(r), c.ID, patch)
 	if p.contactFormError(r, err, &f) {
 		p.renderContactForm(w, r, http.StatusUnprocessableEntity, f)
 		return nil
@@ -457,7 +455,7 @@ func (p *Portal) unsubscribeContact(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	c, err := p.db.UnsubscribeContact(r.Context(), accountID(r), userActor(r), id, store.Unsubscribe{Source: store.UnsubManual})
+	c, err := p.db.UnsubscribeContact(r.Context(), accountID(r), actor(r), id, store.Unsubscribe{Source: store.UnsubManual})
 	if err != nil {
 		return err
 	}
@@ -471,7 +469,7 @@ func (p *Portal) deleteContact(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := p.db.DeleteContact(r.Context(), accountID(r), userActor(r), c.ID); err != nil {
+	if err := p.db.DeleteContact(r.Context(), accountID(r), actor(r), c.ID); err != nil {
 		return err
 	}
 	p.flash(r.Context(), "success", sprintf(views.TextFor(r.Context()).Contacts.DeletedFlash, c.Email))
@@ -490,7 +488,7 @@ func (p *Portal) addContactTags(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	typed := r.PostForm.Get("tags")
-	c, err := p.db.AddTags(r.Context(), accountID(r), userActor(r), id, splitTags(typed))
+	c, err := p.db.AddTags(r.Context(), accountID(r), actor(r), id, splitTags(typed))
 	errs := map[string]string{}
 	if fieldErrors(err, errs) {
 		c, err = p.db.Contact(r.Context(), accountID(r), id)
@@ -515,7 +513,7 @@ func (p *Portal) removeContactTag(w http.ResponseWriter, r *http.Request) error 
 	if err := parseForm(w, r); err != nil {
 		return err
 	}
-	c, err := p.db.RemoveTag(r.Context(), accountID(r), userActor(r), id, r.PostForm.Get("tag"))
+	c, err := p.db.RemoveTag(r.Context(), accountID(r), actor(r), id, r.PostForm.Get("tag"))
 	if errors.Is(err, store.ErrNotFound) {
 		// The tag is gone already (another tab): show the contact as it is.
 		c, err = p.db.Contact(r.Context(), accountID(r), id)
@@ -537,7 +535,7 @@ func (p *Portal) joinContactList(w http.ResponseWriter, r *http.Request) error {
 	}
 	t := views.TextFor(r.Context())
 	listID, _ := strconv.ParseInt(r.PostForm.Get("list_id"), 10, 64)
-	res, err := p.db.AddListMembers(r.Context(), accountID(r), userActor(r), listID, []int64{c.ID}, nil)
+	res, err := p.db.AddListMembers(r.Context(), accountID(r), actor(r), listID, []int64{c.ID}, nil)
 	msg := ""
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -566,7 +564,7 @@ func (p *Portal) leaveContactList(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	err = p.db.RemoveListMember(r.Context(), accountID(r), userActor(r), listID, id)
+	err = p.db.RemoveListMember(r.Context(), accountID(r), actor(r), listID, id)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}

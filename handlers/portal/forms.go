@@ -20,8 +20,7 @@ const formPerPage = 25
 
 func (p *Portal) listForms(w http.ResponseWriter, r *http.Request) error {
 	t := views.TextFor(r.Context())
-	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
-	page = max(page, 1)
+	page := queryPage(r)
 	items, total, err := p.db.Forms(r.Context(), accountID(r), store.Page{Page: page, PerPage: formPerPage})
 	if err != nil {
 		return err

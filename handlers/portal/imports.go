@@ -12,10 +12,10 @@ import (
 	"github.com/rundbrief/rundbrief/views"
 )
 
-// The CSV import: upload (the file goes into PostgreSQL with CreateImport),
-// column mapping (StartImport queues the job), then the job's page, which polls
+// The CSV import (store/imports): upload (the file goes into PostgreSQL),
+// column mapping (Start queues the job), then the job's page, which polls
 // its progress with htmx until the summary shows. The work itself is done by
-// store.ImportWorker in any serve process.
+// the import worker in any serve process.
 
 // recentImports is the number of imports listed on the upload page.
 const recentImports = 10
@@ -93,7 +93,7 @@ func (p *Portal) uploadImport(w http.ResponseWriter, r *http.Request) error {
 	if name == "" || len(data) == 0 {
 		return p.renderUpload(w, r, http.StatusUnprocessableEntity, t.FileMissing)
 	}
-	j, err := p.db.CreateImport(r.Context(), accountID(r), viewer(r).User.ID, name, data)
+	j, err := p.imports.Upload(r.Context(), accountID(r), viewer(r).User.ID, name, data)
 	var ve *store.ValidationError
 	if errors.As(err, &ve) {
 		return p.renderUpload(w, r, http.StatusUnprocessableEntity, ve.Fields["file"])
@@ -246,7 +246,7 @@ func (p *Portal) startImport(w http.ResponseWriter, r *http.Request) error {
 		}
 		settings.Mapping = append(settings.Mapping, target)
 	}
-	_, err = p.db.StartImport(r.Context(), accountID(r), j.ID, settings)
+	_, err = p.imports.Start(r.Context(), accountID(r), j.ID, settings)
 	var ce *store.ConflictError
 	switch {
 	case fieldErrors(err, m.Errors):

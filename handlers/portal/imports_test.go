@@ -16,6 +16,7 @@ import (
 
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/dbtest"
+	"github.com/rundbrief/rundbrief/store/imports"
 )
 
 // upload posts a file as the import form does (multipart/form-data).
@@ -152,7 +153,7 @@ func TestImportFlow(t *testing.T) {
 	wantRedirect(t, c.post(path, start), path)
 
 	// A worker in the other process runs it.
-	w := store.NewImportWorker(s2.db, store.ImportWorkerOptions{})
+	w := imports.NewWorker(s2.db, imports.WorkerOptions{})
 	if ran, err := w.RunOnce(ctx); !ran || err != nil {
 		t.Fatalf("worker: %v %v", ran, err)
 	}

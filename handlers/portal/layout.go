@@ -225,6 +225,11 @@ func viewer(r *http.Request) store.Viewer {
 	return v
 }
 
+// actor is the signed-in user as the activity log records them.
+func actor(r *http.Request) store.Actor {
+	return store.Actor{Type: store.ActorUser, ID: viewer(r).User.ID}
+}
+
 // accountID is the account every query of a signed-in page filters on.
 func accountID(r *http.Request) int64 { return viewer(r).Account.ID }
 

@@ -19,8 +19,7 @@ const listsPerPage = 50
 
 func (p *Portal) listLists(w http.ResponseWriter, r *http.Request) error {
 	t := views.TextFor(r.Context())
-	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
-	page = max(page, 1)
+	page := queryPage(r)
 	lists, total, err := p.db.Lists(r.Context(), accountID(r), store.Page{Page: page, PerPage: listsPerPage})
 	if err != nil {
 		return err
@@ -48,7 +47,7 @@ func (p *Portal) createList(w http.ResponseWriter, r *http.Request) error {
 	}
 	t := views.TextFor(r.Context())
 	f, in := readListForm(r, blankListForm(r))
-	l, err := p.db.CreateList(r.Context(), accountID(r), userActor(r), in)
+	l, err := p.db.CreateList(r.Context(), accountID(r), actor(r), in)
 	var le *store.LimitError
 	switch {
 	case fieldErrors(err, f.Errors):
@@ -101,7 +100,7 @@ func (p *Portal) updateList(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	f, in := readListForm(r, editListForm(r, l))
-	l, err = p.db.UpdateList(r.Context(), accountID(r), userActor(r), l.ID, in)
+	l, err = p.db.UpdateList(r.Context(), accountID(r), actor(r), l.ID, in)
 	if fieldErrors(err, f.Errors) {
 		p.renderListForm(w, r, http.StatusUnprocessableEntity, f)
 		return nil
@@ -145,7 +144,7 @@ func (p *Portal) deleteList(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := p.db.DeleteList(r.Context(), accountID(r), userActor(r), l.ID); err != nil {
+	if err := p.db.DeleteList(r.Context(), accountID(r), actor(r), l.ID); err != nil {
 		return err
 	}
 	p.flash(r.Context(), "success", sprintf(views.TextFor(r.Context()).Lists.DeletedFlash, l.Name))
@@ -160,8 +159,7 @@ func (p *Portal) listMembers(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
-	m, err := p.members(r, l, max(page, 1))
+	m, err := p.members(r, l, queryPage(r))
 	if err != nil {
 		return err
 	}
@@ -209,7 +207,7 @@ func (p *Portal) addMembers(w http.ResponseWriter, r *http.Request) error {
 	case len(emails) > store.MaxBatch:
 		return fail(sprintf(t.Lists.AddMembersTooMany, store.MaxBatch))
 	}
-	res, err := p.db.AddListMembers(r.Context(), accountID(r), userActor(r), l.ID, nil, emails)
+	res, err := p.db.AddListMembers(r.Context(), accountID(r), actor(r), l.ID, nil, emails)
 	if err != nil {
 		return err
 	}
@@ -252,7 +250,7 @@ func (p *Portal) removeMember(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := p.db.RemoveListMember(r.Context(), accountID(r), userActor(r), l.ID, c.ID); err != nil {
+	if err := p.db.RemoveListMember(r.Context(), accountID(r), actor(r), l.ID, c.ID); err != nil {
 		return err
 	}
 	p.flash(r.Context(), "success", sprintf(views.TextFor(r.Context()).Lists.RemovedFlash, c.Email))

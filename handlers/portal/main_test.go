@@ -23,9 +23,14 @@ import (
 	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/mailer/smtptest"
 	"github.com/rundbrief/rundbrief/store"
+	"github.com/rundbrief/rundbrief/store/abtest"
 	"github.com/rundbrief/rundbrief/store/botguard"
+	"github.com/rundbrief/rundbrief/store/campaign"
 	"github.com/rundbrief/rundbrief/store/dbtest"
+	"github.com/rundbrief/rundbrief/store/imports"
 	"github.com/rundbrief/rundbrief/store/secret"
+	"github.com/rundbrief/rundbrief/store/services"
+	"github.com/rundbrief/rundbrief/store/smtpserver"
 	"github.com/rundbrief/rundbrief/store/webhook"
 )
 
@@ -89,16 +94,14 @@ func newServerWith(tb testing.TB, dbURL string, clk *clock, baseURL string, opts
 	// worker delivers what a send queues beyond its first batch.
 	links := mailer.LinkBuilder{BaseURL: baseURL, Tokens: mustTokens(tb)}
 	sendWorker := mailer.NewWorker(db, mail, mailer.WorkerOptions{Links: links, PollInterval: 20 * time.Millisecond, Log: log})
-	campaigns := mailer.NewCampaigns(db, mail, sendWorker, mailer.CampaignsOptions{Links: links, Log: log})
+	campaigns := campaign.New(db, mail, sendWorker, campaign.Options{Links: links, Log: log})
 	wg.Go(func() { _ = sendWorker.Run(ctx) })
-	p, err := portal.New(portal.Deps{DB: db, Box: box, Log: log, BaseURL: baseURL, Now: now, Mail: mail, Webhooks: hooks, Campaigns: campaigns,
-		ABTests: mailer.NewABTests(db, sendWorker, mailer.ABTestsOptions{Now: now}), SMTPAllowPrivate: !opts.SMTPDenyPrivate})
+	p, err := portal.New(&services.Set{DB: db, Imports: imports.New(db), Box: box, Log: log, Mail: mail, Webhooks: hooks, Campaigns: campaigns, ABTests: abtest.New(db, sendWorker, abtest.Options{Now: now}), SMTPServers: smtpserver.New(db, smtpserver.Config{Box: box, Mail: mail, AllowPrivate: !opts.SMTPDenyPrivate})}, portal.Config{BaseURL: baseURL, Now: now})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	a := api.New(api.Deps{DB: db, APILog: apiLog, Log: log, Box: box, Mail: mail, Webhooks: hooks, Campaigns: campaigns}, api.Config{BaseURL: baseURL, RateLimit: 1_000_000,
-		SMTPAllowPrivate: !opts.SMTPDenyPrivate})
-	pub, err := public.New(public.Deps{DB: db, Guard: botguard.New("portal tests secret", time.Now), Tokens: mustTokens(tb), Log: log, BaseURL: baseURL})
+	a := api.New(&services.Set{DB: db, APILog: apiLog, Log: log, Box: box, Mail: mail, Webhooks: hooks, Campaigns: campaigns, SMTPServers: smtpserver.New(db, smtpserver.Config{Box: box, Mail: mail, AllowPrivate: !opts.SMTPDenyPrivate})}, api.Config{BaseURL: baseURL, RateLimit: 1_000_000})
+	pub, err := public.New(&services.Set{DB: db, Guard: botguard.New("portal tests secret", time.Now), Tokens: mustTokens(tb), Log: log}, public.Config{BaseURL: baseURL})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 
 // The newsletter pages call the same services as the API's /v1/newsletters:
 // store.DB's newsletter methods (drafts, duplicate, delete, unschedule, pause)
-// and mailer.Campaigns (test mails, preview, send, schedule, resume). The rules
+// and store/campaign (every change, test mails, preview, send, schedule, resume). The rules
 // (only drafts change, what a send needs, whom it reaches) stay there; the
 // pages map the services' errors to fields, alerts and flashes.
 
@@ -110,7 +110,7 @@ func (p *Portal) createNewsletter(w http.ResponseWriter, r *http.Request) error 
 	if r.PostForm.Get("action") == actionPreview || len(f.Errors) > 0 {
 		return p.rerenderNewsletterForm(w, r, f)
 	}
-	c, err := p.db.CreateNewsletter(r.Context(), accountID(r), actor(r), in)
+	c, err := p.campaigns.CreateNewsletter(r.Context(), accountID(r), actor(r), in)
 	if err != nil {
 		if p.newsletterErrors(r, err, &f) {
 			return p.rerenderNewsletterForm(w, r, f)
@@ -167,7 +167,7 @@ func (p *Portal) saveNewsletter(w http.ResponseWriter, r *http.Request) error {
 	if action == actionPreview || len(f.Errors) > 0 {
 		return p.rerenderNewsletterForm(w, r, f)
 	}
-	saved, err := p.db.UpdateNewsletter(r.Context(), accountID(r), actor(r), c.ID, in)
+	saved, err := p.campaigns.UpdateNewsletter(r.Context(), accountID(r), actor(r), c.ID, in)
 	if err != nil {
 		var ce *store.ConflictError
 		if errors.As(err, &ce) { // not a draft (any more): nothing was saved
@@ -269,7 +269,7 @@ func applyPreviewInput(c *store.Campaign, in store.NewsletterInput) {
 }
 
 // preview renders c for the contact with the address email ("" : the first
-// member of its lists, else the made-up sample) through mailer.Campaigns.
+// member of its lists, else the made-up sample) through store/campaign.
 func (p *Portal) preview(r *http.Request, c store.Campaign, email string) views.NewsletterPreview {
 	t := views.TextFor(r.Context()).Newsletters
 	if p.campaigns == nil {
@@ -437,11 +437,11 @@ func (p *Portal) newsletterAction(do func(r *http.Request, id int64) (store.Camp
 }
 
 func (p *Portal) unscheduleNewsletter(r *http.Request, id int64) (store.Campaign, error) {
-	return p.db.UnscheduleNewsletter(r.Context(), accountID(r), actor(r), id)
+	return p.campaigns.UnscheduleNewsletter(r.Context(), accountID(r), actor(r), id)
 }
 
 func (p *Portal) pauseNewsletter(r *http.Request, id int64) (store.Campaign, error) {
-	return p.db.PauseNewsletter(r.Context(), accountID(r), actor(r), id)
+	return p.campaigns.PauseNewsletter(r.Context(), accountID(r), actor(r), id)
 }
 
 func (p *Portal) resumeNewsletter(r *http.Request, id int64) (store.Campaign, error) {
@@ -456,7 +456,7 @@ func (p *Portal) duplicateNewsletter(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	c, err := p.db.DuplicateNewsletter(r.Context(), accountID(r), actor(r), id)
+	c, err := p.campaigns.DuplicateNewsletter(r.Context(), accountID(r), actor(r), id)
 	if err != nil {
 		return err
 	}
@@ -483,7 +483,7 @@ func (p *Portal) deleteNewsletter(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	err = p.db.DeleteNewsletter(r.Context(), accountID(r), actor(r), c.ID)
+	err = p.campaigns.DeleteNewsletter(r.Context(), accountID(r), actor(r), c.ID)
 	var ce *store.ConflictError
 	switch {
 	case errors.As(err, &ce):
@@ -739,9 +739,4 @@ func parseFormMax(w http.ResponseWriter, r *http.Request, limit int64) error {
 		return fmt.Errorf("%w: %w", errBadForm, err)
 	}
 	return nil
-}
-
-// actor is the signed-in user as the activity log records them.
-func actor(r *http.Request) store.Actor {
-	return store.Actor{Type: store.ActorUser, ID: viewer(r).User.ID}
 }

@@ -22,7 +22,12 @@ import (
 
 	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
+	"github.com/rundbrief/rundbrief/store/abtest"
+	"github.com/rundbrief/rundbrief/store/campaign"
+	"github.com/rundbrief/rundbrief/store/imports"
 	"github.com/rundbrief/rundbrief/store/secret"
+	"github.com/rundbrief/rundbrief/store/services"
+	"github.com/rundbrief/rundbrief/store/smtpserver"
 	"github.com/rundbrief/rundbrief/store/webhook"
 	"github.com/rundbrief/rundbrief/views"
 )
@@ -34,62 +39,46 @@ const (
 	sessionLifetime    = 7 * 24 * time.Hour
 )
 
-// Deps are what the portal needs. Each feature adds its service here.
-type Deps struct {
-	DB      *store.DB
-	Box     *secret.Box // seals a new API key while the session carries it to the next page
-	Log     *slog.Logger
+// Config is what the portal needs from the service configuration.
+type Config struct {
 	BaseURL string           // public root URL (RUNDBRIEF_BASE_URL); https makes cookies Secure
 	Now     func() time.Time // the clock; nil: time.Now
-	// Mail runs SMTP connection tests and decides whether the development
-	// outbox exists (nil: no connection tests, no outbox).
-	Mail *mailer.Transports
-	// Webhooks manages webhooks, test sends and resends (nil: the webhook
-	// pages answer with an error).
-	Webhooks *webhook.Service
-	// ABTests decides A/B test winners and stops tests (nil: those buttons
-	// answer with an error).
-	ABTests *mailer.ABTests
-	// Campaigns sends test mails and newsletters, schedules them and renders
-	// previews (the API's service); nil: the newsletter pages cannot send.
-	Campaigns *mailer.Campaigns
-	// SMTPAllowPrivate lets accounts' SMTP servers be on loopback and private
-	// addresses (RUNDBRIEF_SMTP_ALLOW_PRIVATE; development and tests only).
-	SMTPAllowPrivate bool
 }
 
 // Portal holds the dependencies of the portal pages.
 type Portal struct {
-	db        *store.DB
-	box       *secret.Box
-	log       *slog.Logger
-	baseURL   string
-	now       func() time.Time
-	sessions  *scs.SessionManager
-	csrf      *http.CrossOriginProtection
-	mail      *mailer.Transports
-	webhooks  *webhook.Service
-	campaigns *mailer.Campaigns
-	abTests   *mailer.ABTests
-	// smtpGuard keeps SMTP server hosts public (the API's rule).
-	smtpGuard *mailer.SMTPGuard
+	db       *store.DB
+	box      *secret.Box // seals a new API key while the session carries it to the next page
+	log      *slog.Logger
+	baseURL  string
+	now      func() time.Time
+	sessions *scs.SessionManager
+	csrf     *http.CrossOriginProtection
+	// mail decides whether the development outbox exists (nil: no outbox).
+	mail        *mailer.Transports
+	webhooks    *webhook.Service
+	campaigns   *campaign.Service
+	abTests     *abtest.Service
+	smtpServers *smtpserver.Service
+	imports     *imports.Service
 }
 
-// New returns the portal; Routes registers its pages. The sessions' cleanup runs
-// separately (store.SessionStore.Run), started by `serve`.
-func New(d Deps) (*Portal, error) {
-	if d.Now == nil {
-		d.Now = time.Now
+// New returns the portal over the shared services (s.Box is required);
+// Routes registers its pages. The sessions' cleanup runs separately
+// (store.SessionStore.Run), among serve's workers.
+func New(s *services.Set, cfg Config) (*Portal, error) {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
-	if d.Box == nil {
-		return nil, errors.New("portal: Deps.Box is required")
+	if s.Box == nil {
+		return nil, errors.New("portal: services.Set.Box is required")
 	}
-	p := &Portal{db: d.DB, box: d.Box, log: d.Log, baseURL: strings.TrimRight(d.BaseURL, "/"), now: d.Now,
-		mail: d.Mail, webhooks: d.Webhooks, campaigns: d.Campaigns, abTests: d.ABTests, smtpGuard: mailer.NewSMTPGuard(d.DB, d.Mail, d.SMTPAllowPrivate, nil)}
+	p := &Portal{db: s.DB, box: s.Box, log: s.Log, baseURL: strings.TrimRight(cfg.BaseURL, "/"), now: cfg.Now,
+		mail: s.Mail, webhooks: s.Webhooks, campaigns: s.Campaigns, abTests: s.ABTests, smtpServers: s.SMTPServers, imports: s.Imports}
 	secure := strings.HasPrefix(p.baseURL, "https://")
 
 	p.sessions = scs.New()
-	p.sessions.Store = store.NewSessionStore(d.DB, d.Log)
+	p.sessions.Store = store.NewSessionStore(s.DB, s.Log)
 	p.sessions.HashTokenInStore = true // a copy of the sessions table signs nobody in
 	p.sessions.IdleTimeout = sessionIdleTimeout
 	p.sessions.Lifetime = sessionLifetime

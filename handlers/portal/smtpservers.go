@@ -1,9 +1,7 @@
 package portal
 
 import (
-	"errors"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -12,17 +10,14 @@ import (
 	"github.com/rundbrief/rundbrief/views"
 )
 
-// The SMTP server pages use the same services as /v1/smtp-servers: the store's
-// SMTP server methods (passwords sealed with the secret box) and
-// mailer.Transports.TestServer for the connection test. A stored password never
+// The SMTP server pages use the same service as /v1/smtp-servers
+// (store/smtpserver): it seals passwords, keeps hosts public and runs the
+// connection test. A stored password never
 // goes back to the browser: the form has no value for it, and an empty password
 // field keeps the stored one.
 
 // smtpPerPage is the number of servers per page (accounts rarely have more than a few).
 const smtpPerPage = 50
-
-// errNoMail means the process was started without mail transports.
-var errNoMail = errors.New("portal: no mail transports")
 
 func (p *Portal) listSMTPServers(w http.ResponseWriter, r *http.Request) error {
 	page := queryPage(r)
@@ -62,11 +57,7 @@ func (p *Portal) createSMTPServer(w http.ResponseWriter, r *http.Request) error 
 	}
 	// The box is always sent: the new form ticks it for an account's first server.
 	in := store.NewSMTPServer{SMTPServerSettings: settings, Password: password, IsDefault: &f.IsDefault}
-	err := p.smtpGuard.CheckHost(r.Context(), settings.Host)
-	var srv store.SMTPServer
-	if err == nil {
-		srv, err = p.db.CreateSMTPServer(r.Context(), p.box, accountID(r), in)
-	}
+	srv, err := p.smtpServers.Create(r.Context(), accountID(r), in)
 	if fieldErrors(err, f.Errors) {
 		p.renderSMTPForm(w, r, http.StatusUnprocessableEntity, f)
 		return nil
@@ -112,9 +103,7 @@ func (p *Portal) updateSMTPServer(w http.ResponseWriter, r *http.Request) error 
 	case f.RemovePassword:
 		patch.Password = new(string) // "" removes it
 	}
-	if err = p.smtpGuard.CheckHost(r.Context(), settings.Host); err == nil {
-		srv, err = p.db.UpdateSMTPServer(r.Context(), p.box, accountID(r), srv.ID, patch)
-	}
+	srv, err = p.smtpServers.Update(r.Context(), accountID(r), srv.ID, patch)
 	if fieldErrors(err, f.Errors) {
 		p.renderSMTPForm(w, r, http.StatusUnprocessableEntity, f)
 		return nil
@@ -153,7 +142,7 @@ func (p *Portal) deleteSMTPServer(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	if err := p.db.DeleteSMTPServer(r.Context(), accountID(r), srv.ID); err != nil {
+	if err := p.smtpServers.Delete(r.Context(), accountID(r), srv.ID); err != nil {
 		return err
 	}
 	p.flash(r.Context(), "success", sprintf(views.TextFor(r.Context()).SMTP.DeletedFlash, srv.Name))
@@ -169,10 +158,7 @@ func (p *Portal) testSMTPServer(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if p.mail == nil {
-		return errNoMail
-	}
-	res, err := p.smtpGuard.TestServer(r.Context(), accountID(r), srv.ID)
+	res, err := p.smtpServers.Test(r.Context(), accountID(r), srv.ID)
 	if err != nil {
 		return err
 	}
@@ -336,29 +322,4 @@ func (p *Portal) outboxMail(r *http.Request) (store.DevOutboxMail, mailer.ReadMe
 		p.log.Warn("dev outbox: unreadable mail", "id", m.ID, "err", err)
 	}
 	return m, msg, err != nil, nil
-}
-
-// queryPage is the ?page= of a list, at least 1.
-func queryPage(r *http.Request) int {
-	n, _ := strconv.Atoi(r.URL.Query().Get("page"))
-	return max(n, 1)
-}
-
-// pageURL is the address of page n of the list at path under the query q.
-func pageURL(path string, q url.Values, n int) string {
-	v := url.Values{}
-	for k, vs := range q {
-		for _, s := range vs {
-			if s != "" {
-				v.Add(k, s)
-			}
-		}
-	}
-	if n > 1 {
-		v.Set("page", strconv.Itoa(n))
-	}
-	if len(v) == 0 {
-		return path
-	}
-	return path + "?" + v.Encode()
 }

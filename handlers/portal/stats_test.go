@@ -14,6 +14,7 @@ import (
 	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/mailer/smtptest"
 	"github.com/rundbrief/rundbrief/store"
+	"github.com/rundbrief/rundbrief/store/campaign"
 	"github.com/rundbrief/rundbrief/store/dbtest"
 )
 
@@ -51,7 +52,7 @@ func sentNewsletter(t *testing.T, s *server, acct int64, name string) int64 {
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = w.Run(runCtx) })
 	defer func() { cancel(); wg.Wait() }()
-	if _, err := mailer.NewCampaigns(s.db, s.mail, w, mailer.CampaignsOptions{Links: links}).SendNewsletter(ctx, acct, actor, nl.ID); err != nil {
+	if _, err := campaign.New(s.db, s.mail, w, campaign.Options{Links: links}).SendNewsletter(ctx, acct, actor, nl.ID); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {

@@ -40,11 +40,6 @@ func (p *Portal) webhookService() (*webhook.Service, error) {
 	return p.webhooks, nil
 }
 
-// userActor is the signed-in user as the actor of the activity log.
-func userActor(r *http.Request) store.Actor {
-	return store.Actor{Type: store.ActorUser, ID: viewer(r).User.ID}
-}
-
 func (p *Portal) listWebhooks(w http.ResponseWriter, r *http.Request) error {
 	hooks, _, err := p.db.Webhooks(r.Context(), accountID(r), store.Page{Page: 1, PerPage: webhooksPerPage})
 	if err != nil {
@@ -71,7 +66,7 @@ func (p *Portal) createWebhook(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	f := readWebhookForm(r, p.blankWebhookForm(r))
-	hook, secret, err := svc.Create(r.Context(), accountID(r), userActor(r),
+	hook, secret, err := svc.Create(r.Context(), accountID(r), actor(r),
 		store.WebhookSettings{URL: f.URL, Events: f.Events, Description: f.Description})
 	var le *store.LimitError
 	switch {
@@ -119,7 +114,7 @@ func (p *Portal) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 	if f.URL != hook.URL { // an unchanged URL is not checked again (its host may resolve differently today)
 		patch.URL = &f.URL
 	}
-	hook, err = svc.Update(r.Context(), accountID(r), userActor(r), hook.ID, patch)
+	hook, err = svc.Update(r.Context(), accountID(r), actor(r), hook.ID, patch)
 	if fieldErrors(err, f.Errors) {
 		p.renderWebhookForm(w, r, http.StatusUnprocessableEntity, f)
 		return nil
@@ -144,7 +139,7 @@ func (p *Portal) setWebhookStatus(status string) func(http.ResponseWriter, *http
 		if err != nil {
 			return err
 		}
-		hook, err := svc.Update(r.Context(), accountID(r), userActor(r), id, store.WebhookPatch{Status: &status})
+		hook, err := svc.Update(r.Context(), accountID(r), actor(r), id, store.WebhookPatch{Status: &status})
 		if err != nil {
 			return err
 		}
@@ -198,7 +193,7 @@ func (p *Portal) rotateWebhookSecret(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	hook, secret, err := svc.RotateSecret(r.Context(), accountID(r), userActor(r), id)
+	hook, secret, err := svc.RotateSecret(r.Context(), accountID(r), actor(r), id)
 	if err != nil {
 		return err
 	}
@@ -218,7 +213,7 @@ func (p *Portal) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := svc.Delete(r.Context(), accountID(r), userActor(r), hook.ID); err != nil {
+	if err := svc.Delete(r.Context(), accountID(r), actor(r), hook.ID); err != nil {
 		return err
 	}
 	p.flash(r.Context(), "success", sprintf(views.TextFor(r.Context()).Webhooks.DeletedFlash, hook.URL))

@@ -23,7 +23,9 @@ import (
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/botguard"
 	"github.com/rundbrief/rundbrief/store/dbtest"
+	"github.com/rundbrief/rundbrief/store/imports"
 	"github.com/rundbrief/rundbrief/store/secret"
+	"github.com/rundbrief/rundbrief/store/services"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -74,18 +76,18 @@ func newSiteWith(t testing.TB, apiNow func() time.Time) *site {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := portal.New(portal.Deps{DB: db, Box: box, Log: log, BaseURL: s.url})
+	p, err := portal.New(&services.Set{DB: db, Imports: imports.New(db), Box: box, Log: log}, portal.Config{BaseURL: s.url})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub, err := public.New(public.Deps{DB: db, Guard: s.guard, Tokens: s.tokens, Log: log, BaseURL: s.url, Now: s.clock.Now})
+	pub, err := public.New(&services.Set{DB: db, Guard: s.guard, Tokens: s.tokens, Log: log}, public.Config{BaseURL: s.url, Now: s.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if apiNow == nil {
 		apiNow = s.clock.Now
 	}
-	a := api.New(api.Deps{DB: db, APILog: store.NewAPILogWriter(db, log), Log: log, Guard: s.guard},
+	a := api.New(&services.Set{DB: db, APILog: store.NewAPILogWriter(db, log), Log: log, Guard: s.guard},
 		api.Config{BaseURL: s.url, RateLimit: 1_000_000, Now: apiNow})
 	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: handlers.New(a, p, pub)}}
 	srv.Start()

@@ -21,15 +21,12 @@ import (
 	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/botguard"
+	"github.com/rundbrief/rundbrief/store/services"
 	"github.com/rundbrief/rundbrief/views"
 )
 
-// Deps are what the public pages need. Each feature adds its service here.
-type Deps struct {
-	DB      *store.DB
-	Guard   *botguard.Guard // stamps of the hosted sign-up form (RUNDBRIEF_SECRET)
-	Tokens  *mailer.Tokens  // verifies the unsubscribe links in mails
-	Log     *slog.Logger
+// Config is what the public pages need from the service configuration.
+type Config struct {
 	BaseURL string           // public root URL (RUNDBRIEF_BASE_URL)
 	Now     func() time.Time // the clock; nil: time.Now
 }
@@ -37,25 +34,27 @@ type Deps struct {
 // Public holds the dependencies of the public pages.
 type Public struct {
 	db      *store.DB
-	guard   *botguard.Guard
-	tokens  *mailer.Tokens
+	guard   *botguard.Guard // stamps of the hosted sign-up form (RUNDBRIEF_SECRET)
+	tokens  *mailer.Tokens  // verifies the unsubscribe links in mails
 	log     *slog.Logger
 	baseURL string
 	now     func() time.Time
 }
 
-// New returns the public pages; Routes registers them.
-func New(d Deps) (*Public, error) {
-	if d.Guard == nil || d.Tokens == nil {
-		return nil, errors.New("public: Deps.Guard and Deps.Tokens are required")
+// New returns the public pages over the shared services (s.Guard and
+// s.Tokens are required); Routes registers them.
+func New(s *services.Set, cfg Config) (*Public, error) {
+	if s.Guard == nil || s.Tokens == nil {
+		return nil, errors.New("public: services.Set.Guard and services.Set.Tokens are required")
 	}
-	if d.Now == nil {
-		d.Now = time.Now
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
-	if d.Log == nil {
-		d.Log = slog.New(slog.DiscardHandler)
+	log := s.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
-	return &Public{db: d.DB, guard: d.Guard, tokens: d.Tokens, log: d.Log, baseURL: strings.TrimRight(d.BaseURL, "/"), now: d.Now}, nil
+	return &Public{db: s.DB, guard: s.Guard, tokens: s.Tokens, log: log, baseURL: strings.TrimRight(cfg.BaseURL, "/"), now: cfg.Now}, nil
 }
 
 // Routes registers every public page, top to bottom. A page that may be shown

@@ -30,10 +30,20 @@ type Config struct {
 	Now func() time.Time
 	// Timeout is how long a receiver may take; zero: DeliveryTimeout (4 s).
 	Timeout time.Duration
+	// Outcomes counts recorded attempts (metrics); nil: not counted.
+	Outcomes OutcomeCounter
 	// ListenURL is the database URL on which the worker's fan-out listens for
 	// new events; empty: it polls every WorkerOptions.PollInterval only.
 	ListenURL string
 	Log       *slog.Logger
+}
+
+// OutcomeCounter counts recorded delivery attempts by their outcome:
+// store.DeliverySucceeded, store.DeliveryRetrying (another attempt is
+// scheduled) or store.DeliveryFailed (none is left). It is called after the
+// attempts are stored, so a count never runs ahead of the database.
+type OutcomeCounter interface {
+	CountWebhookOutcomes(outcome string, n int)
 }
 
 // Service manages webhooks and sends deliveries on request (tests, resends).
@@ -43,6 +53,7 @@ type Service struct {
 	guard *Guard
 	d     *deliverer
 	now   func() time.Time
+	count OutcomeCounter // nil: not counted
 	log   *slog.Logger
 	// listenURL is Config.ListenURL.
 	listenURL string
@@ -66,7 +77,7 @@ func New(db *store.DB, cfg Config) *Service {
 	}
 	g := NewGuard(cfg.AllowPrivate, cfg.Resolver)
 	return &Service{
-		db: db, box: cfg.Box, guard: g, now: cfg.Now, log: cfg.Log, listenURL: cfg.ListenURL,
+		db: db, box: cfg.Box, guard: g, now: cfg.Now, count: cfg.Outcomes, log: cfg.Log, listenURL: cfg.ListenURL,
 		d: &deliverer{client: g.Client(cfg.Timeout), box: cfg.Box, now: cfg.Now, timeout: cfg.Timeout},
 	}
 }
@@ -177,8 +188,36 @@ func (s *Service) sendNow(ctx context.Context, job store.DeliveryJob, manual boo
 	if err != nil {
 		return store.WebhookDelivery{}, nil, err
 	}
-	s.logPaused(paused)
+	s.recorded([]store.AttemptResult{res}, paused)
 	return s.db.WebhookDelivery(ctx, job.AccountID, job.ID)
+}
+
+// recorded reports attempts that were just stored: the webhooks they paused to
+// the log, their outcomes to the counter.
+func (s *Service) recorded(results []store.AttemptResult, paused []store.PausedWebhook) {
+	s.logPaused(paused)
+	if s.count == nil {
+		return
+	}
+	var succeeded, retrying, failed int
+	for _, r := range results {
+		switch {
+		case r.Succeeded:
+			succeeded++
+		case r.NextAttemptAt != nil:
+			retrying++
+		default:
+			failed++
+		}
+	}
+	for _, c := range []struct {
+		outcome string
+		n       int
+	}{{store.DeliverySucceeded, succeeded}, {store.DeliveryRetrying, retrying}, {store.DeliveryFailed, failed}} {
+		if c.n > 0 {
+			s.count.CountWebhookOutcomes(c.outcome, c.n)
+		}
+	}
 }
 
 func (s *Service) logPaused(paused []store.PausedWebhook) {

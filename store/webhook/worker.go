@@ -54,7 +54,7 @@ const (
 
 // Worker is the background delivery loop of one process. Several processes (and
 // several Workers) may run on one database: the fan-out is the outbox consumer
-// store.WebhooksConsumer, which hands each event to one of them, and
+// store.OutboxConsumerWebhooks, which hands each event to one of them, and
 // deliveries are claimed with FOR UPDATE SKIP LOCKED, so each is delivered once.
 type Worker struct {
 	s      *Service
@@ -223,7 +223,7 @@ func (w *Worker) flush(ctx context.Context, batch []store.AttemptResult) {
 	for try := 1; ; try++ {
 		paused, err := w.s.db.RecordAttempts(ctx, batch)
 		if err == nil {
-			w.s.logPaused(paused)
+			w.s.recorded(batch, paused)
 			return
 		}
 		if try == recordTries {
@@ -263,7 +263,7 @@ func (w *Worker) Process(ctx context.Context) (int, error) {
 		if err != nil {
 			return total, err
 		}
-		w.s.logPaused(paused)
+		w.s.recorded(results, paused)
 		total += len(jobs)
 	}
 }

@@ -2,7 +2,8 @@
 //
 // Every API test sends its requests through a Client, which validates each
 // response (status code, documented headers and body schema) against the
-// embedded openapi.json, so the document and the handlers cannot drift apart:
+// document the API serves as openapi.json (assembled from handlers/api/openapi),
+// so the document and the handlers cannot drift apart:
 //
 //	v := apitest.NewValidator(t, api.OpenAPIDocument())
 //	c := apitest.NewClient(t, app, v)
@@ -37,7 +38,7 @@ const Prefix = "/v1"
 // maxBodyInMessage bounds how much of a response body an error message quotes.
 const maxBodyInMessage = 2000
 
-// Validator checks requests/responses against the embedded openapi.json.
+// Validator checks requests/responses against the API's openapi.json.
 type Validator struct {
 	doc    *openapi3.T
 	router routers.Router

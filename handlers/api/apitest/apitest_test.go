@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +17,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/rundbrief/rundbrief/handlers/api/apitest"
+	"github.com/rundbrief/rundbrief/handlers/api/openapi"
 )
 
 // fakeTB records Errorf and Fatalf calls instead of failing the test; Fatalf
@@ -59,10 +60,10 @@ func (f *fakeTB) run(fn func()) {
 
 func newFakeTB(t *testing.T) *fakeTB { return &fakeTB{TB: t} }
 
-// docBytes reads the real document, as the API embeds it.
+// docBytes assembles the real document, as the API serves it.
 func docBytes(t *testing.T) []byte {
 	t.Helper()
-	b, err := os.ReadFile("../openapi.json")
+	b, err := openapi.Document()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,20 +159,37 @@ func TestEmbeddedDocumentLoadsAndValidates(t *testing.T) {
 	apitest.NewValidator(t, b)
 }
 
-// TestDocumentFormatting keeps the hand-written document pretty-printed with two
-// spaces, so that diffs of later additions stay readable.
+// TestDocumentFormatting keeps the hand-written sources (and the document
+// assembled from them) pretty-printed with two spaces, so that diffs of later
+// additions stay readable.
 func TestDocumentFormatting(t *testing.T) {
-	b := docBytes(t)
-	var compact, indented bytes.Buffer
-	if err := json.Compact(&compact, b); err != nil {
+	docs := map[string][]byte{"the assembled openapi.json": docBytes(t)}
+	names, err := fs.Glob(openapi.Sources(), "*.json")
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Indent(&indented, compact.Bytes(), "", "  "); err != nil {
-		t.Fatal(err)
+	for _, name := range names {
+		b, err := fs.ReadFile(openapi.Sources(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs["handlers/api/openapi/"+name] = b
 	}
-	indented.WriteByte('\n')
-	if !bytes.Equal(indented.Bytes(), b) {
-		t.Error("openapi.json is not pretty-printed with 2-space indentation and a final newline (python3 -m json.tool --indent 2 --no-ensure-ascii)")
+	if len(docs) < 3 {
+		t.Fatalf("only %d documents to check", len(docs))
+	}
+	for name, b := range docs {
+		var compact, indented bytes.Buffer
+		if err := json.Compact(&compact, b); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if err := json.Indent(&indented, compact.Bytes(), "", "  "); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		indented.WriteByte('\n')
+		if !bytes.Equal(indented.Bytes(), b) {
+			t.Errorf("%s is not pretty-printed with 2-space indentation and a final newline (python3 -m json.tool --indent 2 --no-ensure-ascii)", name)
+		}
 	}
 }
 

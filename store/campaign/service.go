@@ -1,4 +1,10 @@
-package mailer
+// Package campaign is the home of newsletters and single emails: its Service
+// is the one entry the API and the portal call to change or send them (drafts,
+// sends, schedules, pauses, retries, test mails, previews), and its Scheduler
+// starts scheduled sends. Their rows and statements live in store
+// (newsletters.go, emails.go, campaigns.go); rendering, SMTP and the send
+// queue in mailer.
+package campaign
 
 import (
 	"context"
@@ -6,24 +12,25 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
 )
 
-// Campaigns is the service behind the newsletter and email endpoints that
-// send: it checks the SMTP route, starts sends through the store (recipients
-// queued in one transaction), sends the first batch inline and leaves the
-// rest to the Worker; it also sends test mails and renders previews.
-type Campaigns struct {
+// Service is the service behind the newsletter and email endpoints: it
+// checks the SMTP route, starts sends through the store (recipients queued in
+// one transaction), sends the first batch inline and leaves the rest to the
+// send worker; it also sends test mails and renders previews.
+type Service struct {
 	db     *store.DB
-	opener Opener
-	worker *Worker
-	opts   CampaignsOptions
+	opener mailer.Opener
+	worker *mailer.Worker
+	opts   Options
 }
 
-// CampaignsOptions tune Campaigns.
-type CampaignsOptions struct {
+// Options tune a Service.
+type Options struct {
 	// Links builds the unsubscribe, open and click URLs.
-	Links LinkBuilder
+	Links mailer.LinkBuilder
 	// InlineBatch is how many recipients a send request delivers itself
 	// before answering; default 20.
 	InlineBatch int
@@ -34,8 +41,8 @@ type CampaignsOptions struct {
 	Log *slog.Logger
 }
 
-// NewCampaigns returns the sending service; worker sends the queued rest.
-func NewCampaigns(db *store.DB, opener Opener, worker *Worker, opts CampaignsOptions) *Campaigns {
+// New returns the service; worker (nil: none) sends the queued rest.
+func New(db *store.DB, opener mailer.Opener, worker *mailer.Worker, opts Options) *Service {
 	if opts.InlineBatch <= 0 {
 		opts.InlineBatch = 20
 	}
@@ -48,13 +55,13 @@ func NewCampaigns(db *store.DB, opener Opener, worker *Worker, opts CampaignsOpt
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Campaigns{db: db, opener: opener, worker: worker, opts: opts}
+	return &Service{db: db, opener: opener, worker: worker, opts: opts}
 }
 
 // checkRoute reports a campaign whose chosen SMTP server does not exist as a
 // 422 on smtp_server_id. Without a chosen server the account's default, the
 // operator relay or the development outbox is always usable.
-func (s *Campaigns) checkRoute(ctx context.Context, c store.Campaign) error {
+func (s *Service) checkRoute(ctx context.Context, c store.Campaign) error {
 	sender, _, err := s.opener.Open(ctx, c.AccountID, c.ServerID())
 	if errors.Is(err, store.ErrNotFound) {
 		return store.Invalid("smtp_server_id", "Den gewählten SMTP-Server gibt es nicht (mehr).")
@@ -66,8 +73,8 @@ func (s *Campaigns) checkRoute(ctx context.Context, c store.Campaign) error {
 }
 
 // startOptions are the store's hooks for starting a send now.
-func (s *Campaigns) startOptions() store.StartOptions {
-	return store.StartOptions{Now: s.opts.Now(), Check: s.checkRoute, Links: CampaignLinks}
+func (s *Service) startOptions() store.StartOptions {
+	return store.StartOptions{Now: s.opts.Now(), Check: s.checkRoute, Links: mailer.CampaignLinks}
 }
 
 // SendResult is the state of a campaign right after a send request.
@@ -82,7 +89,7 @@ type SendResult struct {
 // SendNewsletter starts a newsletter now (422 naming the missing subject,
 // content, lists or SMTP server; 402 over the daily limit; 409 already_sent),
 // sends its first batch and returns the counts so far.
-func (s *Campaigns) SendNewsletter(ctx context.Context, accountID int64, actor store.Actor, id int64) (SendResult, error) {
+func (s *Service) SendNewsletter(ctx context.Context, accountID int64, actor store.Actor, id int64) (SendResult, error) {
 	c, res, err := s.db.StartNewsletter(ctx, accountID, actor, id, s.startOptions())
 	if err != nil {
 		return SendResult{}, err
@@ -91,7 +98,7 @@ func (s *Campaigns) SendNewsletter(ctx context.Context, accountID int64, actor s
 }
 
 // afterStart sends the first batch inline and reads the counts.
-func (s *Campaigns) afterStart(ctx context.Context, c store.Campaign, res store.StartResult) (SendResult, error) {
+func (s *Service) afterStart(ctx context.Context, c store.Campaign, res store.StartResult) (SendResult, error) {
 	if c.Status == store.CampaignSending && s.worker != nil {
 		// The request's end must not cut a message short: its outcome would
 		// be unknown. The budget bounds the inline part instead.
@@ -109,13 +116,13 @@ func (s *Campaigns) afterStart(ctx context.Context, c store.Campaign, res store.
 
 // ScheduleNewsletter schedules a newsletter for at, after the same checks as
 // a send (except the recipients and the daily limit, settled at the start).
-func (s *Campaigns) ScheduleNewsletter(ctx context.Context, accountID int64, actor store.Actor, id int64, at time.Time) (store.Campaign, error) {
+func (s *Service) ScheduleNewsletter(ctx context.Context, accountID int64, actor store.Actor, id int64, at time.Time) (store.Campaign, error) {
 	return s.db.ScheduleNewsletter(ctx, accountID, actor, id, at, store.StartOptions{Now: s.opts.Now(), Check: s.checkRoute})
 }
 
 // SendEmail records a single email and sends it now (first batch inline) or
 // schedules it.
-func (s *Campaigns) SendEmail(ctx context.Context, accountID int64, actor store.Actor, in store.EmailInput) (SendResult, error) {
+func (s *Service) SendEmail(ctx context.Context, accountID int64, actor store.Actor, in store.EmailInput) (SendResult, error) {
 	res, err := s.db.CreateEmail(ctx, accountID, actor, in, s.startOptions())
 	if err != nil {
 		return SendResult{}, err
@@ -128,7 +135,7 @@ func (s *Campaigns) SendEmail(ctx context.Context, accountID int64, actor store.
 
 // RetryFailed queues a newsletter's failed recipients again and wakes the
 // workers.
-func (s *Campaigns) RetryFailed(ctx context.Context, accountID int64, actor store.Actor, id int64) (SendResult, error) {
+func (s *Service) RetryFailed(ctx context.Context, accountID int64, actor store.Actor, id int64) (SendResult, error) {
 	c, n, err := s.db.RetryFailed(ctx, accountID, actor, id, s.opts.Now())
 	if err != nil {
 		return SendResult{}, err
@@ -140,7 +147,7 @@ func (s *Campaigns) RetryFailed(ctx context.Context, accountID int64, actor stor
 }
 
 // ResumeNewsletter continues a paused newsletter and wakes the workers.
-func (s *Campaigns) ResumeNewsletter(ctx context.Context, accountID int64, actor store.Actor, id int64) (store.Campaign, error) {
+func (s *Service) ResumeNewsletter(ctx context.Context, accountID int64, actor store.Actor, id int64) (store.Campaign, error) {
 	c, err := s.db.ResumeNewsletter(ctx, accountID, actor, id)
 	if err == nil && s.worker != nil {
 		s.worker.Wake()
@@ -162,7 +169,7 @@ type TestMailResult struct {
 // contact (the first subscribed member of its lists, else a made-up one).
 // The mails count against the daily limit. A failed send is reported in the
 // result, not as an error.
-func (s *Campaigns) TestNewsletter(ctx context.Context, accountID, id int64, to []string) ([]TestMailResult, error) {
+func (s *Service) TestNewsletter(ctx context.Context, accountID, id int64, to []string) ([]TestMailResult, error) {
 	c, err := s.db.Newsletter(ctx, accountID, id)
 	if err != nil {
 		return nil, err
@@ -192,7 +199,7 @@ func (s *Campaigns) TestNewsletter(ctx context.Context, accountID, id int64, to 
 	if err := s.db.CountSends(ctx, accountID, int64(len(to)), s.opts.Now()); err != nil {
 		return nil, err
 	}
-	cc, err := compileCampaign(c, composeOptions{SubjectPrefix: "[TEST] "})
+	mail, err := mailer.CompileTestMail(c, s.opts.Links)
 	if err != nil {
 		return nil, err
 	}
@@ -204,21 +211,20 @@ func (s *Campaigns) TestNewsletter(ctx context.Context, accountID, id int64, to 
 	if err != nil {
 		return nil, err
 	}
-	var st renderState
 	out := make([]TestMailResult, len(to))
 	for i, addr := range to {
 		values := sample
 		if k, ok := known[addr]; ok {
-			values = recipientOf(k)
+			values = mailer.RecipientOf(k)
 		}
-		msg, err := cc.message(&st, s.opts.Links, recipientData{recipientID: TestRecipientID, values: values}, route)
+		msg, err := mail.Message(values, route)
 		if err != nil {
 			return nil, err
 		}
-		msg.To = Address{Email: addr}
+		msg.To = mailer.Address{Email: addr}
 		out[i].Email = addr
 		if err := sender.Send(ctx, msg); err != nil {
-			out[i].Error = sendErrorText(err)
+			out[i].Error = mailer.SendErrorText(err)
 			continue
 		}
 		out[i].Sent, out[i].MessageID = true, msg.MessageID
@@ -226,28 +232,18 @@ func (s *Campaigns) TestNewsletter(ctx context.Context, accountID, id int64, to 
 	return out, nil
 }
 
-// sendErrorText is a send failure for the user: the server's reply when
-// there is one.
-func sendErrorText(err error) string {
-	var se *SendError
-	if errors.As(err, &se) && se.Reason != "" {
-		return se.Reason
-	}
-	return err.Error()
-}
-
 // sample returns the placeholder values of a preview or test mail.
-func (s *Campaigns) sample(ctx context.Context, accountID, contactID int64, listIDs []int64) (Recipient, error) {
+func (s *Service) sample(ctx context.Context, accountID, contactID int64, listIDs []int64) (mailer.Recipient, error) {
 	c, err := s.db.SampleContact(ctx, accountID, contactID, listIDs)
 	switch {
 	case err == nil:
-		return recipientOf(c), nil
+		return mailer.RecipientOf(c), nil
 	case errors.Is(err, store.ErrNotFound) && contactID == 0:
-		return sampleRecipient(), nil
+		return mailer.SampleRecipient(), nil
 	case errors.Is(err, store.ErrNotFound):
-		return Recipient{}, store.Invalid("contact_id", "Diesen Kontakt gibt es nicht.")
+		return mailer.Recipient{}, store.Invalid("contact_id", "Diesen Kontakt gibt es nicht.")
 	}
-	return Recipient{}, err
+	return mailer.Recipient{}, err
 }
 
 // Preview is a newsletter rendered for one contact, without tracking.
@@ -261,7 +257,7 @@ type Preview struct {
 // PreviewNewsletter renders a newsletter for contactID (0: the first
 // subscribed member of its lists, else a made-up sample contact). 422 when
 // it has no content or the contact does not exist.
-func (s *Campaigns) PreviewNewsletter(ctx context.Context, accountID, id, contactID int64) (Preview, error) {
+func (s *Service) PreviewNewsletter(ctx context.Context, accountID, id, contactID int64) (Preview, error) {
 	c, err := s.db.Newsletter(ctx, accountID, id)
 	if err != nil {
 		return Preview{}, err
@@ -272,31 +268,69 @@ func (s *Campaigns) PreviewNewsletter(ctx context.Context, accountID, id, contac
 // PreviewCampaign renders c as PreviewNewsletter does, for content that is
 // not saved yet (the portal's live preview of the editor); c.AccountID decides
 // whose contacts personalise it.
-func (s *Campaigns) PreviewCampaign(ctx context.Context, c store.Campaign, contactID int64) (Preview, error) {
+func (s *Service) PreviewCampaign(ctx context.Context, c store.Campaign, contactID int64) (Preview, error) {
 	accountID := c.AccountID
 	if !c.HasContent() {
 		return Preview{}, store.Invalid("html", "Der Newsletter hat noch keinen Inhalt.")
 	}
-	cc, err := compileCampaign(c, composeOptions{})
+	preview, err := mailer.CompilePreview(c, s.opts.Links)
 	if err != nil {
 		return Preview{}, err
 	}
 	var p Preview
 	contact, err := s.db.SampleContact(ctx, accountID, contactID, c.ListIDs)
-	values := sampleRecipient()
+	values := mailer.SampleRecipient()
 	switch {
 	case err == nil:
-		values, p.ContactID = recipientOf(contact), contact.ID
+		values, p.ContactID = mailer.RecipientOf(contact), contact.ID
 	case errors.Is(err, store.ErrNotFound) && contactID != 0:
 		return Preview{}, store.Invalid("contact_id", "Diesen Kontakt gibt es nicht.")
 	case !errors.Is(err, store.ErrNotFound):
 		return Preview{}, err
 	}
-	var st renderState
-	r, err := cc.render(&st, s.opts.Links, recipientData{recipientID: TestRecipientID, values: values})
+	r, err := preview.Render(values)
 	if err != nil {
 		return Preview{}, err
 	}
 	p.Subject, p.Preheader, p.HTML, p.Text = r.Subject, r.Preheader, r.HTML, r.Text
 	return p, nil
+}
+
+// The changes below need nothing beyond their transaction (store holds their
+// rules and events); they go through the Service all the same, so that the API
+// and the portal have one entry for every change of a campaign.
+
+// CreateNewsletter creates a newsletter draft.
+func (s *Service) CreateNewsletter(ctx context.Context, accountID int64, actor store.Actor, in store.NewsletterInput) (store.Campaign, error) {
+	return s.db.CreateNewsletter(ctx, accountID, actor, in)
+}
+
+// UpdateNewsletter changes a draft or scheduled newsletter.
+func (s *Service) UpdateNewsletter(ctx context.Context, accountID int64, actor store.Actor, id int64, in store.NewsletterInput) (store.Campaign, error) {
+	return s.db.UpdateNewsletter(ctx, accountID, actor, id, in)
+}
+
+// DeleteNewsletter deletes a newsletter that is not sending.
+func (s *Service) DeleteNewsletter(ctx context.Context, accountID int64, actor store.Actor, id int64) error {
+	return s.db.DeleteNewsletter(ctx, accountID, actor, id)
+}
+
+// DuplicateNewsletter copies a newsletter into a new draft.
+func (s *Service) DuplicateNewsletter(ctx context.Context, accountID int64, actor store.Actor, id int64) (store.Campaign, error) {
+	return s.db.DuplicateNewsletter(ctx, accountID, actor, id)
+}
+
+// UnscheduleNewsletter turns a scheduled newsletter back into a draft.
+func (s *Service) UnscheduleNewsletter(ctx context.Context, accountID int64, actor store.Actor, id int64) (store.Campaign, error) {
+	return s.db.UnscheduleNewsletter(ctx, accountID, actor, id)
+}
+
+// PauseNewsletter pauses a sending newsletter.
+func (s *Service) PauseNewsletter(ctx context.Context, accountID int64, actor store.Actor, id int64) (store.Campaign, error) {
+	return s.db.PauseNewsletter(ctx, accountID, actor, id)
+}
+
+// CancelEmail cancels a scheduled single email.
+func (s *Service) CancelEmail(ctx context.Context, accountID int64, actor store.Actor, id int64) (store.Campaign, error) {
+	return s.db.CancelEmail(ctx, accountID, actor, id)
 }

@@ -1,4 +1,4 @@
-package mailer
+package campaign
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
 )
 
@@ -27,13 +28,13 @@ type SchedulerOptions struct {
 // reason in last_error.
 type Scheduler struct {
 	db        *store.DB
-	campaigns *Campaigns
+	campaigns *Service
 	opts      SchedulerOptions
 }
 
 // NewScheduler returns a scheduler that starts sends through campaigns (its
 // route check, link extraction and worker).
-func NewScheduler(db *store.DB, campaigns *Campaigns, opts SchedulerOptions) *Scheduler {
+func NewScheduler(db *store.DB, campaigns *Service, opts SchedulerOptions) *Scheduler {
 	if opts.Interval <= 0 {
 		opts.Interval = 5 * time.Second
 	}
@@ -67,7 +68,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 func (s *Scheduler) StartDue(ctx context.Context) (int, error) {
 	n := 0
 	for ctx.Err() == nil {
-		opts := store.StartOptions{Now: s.opts.Now(), Check: s.campaigns.checkRoute, Links: CampaignLinks}
+		opts := store.StartOptions{Now: s.opts.Now(), Check: s.campaigns.checkRoute, Links: mailer.CampaignLinks}
 		c, res, err := s.db.StartNextDue(ctx, opts)
 		switch {
 		case errors.Is(err, store.ErrNothingDue):

@@ -1,0 +1,32 @@
+package portal
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+)
+
+// queryPage is the ?page= of a list, at least 1.
+func queryPage(r *http.Request) int {
+	n, _ := strconv.Atoi(r.URL.Query().Get("page"))
+	return max(n, 1)
+}
+
+// pageURL is the address of page n of the list at path under the query q.
+func pageURL(path string, q url.Values, n int) string {
+	v := url.Values{}
+	for k, vs := range q {
+		for _, s := range vs {
+			if s != "" {
+				v.Add(k, s)
+			}
+		}
+	}
+	if n > 1 {
+		v.Set("page", strconv.Itoa(n))
+	}
+	if len(v) == 0 {
+		return path
+	}
+	return path + "?" + v.Encode()
+}

@@ -1,0 +1,147 @@
+// Package services builds every domain service of Rundbrief once and hands
+// the same set to the API, the portal and the public pages, so that the
+// surfaces never diverge in behaviour and a new feature adds its service here,
+// not a field to each surface. It also lists the background workers that
+// serve runs.
+package services
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/rundbrief/rundbrief/mailer"
+	"github.com/rundbrief/rundbrief/store"
+	"github.com/rundbrief/rundbrief/store/abtest"
+	"github.com/rundbrief/rundbrief/store/ai"
+	"github.com/rundbrief/rundbrief/store/botguard"
+	"github.com/rundbrief/rundbrief/store/campaign"
+	"github.com/rundbrief/rundbrief/store/imports"
+	"github.com/rundbrief/rundbrief/store/secret"
+	"github.com/rundbrief/rundbrief/store/smtpserver"
+	"github.com/rundbrief/rundbrief/store/webhook"
+)
+
+// Set is every service the surfaces call. New fills all of it; tests may
+// fill only what they exercise: an endpoint whose service is nil answers 503.
+type Set struct {
+	// DB holds the data of every aggregate; for features whose rules all
+	// hold inside their transaction (contacts, lists, tags, forms, users,
+	// keys) its methods are their service, and it answers every read.
+	DB     *store.DB
+	APILog *store.APILogWriter
+	Log    *slog.Logger
+	// Box seals stored secrets and idempotent responses (RUNDBRIEF_SECRET).
+	Box *secret.Box
+	// Mail holds the operator relay, the development outbox and the
+	// accounts' SMTP connections.
+	Mail *mailer.Transports
+	// Tokens signs the links in mails (unsubscribe, open, click).
+	Tokens *mailer.Tokens
+	// Guard checks the bot protection of public sign-ups.
+	Guard *botguard.Guard
+
+	AI          *ai.Service
+	Webhooks    *webhook.Service
+	Campaigns   *campaign.Service
+	ABTests     *abtest.Service
+	SMTPServers *smtpserver.Service
+	Imports     *imports.Service
+
+	workers []Worker
+}
+
+// Worker is a named background loop; Run returns when ctx ends.
+type Worker struct {
+	Name string
+	Run  func(ctx context.Context) error
+}
+
+// Workers are the background loops of the set, in start order.
+func (s *Set) Workers() []Worker { return s.workers }
+
+// Config is what New needs beyond the database.
+type Config struct {
+	// DatabaseURL is listened on for API key changes and new outbox events.
+	DatabaseURL string
+	// BaseURL is the public root URL used in links.
+	BaseURL string
+	// Secret is RUNDBRIEF_SECRET: key material of the box, the link tokens
+	// and the bot guard.
+	Secret string
+	// Transport configures the mail transports (relay, outbox, HELO).
+	Transport mailer.TransportOptions
+	// AI configures the AI providers.
+	AI ai.Config
+	// WebhookAllowPrivate and SMTPAllowPrivate let webhooks and the accounts'
+	// SMTP servers reach loopback and private addresses (development only).
+	WebhookAllowPrivate, SMTPAllowPrivate bool
+	// SendOutcomes and WebhookOutcomes count the outcomes of sends and
+	// webhook attempts (the metrics); nil: not counted.
+	SendOutcomes    mailer.OutcomeCounter
+	WebhookOutcomes webhook.OutcomeCounter
+	Log             *slog.Logger
+}
+
+// New builds every service once over db.
+func New(db *store.DB, cfg Config) (*Set, error) {
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	box, err := secret.NewBox(cfg.Secret)
+	if err != nil {
+		return nil, err
+	}
+	tokens, err := mailer.NewTokens(cfg.Secret)
+	if err != nil {
+		return nil, err
+	}
+	mail := mailer.NewTransports(db, box, cfg.Transport)
+	links := mailer.LinkBuilder{BaseURL: cfg.BaseURL, Tokens: tokens}
+	cfg.AI.Log = log
+	// The AI prompts carry what won in the account's past A/B tests.
+	cfg.AI.Insights = store.ABInsightSource{DB: db}
+	s := &Set{
+		DB: db, APILog: store.NewAPILogWriter(db, log), Log: log, Box: box, Mail: mail, Tokens: tokens,
+		// Bot protection of the public sign-up forms, keyed from RUNDBRIEF_SECRET.
+		Guard:       botguard.New(cfg.Secret, time.Now),
+		AI:          ai.NewService(db, cfg.AI),
+		Webhooks:    webhook.New(db, webhook.Config{Box: box, AllowPrivate: cfg.WebhookAllowPrivate, Outcomes: cfg.WebhookOutcomes, ListenURL: cfg.DatabaseURL, Log: log}),
+		SMTPServers: smtpserver.New(db, smtpserver.Config{Box: box, Mail: mail, AllowPrivate: cfg.SMTPAllowPrivate}),
+		Imports:     imports.New(db),
+	}
+	// The SMTP servers' messages-per-second settings hold for all serve
+	// processes together (a budget shared through PostgreSQL), and mail goes
+	// only to public SMTP servers (unless RUNDBRIEF_SMTP_ALLOW_PRIVATE).
+	opener := mailer.SharedRate(s.SMTPServers.Opener(mail), store.NewSendRateLimiter(db))
+	// The send worker's lanes claim queued recipients, shared with every
+	// other serve process through PostgreSQL.
+	sender := mailer.NewWorker(db, opener, mailer.WorkerOptions{Links: links, Outcomes: cfg.SendOutcomes, Log: log})
+	s.Campaigns = campaign.New(db, opener, sender, campaign.Options{Links: links, Log: log})
+	s.ABTests = abtest.New(db, sender, abtest.Options{Log: log})
+
+	s.workers = []Worker{
+		{"api log", s.APILog.Run},
+		{"retention", func(ctx context.Context) error { return db.RunRetention(ctx, time.Hour, log) }},
+		{"contact index merge", func(ctx context.Context) error {
+			return db.RunContactIndexMerge(ctx, store.ContactIndexMergeInterval, log)
+		}},
+		{"key changes", func(ctx context.Context) error { return db.ListenKeyChanges(ctx, cfg.DatabaseURL, log) }},
+		{"smtp pool", mail.Run},
+		// System mail: double opt-in and owner notifications.
+		{"system mail", mailer.NewSystemMailWorker(db, mail, mailer.SystemMailOptions{BaseURL: cfg.BaseURL, Log: log}).Run},
+		{"webhooks", s.Webhooks.Worker(webhook.WorkerOptions{}).Run},
+		{"campaign sender", sender.Run},
+		{"campaign scheduler", campaign.NewScheduler(db, s.Campaigns, campaign.SchedulerOptions{Log: log}).Run},
+		// The winner of a test is decided once wait_hours have passed, by
+		// whichever process claims it first.
+		{"a/b test winners", s.ABTests.Run},
+		// CSV imports: files and progress live in PostgreSQL, so any process
+		// runs (or resumes) any job.
+		{"contact import", imports.NewWorker(db, imports.WorkerOptions{Log: log}).Run},
+		// Portal sessions live in PostgreSQL; this deletes expired ones.
+		{"session cleanup", store.NewSessionStore(db, log).Run},
+	}
+	return s, nil
+}
