@@ -40,6 +40,10 @@ type DB struct {
 	// upserts combines concurrent single upserts into shared transactions
 	// (contacts_combine.go).
 	upserts upsertGroups
+	// listeners holds a token per open listener connection, so that the
+	// listeners stay within the ListenerConns the connection bound keeps for
+	// them.
+	listeners chan struct{}
 }
 
 // preparedStmts holds the statements of the contact write path and the
@@ -53,8 +57,65 @@ type preparedStmts struct {
 	m  map[string]*sqlx.Stmt
 }
 
-// Open connects to PostgreSQL and checks the connection.
-func Open(ctx context.Context, url string) (*DB, error) {
+// DefaultMaxConns bounds a process's connections when Open is given no
+// MaxConns: two serve processes (80) fit PostgreSQL's default max_connections
+// of 100 with room for the CLI, tests and superuser_reserved_connections.
+const DefaultMaxConns = 40
+
+// ListenerConns is how many connections of the bound a DB keeps for listeners
+// outside its pools: the key-change listener (ListenKeyChanges).
+const ListenerConns = 1
+
+// MinMaxConns is the smallest bound Open accepts: the listener plus nine
+// pool connections, which the split (poolSizes) turns into four for the main
+// pool, four for the contact write path and one for counters and logs. Below
+// that the dozen background workers of a serve process, which each take a
+// main-pool connection while they work, would keep requests waiting for most
+// of the time.
+const MinMaxConns = ListenerConns + 9
+
+// Option tunes Open.
+type Option func(*openOptions)
+
+type openOptions struct {
+	maxConns int
+}
+
+// MaxConns bounds all connections the DB opens to PostgreSQL together: its
+// three pools and its listeners. Under load callers queue for a pooled
+// connection (database/sql's MaxOpenConns) instead of the server refusing one
+// with "too many clients".
+func MaxConns(n int) Option {
+	return func(o *openOptions) { o.maxConns = n }
+}
+
+// poolSizes splits a process's connection bound over the pools after the
+// listeners' share. The main pool and the contact write path's generic pool
+// carry the requests (contact writes and listings go through generic, nearly
+// everything else and all background workers through the main pool) and get
+// two fifths each; the relaxed pool's statements are single short writes
+// (rate counters, sessions) and the API log's batched COPY, which queue well,
+// and it gets the last fifth. At the default of 40 that is 16, 16 and 7: the
+// contact benchmarks' 16 concurrent clients each find a connection in both
+// request pools.
+func poolSizes(maxConns int) (main, generic, relaxed int) {
+	pools := maxConns - ListenerConns
+	relaxed = pools / 5
+	generic = (pools - relaxed) / 2
+	return pools - relaxed - generic, generic, relaxed
+}
+
+// Open connects to PostgreSQL and checks the connection. It opens no more than
+// DefaultMaxConns connections unless told otherwise by MaxConns.
+func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
+	o := openOptions{maxConns: DefaultMaxConns}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.maxConns < MinMaxConns {
+		return nil, fmt.Errorf("store: open: a bound of %d connections is too small: at least %d", o.maxConns, MinMaxConns)
+	}
+	mainConns, genericConns, relaxedConns := poolSizes(o.maxConns)
 	// No session compiles queries with JIT: it pays off for queries that run
 	// for seconds, which this service does not serve, and its cost follows the
 	// planner's estimate, which for a generic plan assumes LIMIT $n returns a
@@ -66,9 +127,7 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open: %w", err)
 	}
-	db.SetMaxOpenConns(40)
-	db.SetMaxIdleConns(40)
-	db.SetConnMaxIdleTime(5 * time.Minute)
+	limitPool(db, mainConns)
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := db.PingContext(pingCtx); err != nil {
@@ -80,22 +139,28 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("store: open: %w", err)
 	}
-	relaxed.SetMaxOpenConns(20)
-	relaxed.SetMaxIdleConns(20)
-	relaxed.SetConnMaxIdleTime(5 * time.Minute)
+	limitPool(relaxed, relaxedConns)
 	generic, err := sqlx.Open("postgres", withParam(url, "plan_cache_mode", "force_generic_plan"))
 	if err != nil {
 		_ = db.Close()
 		_ = relaxed.Close()
 		return nil, fmt.Errorf("store: open: %w", err)
 	}
-	generic.SetMaxOpenConns(20)
-	generic.SetMaxIdleConns(20)
-	generic.SetConnMaxIdleTime(5 * time.Minute)
-	return &DB{DB: db, relaxed: relaxed, generic: generic, keys: newKeyCache()}, nil
+	limitPool(generic, genericConns)
+	return &DB{DB: db, relaxed: relaxed, generic: generic, keys: newKeyCache(),
+		listeners: make(chan struct{}, ListenerConns)}, nil
 }
 
-// Close closes both pools and the prepared statements.
+// limitPool bounds a pool to n connections, keeps them all when idle (a
+// connection the next burst needs costs a fork on the server) and closes those
+// idle for five minutes.
+func limitPool(pool *sqlx.DB, n int) {
+	pool.SetMaxOpenConns(n)
+	pool.SetMaxIdleConns(n)
+	pool.SetConnMaxIdleTime(5 * time.Minute)
+}
+
+// Close closes the pools and the prepared statements.
 func (db *DB) Close() error {
 	db.contactStmts.mu.Lock()
 	var errs []error

@@ -31,3 +31,9 @@ func (db *DB) PoolSettings(ctx context.Context, name string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// PoolLimits is each pool's MaxOpenConns: the main, the generic and the
+// relaxed pool's.
+func (db *DB) PoolLimits() (main, generic, relaxed int) {
+	return db.DB.Stats().MaxOpenConnections, db.generic.Stats().MaxOpenConnections, db.relaxed.Stats().MaxOpenConnections
+}

@@ -78,8 +78,16 @@ func notifyKeysChanged(ctx context.Context, tx *sqlx.Tx) error {
 }
 
 // ListenKeyChanges flushes the key cache whenever another process changes a key,
-// an account or a plan. It runs until ctx ends.
+// an account or a plan. It runs until ctx ends. Its connection is the one
+// the DB's connection bound keeps for it (ListenerConns): a second listener on
+// the same DB while one runs is refused.
 func (db *DB) ListenKeyChanges(ctx context.Context, url string, log *slog.Logger) error {
+	select {
+	case db.listeners <- struct{}{}:
+		defer func() { <-db.listeners }()
+	default:
+		return fmt.Errorf("store: listen %s: all %d listener connections of the bound are in use", keysChannel, ListenerConns)
+	}
 	l := pq.NewListener(url, 100*time.Millisecond, 5*time.Second, func(ev pq.ListenerEventType, err error) {
 		if err != nil {
 			log.Warn("key change listener", "event", ev, "err", err)

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/rundbrief/rundbrief/store"
 )
 
 // Config is the whole service configuration, read once from the environment.
@@ -20,6 +22,7 @@ type Config struct {
 	Addr                string
 	BaseURL             string
 	DataDir             string
+	DBMaxConns          int // bounds all PostgreSQL connections of the process together
 	Secret              string
 	RateLimit           int
 	WebhookAllowPrivate bool
@@ -63,6 +66,14 @@ func loadConfig(getenv func(string) string) (Config, error) {
 			errs = append(errs, fmt.Errorf("RUNDBRIEF_RATE_LIMIT %q: expected a positive integer", s))
 		}
 		c.RateLimit = n
+	}
+	c.DBMaxConns = store.DefaultMaxConns
+	if s := getenv("RUNDBRIEF_DB_MAX_CONNS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < store.MinMaxConns {
+			errs = append(errs, fmt.Errorf("RUNDBRIEF_DB_MAX_CONNS %q: expected an integer of at least %d (connections of this process to PostgreSQL, all pools and listeners together)", s, store.MinMaxConns))
+		}
+		c.DBMaxConns = n
 	}
 	if s := getenv("RUNDBRIEF_WEBHOOK_ALLOW_PRIVATE"); s != "" {
 		b, err := strconv.ParseBool(s)

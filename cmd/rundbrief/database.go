@@ -23,7 +23,9 @@ type database struct {
 func openDatabase(ctx context.Context, cfg Config) (*database, error) {
 	d := &database{url: cfg.DatabaseURL}
 	if d.url == "" {
-		c, err := pgcluster.Start(ctx, filepath.Join(cfg.DataDir, "postgres"), pgcluster.Options{})
+		// Room for two serve processes and the CLI, as the README advises for
+		// a server of one's own.
+		c, err := pgcluster.Start(ctx, filepath.Join(cfg.DataDir, "postgres"), pgcluster.Options{MaxConnections: privateClusterConns(cfg.DBMaxConns)})
 		if err != nil {
 			return nil, err
 		}
@@ -34,7 +36,7 @@ func openDatabase(ctx context.Context, cfg Config) (*database, error) {
 		}
 		d.url = c.URL("rundbrief")
 	}
-	db, err := store.Open(ctx, d.url)
+	db, err := store.Open(ctx, d.url, store.MaxConns(cfg.DBMaxConns))
 	if err != nil {
 		d.close()
 		return nil, err
@@ -56,12 +58,19 @@ func (d *database) close() {
 	}
 }
 
+// privateClusterConns is the private cluster's max_connections for serve
+// processes bounded to maxConns each: two of them and 20 for the CLI.
+func privateClusterConns(maxConns int) int { return 2*maxConns + 20 }
+
+// ensureDatabase creates database name if it is missing. Its one connection is
+// closed before store.Open opens the process's bounded pools.
 func ensureDatabase(ctx context.Context, adminURL, name string) error {
 	db, err := sqlx.Open("postgres", adminURL)
 	if err != nil {
 		return fmt.Errorf("create database: %w", err)
 	}
 	defer db.Close()
+	db.SetMaxOpenConns(1)
 	var exists bool
 	if err := db.GetContext(ctx, &exists, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name); err != nil {
 		return fmt.Errorf("create database: %w", err)

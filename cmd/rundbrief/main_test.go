@@ -119,21 +119,48 @@ func TestAccountAndKeyCommands(t *testing.T) {
 
 func TestConfig(t *testing.T) {
 	c, err := loadConfig(env(map[string]string{}))
-	if err != nil || c.Addr != "127.0.0.1:8080" || c.BaseURL != "http://127.0.0.1:8080" || c.DataDir != "./data" || c.RateLimit != 120 || c.WebhookAllowPrivate || c.SMTPAllowPrivate {
+	if err != nil || c.Addr != "127.0.0.1:8080" || c.BaseURL != "http://127.0.0.1:8080" || c.DataDir != "./data" || c.RateLimit != 120 || c.WebhookAllowPrivate || c.SMTPAllowPrivate ||
+		c.DBMaxConns != 40 {
 		t.Errorf("defaults: %+v %v", c, err)
 	}
 	c, err = loadConfig(env(map[string]string{"RUNDBRIEF_BASE_URL": "https://news.example.com/", "RUNDBRIEF_RATE_LIMIT": "60", "RUNDBRIEF_WEBHOOK_ALLOW_PRIVATE": "true",
-		"RUNDBRIEF_SMTP_ALLOW_PRIVATE": "1"}))
-	if err != nil || c.BaseURL != "https://news.example.com" || c.RateLimit != 60 || !c.WebhookAllowPrivate || !c.SMTPAllowPrivate {
+		"RUNDBRIEF_SMTP_ALLOW_PRIVATE": "1", "RUNDBRIEF_DB_MAX_CONNS": "25"}))
+	if err != nil || c.BaseURL != "https://news.example.com" || c.RateLimit != 60 || !c.WebhookAllowPrivate || !c.SMTPAllowPrivate || c.DBMaxConns != 25 {
 		t.Errorf("explicit: %+v %v", c, err)
 	}
 	_, err = loadConfig(env(map[string]string{"RUNDBRIEF_ADDR": "nope", "RUNDBRIEF_RATE_LIMIT": "-1", "RUNDBRIEF_SMTP_URL": "http://x",
-		"RUNDBRIEF_SECRET": "short", "RUNDBRIEF_WEBHOOK_ALLOW_PRIVATE": "maybe", "RUNDBRIEF_SMTP_ALLOW_PRIVATE": "ja"}))
+		"RUNDBRIEF_SECRET": "short", "RUNDBRIEF_WEBHOOK_ALLOW_PRIVATE": "maybe", "RUNDBRIEF_SMTP_ALLOW_PRIVATE": "ja", "RUNDBRIEF_DB_MAX_CONNS": "9"}))
 	for _, name := range []string{"RUNDBRIEF_ADDR", "RUNDBRIEF_RATE_LIMIT", "RUNDBRIEF_SMTP_URL", "RUNDBRIEF_SECRET", "RUNDBRIEF_WEBHOOK_ALLOW_PRIVATE",
-		"RUNDBRIEF_SMTP_ALLOW_PRIVATE"} {
+		"RUNDBRIEF_SMTP_ALLOW_PRIVATE", "RUNDBRIEF_DB_MAX_CONNS"} {
 		if err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("bad %s not reported: %v", name, err)
 		}
+	}
+}
+
+// TestConfigDBMaxConns checks the connection bound's parsing: the smallest
+// bound the store runs with is accepted, anything below or not a number is a
+// start-up error that names the variable and the minimum.
+func TestConfigDBMaxConns(t *testing.T) {
+	for _, c := range []struct {
+		value string
+		want  int // 0: rejected
+	}{
+		{"", 40}, {"10", 10}, {"25", 25}, {"400", 400},
+		{"9", 0}, {"1", 0}, {"0", 0}, {"-40", 0}, {"forty", 0}, {"40.5", 0}, {" 40", 0},
+	} {
+		cfg, err := loadConfig(env(map[string]string{"RUNDBRIEF_DB_MAX_CONNS": c.value}))
+		switch {
+		case c.want == 0 && (err == nil || !strings.Contains(err.Error(), "RUNDBRIEF_DB_MAX_CONNS") || !strings.Contains(err.Error(), "at least 10")):
+			t.Errorf("%q: %v, want an error naming RUNDBRIEF_DB_MAX_CONNS and its minimum", c.value, err)
+		case c.want != 0 && (err != nil || cfg.DBMaxConns != c.want):
+			t.Errorf("%q: %d %v, want %d", c.value, cfg.DBMaxConns, err, c.want)
+		}
+	}
+	// The private cluster makes room for two serve processes and the CLI: at
+	// the default, PostgreSQL's stock max_connections.
+	if n := privateClusterConns(40); n != 100 {
+		t.Errorf("private cluster for two processes of 40: max_connections %d, want 100", n)
 	}
 }
 

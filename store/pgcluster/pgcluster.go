@@ -24,6 +24,10 @@ import (
 type Options struct {
 	// Throwaway turns off fsync and full-page writes: for tests, never for data you keep.
 	Throwaway bool
+	// MaxConnections is the server's max_connections; zero means 200, room for
+	// the test suite's many databases side by side. Only a cluster this call
+	// starts gets it: a running one is joined as it is.
+	MaxConnections int
 }
 
 // Cluster is a running private PostgreSQL server that listens only on a unix socket.
@@ -84,7 +88,11 @@ func Start(ctx context.Context, dir string, opts Options) (*Cluster, error) {
 			return nil, err
 		}
 	}
-	conf := []string{"listen_addresses=''", "unix_socket_directories='" + c.socketDir + "'", "max_connections=200", "shared_buffers=128MB"}
+	maxConns := opts.MaxConnections
+	if maxConns == 0 {
+		maxConns = 200
+	}
+	conf := []string{"listen_addresses=''", "unix_socket_directories='" + c.socketDir + "'", "max_connections=" + strconv.Itoa(maxConns), "shared_buffers=128MB"}
 	if opts.Throwaway {
 		conf = append(conf, "fsync=off", "full_page_writes=off", "synchronous_commit=off")
 	}
