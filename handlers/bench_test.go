@@ -44,7 +44,7 @@ func startServer(tb testing.TB, rateLimit int) *server {
 	apiLog := store.NewAPILogWriter(db, log)
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = apiLog.Run(ctx) })
-	wg.Go(func() { _ = db.ListenKeyChanges(ctx, url, log) })
+	wg.Go(func() { _ = db.ListenNotifications(ctx, url, log) })
 	wg.Go(func() { _ = db.RunContactIndexMerge(ctx, store.ContactIndexMergeInterval, log) })
 	box, err := secret.NewBox("benchmark secret, at least 32 characters long")
 	if err != nil {

@@ -201,7 +201,7 @@ func TestRevocationReachesOtherProcessWithinOneSecond(t *testing.T) {
 	listening := make(chan struct{})
 	go func() {
 		close(listening)
-		_ = a.ListenKeyChanges(ctx, url, nil)
+		_ = a.ListenNotifications(ctx, url, nil)
 	}()
 	<-listening
 	time.Sleep(100 * time.Millisecond) // let LISTEN register before the NOTIFY

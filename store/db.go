@@ -44,6 +44,9 @@ type DB struct {
 	// listeners stay within the ListenerConns the connection bound keeps for
 	// them.
 	listeners chan struct{}
+	// newEvents rings when events committed (ListenNotifications) and wakes
+	// the outbox consumers of this process.
+	newEvents bell
 }
 
 // preparedStmts holds the statements of the contact write path and the
@@ -63,7 +66,8 @@ type preparedStmts struct {
 const DefaultMaxConns = 40
 
 // ListenerConns is how many connections of the bound a DB keeps for listeners
-// outside its pools: the key-change listener (ListenKeyChanges).
+// outside its pools: one, ListenNotifications, however many things wait for a
+// notification.
 const ListenerConns = 1
 
 // MinMaxConns is the smallest bound Open accepts: the listener plus nine

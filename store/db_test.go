@@ -65,7 +65,7 @@ func TestListenerStaysWithinItsShare(t *testing.T) {
 	cancelEnded()
 	// With its context ended a listener returns at once, and frees its share.
 	for range 2 {
-		if err := db.ListenKeyChanges(ended, url, nil); err != nil {
+		if err := db.ListenNotifications(ended, url, nil); err != nil {
 			t.Fatalf("listener with an ended context: %v", err)
 		}
 	}
@@ -75,7 +75,7 @@ func TestListenerStaysWithinItsShare(t *testing.T) {
 		// The probes below hold the share for a moment too: retry until this
 		// listener has it, and then it keeps it until ctx ends.
 		for {
-			err := db.ListenKeyChanges(ctx, url, nil)
+			err := db.ListenNotifications(ctx, url, nil)
 			if err == nil || !strings.Contains(err.Error(), "listener connections") {
 				first <- err
 				return
@@ -84,7 +84,7 @@ func TestListenerStaysWithinItsShare(t *testing.T) {
 	}()
 	refused := false
 	for range 1000 { // until the first listener holds the share
-		if err := db.ListenKeyChanges(ended, url, nil); err != nil {
+		if err := db.ListenNotifications(ended, url, nil); err != nil {
 			if !strings.Contains(err.Error(), "listener connections") {
 				t.Fatalf("second listener: %v", err)
 			}
@@ -99,7 +99,7 @@ func TestListenerStaysWithinItsShare(t *testing.T) {
 	if !refused {
 		t.Fatal("a second listener ran beside the first")
 	}
-	if err := db.ListenKeyChanges(ended, url, nil); err != nil {
+	if err := db.ListenNotifications(ended, url, nil); err != nil {
 		t.Errorf("listener after the first ended: %v", err)
 	}
 }

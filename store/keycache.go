@@ -3,12 +3,10 @@ package store
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 )
 
 // KeyCacheTTL bounds how long a key, its account and plan are served from memory:
@@ -75,35 +73,4 @@ func notifyKeysChanged(ctx context.Context, tx *sqlx.Tx) error {
 		return fmt.Errorf("store: notify key change: %w", err)
 	}
 	return nil
-}
-
-// ListenKeyChanges flushes the key cache whenever another process changes a key,
-// an account or a plan. It runs until ctx ends. Its connection is the one
-// the DB's connection bound keeps for it (ListenerConns): a second listener on
-// the same DB while one runs is refused.
-func (db *DB) ListenKeyChanges(ctx context.Context, url string, log *slog.Logger) error {
-	select {
-	case db.listeners <- struct{}{}:
-		defer func() { <-db.listeners }()
-	default:
-		return fmt.Errorf("store: listen %s: all %d listener connections of the bound are in use", keysChannel, ListenerConns)
-	}
-	l := pq.NewListener(url, 100*time.Millisecond, 5*time.Second, func(ev pq.ListenerEventType, err error) {
-		if err != nil {
-			log.Warn("key change listener", "event", ev, "err", err)
-		}
-	})
-	defer l.Close()
-	if err := l.Listen(keysChannel); err != nil {
-		return fmt.Errorf("store: listen %s: %w", keysChannel, err)
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-l.Notify:
-			// Also nil after a reconnect, when notifications may have been missed.
-			db.keys.flush()
-		}
-	}
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 )
 
 // How the outbox is followed (see migrations/00018_outbox_consumers.sql):
@@ -59,8 +58,6 @@ type ConsumerOptions struct {
 	Batch int
 	// PollInterval is how often Run looks for events without a notification: 1 s.
 	PollInterval time.Duration
-	// ListenURL, when set, lets Run wait for NOTIFY instead of only polling.
-	ListenURL string
 	// Drained, when set, is called by Run after each round that handled events,
 	// with their number.
 	Drained func(events int)
@@ -252,30 +249,20 @@ func (c *Consumer) CatchUp(ctx context.Context) (int, error) {
 	return c.Drain(ctx)
 }
 
-// Run drains at start, on every notification of new events (with ListenURL)
-// and every PollInterval, until ctx ends. Events that committed while an
+// Run drains at start, whenever events commit (while the process runs
+// ListenNotifications) and every PollInterval, until ctx ends. Events that committed while an
 // older transaction was still open lie above the horizon at first: while
 // transactions open at a round's start are still running, Run comes back
 // after a short pause (2 ms, doubling while rounds find nothing) instead of
 // waiting for the next poll. Errors are logged and retried at the next round.
 func (c *Consumer) Run(ctx context.Context) error {
-	var notify <-chan *pq.Notification
-	if c.opts.ListenURL != "" {
-		l := pq.NewListener(c.opts.ListenURL, 100*time.Millisecond, 5*time.Second, func(ev pq.ListenerEventType, err error) {
-			if err != nil {
-				c.opts.Log.Warn("outbox listener", "consumer", c.name, "event", ev, "err", err)
-			}
-		})
-		defer l.Close()
-		if err := l.Listen(eventsChannel); err != nil {
-			return fmt.Errorf("store: outbox %s: listen: %w", c.name, err)
-		}
-		notify = l.Notify
-	}
 	tick := time.NewTicker(c.opts.PollInterval)
 	defer tick.Stop()
 	full, pause := true, time.Duration(0)
 	for {
+		// Taken before the round, so that events committing during it ring
+		// this very channel.
+		woken := c.db.newEvents.wait()
 		n, behind, err := c.round(ctx, full)
 		if err != nil && ctx.Err() == nil {
 			c.opts.Log.Error("outbox consumer", "consumer", c.name, "err", err)
@@ -300,7 +287,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 			return nil
 		case <-tick.C:
 			full = true // new accounts' cursors are made on the poll
-		case <-notify: // nil after a reconnect too: drain in any case
+		case <-woken:
 		case <-again:
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -66,8 +67,10 @@ func TestHelperConsumerProcess(t *testing.T) {
 	}
 	defer db.Close()
 	var wg sync.WaitGroup
+	// One listener wakes both consumers, as in serve.
+	wg.Go(func() { _ = db.ListenNotifications(ctx, url, nil) })
 	for _, name := range []string{"alpha", "beta"} {
-		c := db.NewConsumer(name, recordSeen(name), store.ConsumerOptions{Batch: 7, PollInterval: 10 * time.Millisecond, ListenURL: url})
+		c := db.NewConsumer(name, recordSeen(name), store.ConsumerOptions{Batch: 7, PollInterval: 10 * time.Millisecond})
 		wg.Go(func() { _ = c.Run(ctx) })
 	}
 	wg.Wait()
@@ -520,5 +523,52 @@ func TestConsumerProcessesShareAccounts(t *testing.T) {
 	var total int
 	if err := a.GetContext(ctx, &total, `SELECT count(*) FROM outbox_seen`); err != nil || total != 6 {
 		t.Fatalf("%d events recorded in all (%v), want 6", total, err)
+	}
+}
+
+// TestNotificationsWakeConsumers: with the process's one notification
+// listener running, a consumer that would next poll in an hour handles new
+// events as soon as they commit, and the key-change channel shares that
+// listener's connection.
+func TestNotificationsWakeConsumers(t *testing.T) {
+	ctx := context.Background()
+	url := dbtest.URL(t)
+	db := dbtest.Open(t, url)
+	if _, err := db.ExecContext(ctx, seenTable); err != nil {
+		t.Fatal(err)
+	}
+	acct := newAccount(t, db, "business")
+	runCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() { stop(); wg.Wait() }()
+	wg.Go(func() { _ = db.ListenNotifications(runCtx, url, nil) })
+	c := db.NewConsumer("woken", recordSeen("woken"), store.ConsumerOptions{PollInterval: time.Hour})
+	wg.Go(func() { _ = c.Run(runCtx) })
+
+	// The listener's connection is there and listens on both channels.
+	var listening int
+	for deadline := time.Now().Add(30 * time.Second); listening != 1; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the notification listener never listened")
+		}
+		if err := db.GetContext(ctx, &listening, `SELECT count(*) FROM pg_stat_activity
+WHERE datname = current_database() AND query ILIKE 'LISTEN%rundbrief_events%'`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.ListenNotifications(ctx, url, nil); err == nil || !strings.Contains(err.Error(), "listener connections") {
+		t.Fatalf("a second listener: %v, want it refused", err)
+	}
+
+	emit(t, db, acct, store.Event{Name: store.EventListJoined, Data: map[string]any{"i": 1}},
+		store.Event{Name: store.EventListJoined, Data: map[string]any{"i": 2}})
+	var seen int
+	for deadline := time.Now().Add(30 * time.Second); seen != 2; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 2 events handled without a poll", seen)
+		}
+		if err := db.GetContext(ctx, &seen, `SELECT count(*) FROM outbox_seen WHERE consumer = 'woken'`); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -96,8 +96,8 @@ func TestTwoServeProcessesStayWithinTheirBound(t *testing.T) {
 	q.Set("application_name", appName)
 	u.RawQuery = q.Encode()
 	procs := []*serveProcess{
-		startServe(t, bin, u.String(), perProcess),
-		startServe(t, bin, u.String(), perProcess),
+		startServeBinary(t, bin, u.String(), perProcess),
+		startServeBinary(t, bin, u.String(), perProcess),
 	}
 
 	// The peak of the serve processes' sessions, sampled until the load ends.
@@ -249,7 +249,7 @@ type serveProcess struct {
 
 // startServe starts bin as `serve` on a free loopback port and waits until it
 // listens.
-func startServe(t *testing.T, bin, dbURL string, maxConns int) *serveProcess {
+func startServeBinary(t *testing.T, bin, dbURL string, maxConns int) *serveProcess {
 	t.Helper()
 	p := &serveProcess{cmd: exec.Command(bin, "serve"), done: make(chan error, 1)}
 	p.cmd.Env = []string{

@@ -191,7 +191,7 @@ func TestRevokedInAnotherProcessIsRefusedWithinOneSecond(t *testing.T) {
 	e := newEnv(t, "business")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() { _ = e.db.ListenKeyChanges(ctx, e.dbURL, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
+	go func() { _ = e.db.ListenNotifications(ctx, e.dbURL, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
 	if r := e.c.Request(http.MethodGet, "/v1/me", nil); r.Status != 200 { // cached now
 		t.Fatal(r.Status)
 	}

@@ -77,7 +77,7 @@ func newServerWith(tb testing.TB, dbURL string, clk *clock, baseURL string, opts
 	apiLog := store.NewAPILogWriter(db, log)
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = apiLog.Run(ctx) })
-	wg.Go(func() { _ = db.ListenKeyChanges(ctx, dbURL, log) })
+	wg.Go(func() { _ = db.ListenNotifications(ctx, dbURL, log) })
 	var now func() time.Time
 	if clk != nil {
 		now = clk.Now

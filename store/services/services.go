@@ -62,7 +62,7 @@ func (s *Set) Workers() []Worker { return s.workers }
 
 // Config is what New needs beyond the database.
 type Config struct {
-	// DatabaseURL is listened on for API key changes and new outbox events.
+	// DatabaseURL is listened on for notifications (key changes, new events).
 	DatabaseURL string
 	// BaseURL is the public root URL used in links.
 	BaseURL string
@@ -107,7 +107,7 @@ func New(db *store.DB, cfg Config) (*Set, error) {
 		// Bot protection of the public sign-up forms, keyed from RUNDBRIEF_SECRET.
 		Guard:       botguard.New(cfg.Secret, time.Now),
 		AI:          ai.NewService(db, cfg.AI),
-		Webhooks:    webhook.New(db, webhook.Config{Box: box, AllowPrivate: cfg.WebhookAllowPrivate, Outcomes: cfg.WebhookOutcomes, ListenURL: cfg.DatabaseURL, Log: log}),
+		Webhooks:    webhook.New(db, webhook.Config{Box: box, AllowPrivate: cfg.WebhookAllowPrivate, Outcomes: cfg.WebhookOutcomes, Log: log}),
 		SMTPServers: smtpserver.New(db, smtpserver.Config{Box: box, Mail: mail, AllowPrivate: cfg.SMTPAllowPrivate}),
 		Imports:     imports.New(db),
 	}
@@ -127,7 +127,8 @@ func New(db *store.DB, cfg Config) (*Set, error) {
 		{"contact index merge", func(ctx context.Context) error {
 			return db.RunContactIndexMerge(ctx, store.ContactIndexMergeInterval, log)
 		}},
-		{"key changes", func(ctx context.Context) error { return db.ListenKeyChanges(ctx, cfg.DatabaseURL, log) }},
+		// One connection listens for every NOTIFY: key changes, new events.
+		{"notifications", func(ctx context.Context) error { return db.ListenNotifications(ctx, cfg.DatabaseURL, log) }},
 		{"smtp pool", mail.Run},
 		// System mail: double opt-in and owner notifications.
 		{"system mail", mailer.NewSystemMailWorker(db, mail, mailer.SystemMailOptions{BaseURL: cfg.BaseURL, Log: log}).Run},

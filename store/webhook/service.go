@@ -32,10 +32,7 @@ type Config struct {
 	Timeout time.Duration
 	// Outcomes counts recorded attempts (metrics); nil: not counted.
 	Outcomes OutcomeCounter
-	// ListenURL is the database URL on which the worker's fan-out listens for
-	// new events; empty: it polls every WorkerOptions.PollInterval only.
-	ListenURL string
-	Log       *slog.Logger
+	Log      *slog.Logger
 }
 
 // OutcomeCounter counts recorded delivery attempts by their outcome:
@@ -55,8 +52,6 @@ type Service struct {
 	now   func() time.Time
 	count OutcomeCounter // nil: not counted
 	log   *slog.Logger
-	// listenURL is Config.ListenURL.
-	listenURL string
 }
 
 // lease is how long a claimed delivery is kept from other processes: far longer
@@ -77,7 +72,7 @@ func New(db *store.DB, cfg Config) *Service {
 	}
 	g := NewGuard(cfg.AllowPrivate, cfg.Resolver)
 	return &Service{
-		db: db, box: cfg.Box, guard: g, now: cfg.Now, count: cfg.Outcomes, log: cfg.Log, listenURL: cfg.ListenURL,
+		db: db, box: cfg.Box, guard: g, now: cfg.Now, count: cfg.Outcomes, log: cfg.Log,
 		d: &deliverer{client: g.Client(cfg.Timeout), box: cfg.Box, now: cfg.Now, timeout: cfg.Timeout},
 	}
 }

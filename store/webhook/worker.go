@@ -11,7 +11,8 @@ import (
 // WorkerOptions tune a Worker; zero values take the defaults.
 type WorkerOptions struct {
 	// PollInterval is how often the outbox and the due retries are checked: 250 ms.
-	// New events are fanned out at once when Config.ListenURL is set.
+	// New events are fanned out at once while the process runs
+	// store.DB.ListenNotifications.
 	PollInterval time.Duration
 	// MaxInFlight bounds the attempts running at once in this process: 64.
 	MaxInFlight int
@@ -81,7 +82,7 @@ func (s *Service) Worker(opts WorkerOptions) *Worker {
 		results:    make(chan store.AttemptResult, opts.MaxInFlight),
 	}
 	w.fanOut = s.db.WebhookFanOut(s.now, nil, store.ConsumerOptions{
-		Batch: opts.DispatchBatch, PollInterval: opts.PollInterval, ListenURL: s.listenURL, Log: s.log,
+		Batch: opts.DispatchBatch, PollInterval: opts.PollInterval, Log: s.log,
 		Drained: func(int) {
 			select {
 			case w.dispatched <- struct{}{}:
