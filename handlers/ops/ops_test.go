@@ -258,13 +258,23 @@ func TestMetricsCountByRoutePattern(t *testing.T) {
 		{"rundbrief_webhook_backlog", map[string]string{}, 0},
 		{"rundbrief_outbox_lag_events", map[string]string{"consumer": "webhooks"}, 0},
 		{"rundbrief_outbox_lag_seconds", map[string]string{"consumer": "webhooks"}, 0},
-		{"rundbrief_db_pool_max_open_connections", map[string]string{"pool": "main"}, 40},
-		{"rundbrief_db_pool_max_open_connections", map[string]string{"pool": "relaxed"}, 20},
-		{"rundbrief_db_pool_max_open_connections", map[string]string{"pool": "generic"}, 20},
 	} {
 		if got := value(f, c.name, c.labels); got != c.want {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
 		}
+	}
+	// Each pool is exported, and together they are the connection bound less
+	// the listener's connection.
+	pools := 0.0
+	for _, pool := range []string{"main", "relaxed", "generic"} {
+		n := value(f, "rundbrief_db_pool_max_open_connections", map[string]string{"pool": pool})
+		if n < 1 {
+			t.Errorf("pool %s: max open %v", pool, n)
+		}
+		pools += n
+	}
+	if pools != store.DefaultMaxConns-store.ListenerConns {
+		t.Errorf("pools hold %v connections, want %d", pools, store.DefaultMaxConns-store.ListenerConns)
 	}
 	// Never the raw path, and not the probes.
 	for _, s := range f["rundbrief_http_requests_total"].GetMetric() {
