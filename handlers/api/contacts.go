@@ -12,11 +12,6 @@ import (
 	"github.com/rundbrief/rundbrief/store"
 )
 
-// actor is who an API request acts as in the activity log: its key.
-func actor(r *http.Request) store.Actor {
-	return store.Actor{Type: store.ActorKey, ID: principal(r.Context()).Key.ID}
-}
-
 // pathText reads a text path parameter (a tag, an address), percent-decoded.
 func pathText(r *http.Request, name string) (string, error) {
 	v := urlParam(r, name)

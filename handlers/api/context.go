@@ -31,6 +31,11 @@ func principal(ctx context.Context) store.Principal {
 // accountID is the account every query of an authenticated request filters on.
 func accountID(r *http.Request) int64 { return principal(r.Context()).Account.ID }
 
+// actor is who an API request acts as in the activity log: its key.
+func actor(r *http.Request) store.Actor {
+	return store.Actor{Type: store.ActorKey, ID: principal(r.Context()).Key.ID}
+}
+
 func urlParam(r *http.Request, name string) string { return chi.URLParam(r, name) }
 
 func newRequestID() string { return "req_" + rand.Text() }
