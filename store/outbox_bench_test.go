@@ -2,6 +2,9 @@ package store_test
 
 import (
 	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -64,4 +67,84 @@ func BenchmarkOutboxNoopConsumer(b *testing.B) {
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")
 	b.ReportMetric(perEvent(self-self0+pg-pg0), "cpu_us/event")
 	b.ReportMetric(perEvent(pg-pg0), "pg_cpu_us/event")
+}
+
+// BenchmarkOutboxLatency measures what a feature following the outbox sees in
+// serve: one event per transaction, committed by 4 writers as fast as they
+// can, handled by a no-op consumer woken by the process's notification
+// listener. It reports the consumed events/s and the p50/p99 time from the
+// start of an event's transaction to its handling.
+func BenchmarkOutboxLatency(b *testing.B) {
+	ctx := context.Background()
+	url := dbtest.URL(b)
+	db := dbtest.Open(b, url)
+	res, err := db.CreateAccount(ctx, store.NewAccount{Name: "Bench", Email: "latency@example.com", Plan: "business"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	acct := res.Account.ID
+	latencies := make([]time.Duration, 0, b.N)
+	done := make(chan struct{})
+	c := db.NewConsumer("latency", func(_ context.Context, _ *sqlx.Tx, events []store.StoredEvent) error {
+		now := time.Now()
+		for _, e := range events {
+			latencies = append(latencies, now.Sub(e.CreatedAt))
+		}
+		if len(latencies) == b.N {
+			close(done)
+		}
+		return nil
+	}, store.ConsumerOptions{PollInterval: time.Hour})
+	runCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = db.ListenNotifications(runCtx, url, nil) })
+	wg.Go(func() { _ = c.Run(runCtx) })
+	defer func() { stop(); wg.Wait() }()
+	// The consumer registers itself (and its cursor) on its first round.
+	for {
+		var n int
+		if err := db.GetContext(ctx, &n, `SELECT count(*) FROM outbox_cursors WHERE consumer = 'latency'`); err != nil {
+			b.Fatal(err)
+		}
+		if n == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	self0, pg0 := dbtest.CPUTime(b, db)
+	b.ResetTimer()
+	start := time.Now()
+	var next atomic.Int64
+	var writers sync.WaitGroup
+	for range 4 {
+		writers.Go(func() {
+			for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
+				err := db.WithTx(ctx, func(tx *sqlx.Tx) error {
+					_, err := store.Emit(ctx, tx, acct, store.EventContactUpdated, map[string]any{"i": i})
+					return err
+				})
+				if err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	writers.Wait()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		b.Fatalf("%d of %d events handled after a minute", len(latencies), b.N)
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	self, pg := dbtest.CPUTime(b, db)
+	slices.Sort(latencies)
+	at := func(q float64) float64 {
+		return float64(latencies[int(q*float64(len(latencies)-1))].Microseconds()) / 1000
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")
+	b.ReportMetric(at(0.50), "p50_ms")
+	b.ReportMetric(at(0.99), "p99_ms")
+	b.ReportMetric(float64((self-self0+pg-pg0).Microseconds())/float64(b.N), "cpu_us/event")
 }
