@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -326,17 +325,14 @@ func (a *API) idempotency(next http.Handler) http.Handler {
 			a.writeError(w, r, errValidation(map[string]string{"Idempotency-Key": "Höchstens 255 Zeichen."}))
 			return
 		}
-		body, err := io.ReadAll(r.Body)
+		// The body is bounded by limitBody, so this holds at most the endpoint's limit;
+		// decode takes these bytes over instead of reading a second copy.
+		body, err := readBody(r)
 		if err != nil {
-			var tooLarge *http.MaxBytesError
-			if errors.As(err, &tooLarge) {
-				a.writeError(w, r, errTooLarge)
-				return
-			}
-			a.writeError(w, r, errBadRequest("Der Anfragekörper konnte nicht gelesen werden."))
+			a.writeError(w, r, err)
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.Body = newBufferedBody(body)
 		h := sha256.New()
 		h.Write([]byte(r.Method + " " + r.URL.Path + "\n"))
 		h.Write(body)

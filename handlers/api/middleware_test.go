@@ -36,7 +36,7 @@ type testApp struct {
 	gate    chan struct{}
 }
 
-func newTestApp(t *testing.T, db *store.DB) *testApp {
+func newTestApp(t testing.TB, db *store.DB) *testApp {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ta := &testApp{api: New(&services.Set{DB: db, APILog: store.NewAPILogWriter(db, log), Log: log}, Config{BaseURL: "http://rundbrief.test"})}
@@ -101,7 +101,7 @@ type fixture struct {
 	key  string
 }
 
-func newFixture(t *testing.T) fixture {
+func newFixture(t testing.TB) fixture {
 	t.Helper()
 	url := dbtest.URL(t)
 	db := dbtest.Open(t, url)
