@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -101,9 +103,10 @@ type leaseState struct {
 type lease struct {
 	window    time.Time
 	limit     int
-	granted   int // requests reserved by this process in this window
-	used      int // of which handed out
-	global    int // the shared counter after this process's last reservation
+	granted   int  // requests reserved by this process in this window
+	used      int  // of which handed out
+	global    int  // the shared counter after this process's last reservation or peek
+	synced    bool // global was read from the shared counter in this window
 	exhausted bool
 }
 
@@ -137,6 +140,7 @@ func (rl *RateLimiter) Allow(ctx context.Context, accountID int64, bucket string
 		usable := min(max(limit-(count-n), 0), n)
 		st.granted += usable
 		st.global = count
+		st.synced = true
 		st.exhausted = count >= limit
 	}
 	if st.used >= st.granted {
@@ -148,6 +152,41 @@ func (rl *RateLimiter) Allow(ctx context.Context, accountID int64, bucket string
 	// has not handed out yet.
 	res.Remaining = max(limit-st.global+(st.granted-st.used), 0)
 	return res, nil
+}
+
+const selectRateCount = `SELECT count FROM rate_counters WHERE bucket = $1 AND window_start = $2`
+
+// Peek is where bucket's current window stands, without counting a request: for a
+// request refused before it may spend the budget (a key used from an IP or origin
+// it is not allowed for must not use up its owner's requests). The shared counter
+// is read once per window and process; later peeks answer from what this process
+// knows, as Allow does between its reservations, so refusals in bulk cost no
+// query. Allowed says whether budget is left.
+func (rl *RateLimiter) Peek(ctx context.Context, bucket string, limit int, now time.Time) (RateResult, error) {
+	start := now.Truncate(RateWindow)
+	st := rl.state(bucket, start)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if !st.window.Equal(start) {
+		st.lease = lease{window: start, limit: limit}
+	}
+	if st.limit != limit {
+		st.limit = limit
+		st.exhausted = st.global >= limit
+	}
+	if !st.synced {
+		// Nothing is reserved by this process in this window yet (Allow syncs
+		// whenever it reserves), so the shared counter is all there is to know.
+		var count int
+		err := rl.db.relaxed.GetContext(ctx, &count, selectRateCount, bucket, start)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return RateResult{}, fmt.Errorf("store: peek rate limit: %w", err)
+		}
+		st.global, st.synced = count, true
+		st.exhausted = count >= limit
+	}
+	remaining := max(limit-st.global+(st.granted-st.used), 0)
+	return RateResult{Limit: limit, ResetAt: start.Add(RateWindow), Remaining: remaining, Allowed: remaining > 0}, nil
 }
 
 func (rl *RateLimiter) state(bucket string, start time.Time) *leaseState {

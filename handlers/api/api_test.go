@@ -299,6 +299,63 @@ func TestKeyRestrictions(t *testing.T) {
 	}
 }
 
+// TestRefusalsCarryRateLimitHeaders: the 403s for a disallowed IP or origin and for a
+// blocked account are authenticated responses and carry the X-RateLimit headers (the
+// validator requires them on every 403), without spending the key's budget: a key
+// used from where it is not allowed cannot use up its owner's requests.
+func TestRefusalsCarryRateLimitHeaders(t *testing.T) {
+	e := newEnv(t, "business")
+	five := 5
+	_, key := e.newKey(t, store.KeySettings{RateLimit: &five, AllowedIPs: []string{"10.0.0.0/8"}, AllowedOrigins: []string{"https://app.test"}})
+	reset := strconv.FormatInt(time.Date(2026, 11, 22, 9, 1, 0, 0, time.UTC).Unix(), 10)
+	from := func(c *apitest.Client, ip, origin string) *apitest.Response {
+		req := httptest.NewRequest(http.MethodGet, "/v1/me", nil)
+		req.RemoteAddr = ip + ":40000"
+		req.Header.Set("Authorization", "Bearer "+key)
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		return c.Do(req)
+	}
+	wantBudget := func(what string, r *apitest.Response, limit, remaining int) {
+		t.Helper()
+		if r.Header.Get("X-RateLimit-Limit") != strconv.Itoa(limit) || r.Header.Get("X-RateLimit-Remaining") != strconv.Itoa(remaining) || r.Header.Get("X-RateLimit-Reset") != reset {
+			t.Errorf("%s: %d limit=%q remaining=%q reset=%q, want %d, %d, %s", what, r.Status, r.Header.Get("X-RateLimit-Limit"),
+				r.Header.Get("X-RateLimit-Remaining"), r.Header.Get("X-RateLimit-Reset"), limit, remaining, reset)
+		}
+	}
+	c := e.client(t, e.h, key)
+	wantBudget("first allowed request", from(c, "10.1.2.3", "https://app.test"), 5, 4)
+	for range 10 {
+		r := from(c, "192.0.2.1", "https://app.test")
+		if got := wantError(t, r, 403, "forbidden"); got["reason"] != "ip_not_allowed" {
+			t.Fatalf("IP: %v", got)
+		}
+		wantBudget("disallowed IP", r, 5, 4)
+		r = from(c, "10.1.2.3", "https://evil.test")
+		if got := wantError(t, r, 403, "forbidden"); got["reason"] != "origin_not_allowed" {
+			t.Fatalf("origin: %v", got)
+		}
+		wantBudget("disallowed origin", r, 5, 4)
+	}
+	// Another process that has not served the key yet reads the shared counter.
+	h2, _ := e.app(t, dbtest.Open(t, e.dbURL))
+	wantBudget("disallowed IP, other process", from(e.client(t, h2, key), "192.0.2.1", ""), 5, 4)
+	wantBudget("allowed after the refusals", from(c, "10.1.2.3", ""), 5, 3)
+
+	blocked := newEnv(t, "business")
+	if _, err := blocked.db.ExecContext(context.Background(), `UPDATE accounts SET blocked_at = now() WHERE id = $1`, blocked.acct); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		r := blocked.c.Request(http.MethodGet, "/v1/me", nil)
+		if got := wantError(t, r, 403, "forbidden"); got["reason"] != "account_blocked" {
+			t.Fatalf("blocked: %v", got)
+		}
+		wantBudget("blocked account", r, 120, 120)
+	}
+}
+
 func TestScopes(t *testing.T) {
 	e := newEnv(t, "business")
 	_, sendOnly := e.newKey(t, store.KeySettings{Scopes: []string{"send"}})

@@ -229,48 +229,73 @@ func clientIP(r *http.Request) netip.Addr {
 	return ip.Unmap()
 }
 
-// restrict enforces the key's IP and origin allow-lists and a blocked account.
+// restrict enforces the key's IP and origin allow-lists and a blocked account. Its
+// refusals are authenticated responses too and carry the X-RateLimit headers, but
+// they do not spend the budget: a key used from where it is not allowed must not use
+// up the requests of its owner.
 func (a *API) restrict(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := principal(r.Context())
+		var refused *Error
 		switch {
 		case p.Account.BlockedAt != nil:
-			a.writeError(w, r, errForbidden("account_blocked", "Dieses Konto ist gesperrt."))
+			refused = errForbidden("account_blocked", "Dieses Konto ist gesperrt.")
 		case !store.IPAllowed(p.Key.AllowedIPs, clientIP(r)):
-			a.writeError(w, r, errForbidden("ip_not_allowed", "Dieser Schlüssel ist für Ihre IP-Adresse nicht freigegeben."))
+			refused = errForbidden("ip_not_allowed", "Dieser Schlüssel ist für Ihre IP-Adresse nicht freigegeben.")
 		case !store.OriginAllowed(p.Key.AllowedOrigins, r.Header.Get("Origin")):
-			a.writeError(w, r, errForbidden("origin_not_allowed", "Dieser Schlüssel ist für diesen Origin nicht freigegeben."))
+			refused = errForbidden("origin_not_allowed", "Dieser Schlüssel ist für diesen Origin nicht freigegeben.")
 		default:
 			next.ServeHTTP(w, r)
+			return
 		}
-	})
-}
-
-// rateLimit counts the request against the key's budget, shared by every process,
-// and sets the X-RateLimit headers on every authenticated response.
-func (a *API) rateLimit(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := principal(r.Context())
-		limit := a.cfg.RateLimit
-		if p.Key.RateLimit != nil && *p.Key.RateLimit < limit {
-			limit = *p.Key.RateLimit
-		}
-		now := a.cfg.Now()
-		res, err := a.limiter.Allow(r.Context(), p.Account.ID, "key:"+strconv.FormatInt(p.Key.ID, 10), limit, now)
+		bucket, limit := a.keyBudget(p)
+		res, err := a.limiter.Peek(r.Context(), bucket, limit, a.cfg.Now())
 		if err != nil {
 			a.writeError(w, r, err)
 			return
 		}
-		h := w.Header()
-		h.Set("X-RateLimit-Limit", strconv.Itoa(res.Limit))
-		h.Set("X-RateLimit-Remaining", strconv.Itoa(res.Remaining))
-		h.Set("X-RateLimit-Reset", strconv.FormatInt(res.ResetAt.Unix(), 10))
+		setRateHeaders(w.Header(), res)
+		a.writeError(w, r, refused)
+	})
+}
+
+// rateLimit counts the request against the key's budget, shared by every process,
+// and sets the X-RateLimit headers on every authenticated response that gets this
+// far (restrict sets them on its refusals).
+func (a *API) rateLimit(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := principal(r.Context())
+		bucket, limit := a.keyBudget(p)
+		now := a.cfg.Now()
+		res, err := a.limiter.Allow(r.Context(), p.Account.ID, bucket, limit, now)
+		if err != nil {
+			a.writeError(w, r, err)
+			return
+		}
+		setRateHeaders(w.Header(), res)
 		if !res.Allowed {
 			a.writeError(w, r, errRateLimited(res, now))
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// keyBudget is the rate-limit bucket of the request's key and its per-minute limit:
+// the key's own limit, never above the service's default.
+func (a *API) keyBudget(p store.Principal) (bucket string, limit int) {
+	limit = a.cfg.RateLimit
+	if p.Key.RateLimit != nil && *p.Key.RateLimit < limit {
+		limit = *p.Key.RateLimit
+	}
+	return "key:" + strconv.FormatInt(p.Key.ID, 10), limit
+}
+
+// setRateHeaders tells the client where its key's budget stands.
+func setRateHeaders(h http.Header, res store.RateResult) {
+	h.Set("X-RateLimit-Limit", strconv.Itoa(res.Limit))
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(res.Remaining))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(res.ResetAt.Unix(), 10))
 }
 
 // errRateLimited is the 429 of a refused request; writeError adds Retry-After.
