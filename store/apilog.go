@@ -70,8 +70,14 @@ func (db *DB) insertAPILog(ctx context.Context, entries []APILogEntry) error {
 	return nil
 }
 
-// APILog lists an account's API log, newest first.
-func (db *DB) APILog(ctx context.Context, accountID int64, f APILogFilter, p Page) ([]APILogEntry, int, error) {
+// APILogMaxCount is how many entries GET /v1/logs/api and the portal's API
+// log count for their total: an exact count of a busy key's 90 days would cost
+// every page load more than the page itself.
+const APILogMaxCount = 10_000
+
+// APILog lists an account's API log, newest first. Its total counts at most
+// maxCount entries; capped reports that there are more.
+func (db *DB) APILog(ctx context.Context, accountID int64, f APILogFilter, p Page, maxCount int) (entries []APILogEntry, total int, capped bool, err error) {
 	where := []string{"account_id = $1"}
 	args := []any{accountID}
 	add := func(cond string, v any) {
@@ -91,18 +97,16 @@ func (db *DB) APILog(ctx context.Context, accountID int64, f APILogFilter, p Pag
 		add("starts_with(path, $%d)", f.PathPrefix)
 	}
 	cond := strings.Join(where, " AND ")
-	var total int
-	if err := db.GetContext(ctx, &total, `SELECT count(*) FROM api_log WHERE `+cond, args...); err != nil {
-		return nil, 0, fmt.Errorf("store: api log: %w", err)
+	if total, capped, err = countUpTo(ctx, db, "api_log", cond, args, maxCount); err != nil {
+		return nil, 0, false, fmt.Errorf("store: api log: %w", err)
 	}
 	args = append(args, p.PerPage, p.Offset())
 	q := fmt.Sprintf(`SELECT id, account_id, key_id, request_id, method, path, status, ip, origin, user_agent, duration_us, created_at
 FROM api_log WHERE %s ORDER BY id DESC LIMIT $%d OFFSET $%d`, cond, len(args)-1, len(args))
-	var out []APILogEntry
-	if err := db.SelectContext(ctx, &out, q, args...); err != nil {
-		return nil, 0, fmt.Errorf("store: api log: %w", err)
+	if err := db.SelectContext(ctx, &entries, q, args...); err != nil {
+		return nil, 0, false, fmt.Errorf("store: api log: %w", err)
 	}
-	return out, total, nil
+	return entries, total, capped, nil
 }
 
 const selectAPILogEntry = `SELECT id, account_id, key_id, request_id, method, path, status, ip, origin, user_agent, duration_us, created_at
