@@ -3,8 +3,52 @@ package api_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
+
+// Requests whose path, User-Agent or Origin PostgreSQL cannot store as text
+// (NUL, invalid UTF-8, a 300-byte cut inside a character) used to fail the
+// batch COPY and lose every row of it, other accounts' included.
+func TestAPILogKeepsHostileRequests(t *testing.T) {
+	e := newEnv(t, "business")
+	e.c.Request(http.MethodGet, "/v1/me", nil, hdr("User-Agent", "before"))
+	e.c.Request(http.MethodGet, "/v1/contacts/%00", nil, hdr("User-Agent", "nul-path"))
+	e.c.Request(http.MethodGet, "/v1/me", nil, hdr("User-Agent", "bad \xff agent"))
+	e.c.Request(http.MethodGet, "/v1/me", nil, hdr("User-Agent", "bad-origin", "Origin", "https://\xff.example"))
+	e.c.Request(http.MethodGet, "/v1/me", nil, hdr("User-Agent", strings.Repeat("a", 299)+"ä"))
+	e.c.Request(http.MethodGet, "/v1/me", nil, hdr("User-Agent", "after"))
+	if err := e.apiLog.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var rows []struct {
+		Path      string `json:"path"`
+		Origin    string `json:"origin"`
+		UserAgent string `json:"user_agent"`
+	}
+	e.c.Request(http.MethodGet, "/v1/logs/api", nil).Data(t, &rows)
+	got := map[string]bool{}
+	for _, r := range rows {
+		for _, s := range []string{r.Path, r.Origin, r.UserAgent} {
+			if !utf8.ValidString(s) || strings.ContainsRune(s, 0) {
+				t.Errorf("logged %q", s)
+			}
+		}
+		got[r.UserAgent] = true
+		switch {
+		case r.UserAgent == "nul-path" && r.Path != "/v1/contacts/\uFFFD":
+			t.Errorf("NUL path logged as %q", r.Path)
+		case r.UserAgent == "bad-origin" && r.Origin != "https://\uFFFD.example":
+			t.Errorf("origin logged as %q", r.Origin)
+		}
+	}
+	for _, ua := range []string{"before", "nul-path", "bad \uFFFD agent", "bad-origin", strings.Repeat("a", 299), "after"} {
+		if !got[ua] {
+			t.Errorf("no log row with User-Agent %.20q", ua)
+		}
+	}
+}
 
 // The total of GET /logs/api counts up to 10,000 entries: a busy key's 90
 // days must not make every page count millions of rows.

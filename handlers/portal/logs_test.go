@@ -43,7 +43,7 @@ func TestAPILogPage(t *testing.T) {
 		if i%10 == 0 {
 			e.Status, e.Path, e.KeyID = 404, "/v1/lists/99", &other.ID
 		}
-		w.Add(e)
+		w.Add(context.Background(), e)
 	}
 	if err := w.Flush(context.Background()); err != nil {
 		t.Fatal(err)
