@@ -221,7 +221,7 @@ func TestPortalEndToEnd(t *testing.T) {
 	// The API log lists the request made with the key (written within 200 ms).
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		if _, n, err := s.db.APILog(bg, acct.Account.ID, store.APILogFilter{}, store.Page{Page: 1, PerPage: 1}); err == nil && n > 0 {
+		if _, n, _, err := s.db.APILog(bg, acct.Account.ID, store.APILogFilter{}, store.Page{Page: 1, PerPage: 1}, store.APILogMaxCount); err == nil && n > 0 {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -159,14 +159,11 @@ func activityWhere(accountID int64, f ActivityFilter) (string, []any) {
 // itself) and reports with capped whether there are more.
 func (db *DB) ActivityLogCapped(ctx context.Context, accountID int64, f ActivityFilter, p Page, maxCount int) (acts []Activity, total int, capped bool, err error) {
 	cond, args := activityWhere(accountID, f)
-	q := fmt.Sprintf(`SELECT count(*) FROM (SELECT 1 FROM activity_log WHERE %s LIMIT %d) x`, cond, maxCount+1)
-	if err := db.GetContext(ctx, &total, q, args...); err != nil {
+	if total, capped, err = countUpTo(ctx, db, "activity_log", cond, args, maxCount); err != nil {
 		return nil, 0, false, fmt.Errorf("store: activity log: %w", err)
 	}
-	capped = total > maxCount
-	total = min(total, maxCount)
 	args = append(args, p.PerPage, p.Offset())
-	q = fmt.Sprintf(`SELECT %s FROM activity_log WHERE %s ORDER BY id DESC LIMIT $%d OFFSET $%d`, activityColumns, cond, len(args)-1, len(args))
+	q := fmt.Sprintf(`SELECT %s FROM activity_log WHERE %s ORDER BY id DESC LIMIT $%d OFFSET $%d`, activityColumns, cond, len(args)-1, len(args))
 	if err := db.SelectContext(ctx, &acts, q, args...); err != nil {
 		return nil, 0, false, fmt.Errorf("store: activity log: %w", err)
 	}

@@ -62,7 +62,6 @@ WHERE w.hit LIMIT $%d OFFSET $%d`, hit, order, pageWindow, n+1, n+2)
 	pageSQL := func(ids string) string {
 		return fmt.Sprintf(`SELECT %s, %s FROM (%s) page JOIN contacts c ON c.id = page.id ORDER BY %s`, contactColumns, contactLists, ids, order)
 	}
-	countSQL := fmt.Sprintf(`SELECT count(*) FROM (SELECT 1 FROM contacts c WHERE %s LIMIT $%d) x`, cond, n+1)
 	pageArgs := append(args[:n:n], p.PerPage+1, p.Offset())
 	var out ContactPage
 	err := db.readSnapshot(ctx, func(tx *sqlx.Tx) error {
@@ -78,16 +77,13 @@ WHERE w.hit LIMIT $%d OFFSET $%d`, hit, order, pageWindow, n+1, n+2)
 		if len(out.Contacts) > p.PerPage {
 			out.Contacts, out.More = out.Contacts[:p.PerPage], true
 		}
-		if err := tx.GetContext(ctx, &out.Total, countSQL, append(args[:n:n], countCap+1)...); err != nil {
+		if out.Total, out.AtLeast, err = countUpTo(ctx, tx, "contacts c", cond, args[:n:n], countCap); err != nil {
 			return fmt.Errorf("store: contact page: %w", err)
 		}
 		return nil
 	})
 	if err != nil {
 		return ContactPage{}, err
-	}
-	if out.Total > countCap {
-		out.Total, out.AtLeast = countCap, true
 	}
 	return out, nil
 }

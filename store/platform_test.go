@@ -183,7 +183,7 @@ func TestPurge(t *testing.T) {
 	now := time.Now()
 	w := store.NewAPILogWriter(db, nil)
 	for _, age := range []time.Duration{91 * 24 * time.Hour, 89 * 24 * time.Hour} {
-		w.Add(store.APILogEntry{AccountID: acct, RequestID: "req_x", Method: "GET", Path: "/v1/me", Status: 200, CreatedAt: now.Add(-age)})
+		w.Add(ctx, store.APILogEntry{AccountID: acct, RequestID: "req_x", Method: "GET", Path: "/v1/me", Status: 200, CreatedAt: now.Add(-age)})
 	}
 	if err := w.Flush(ctx); err != nil {
 		t.Fatal(err)

@@ -335,6 +335,7 @@ type LogsText struct {
 	EmptyBody     string
 	NoMatchTitle  string
 	NoMatchBody   string
+	Capped        string // %s: how many entries the pages hold
 }
 
 // NewslettersText holds the newsletter pages: the list, the editor with its
@@ -1028,6 +1029,7 @@ func German() Text {
 			EmptyBody:     "Sobald ein API-Schlüssel benutzt wird, erscheinen die Anfragen hier.",
 			NoMatchTitle:  "Keine passenden Einträge",
 			NoMatchBody:   "Für diesen Filter gibt es keine Anfragen. Ändern oder entfernen Sie den Filter.",
+			Capped:        "Das Protokoll hat mehr Einträge: Hier blättern Sie durch die neuesten %s. Ältere finden Sie mit einem Filter oder über die API (GET /v1/logs/api).",
 		},
 		Newsletters: NewslettersText{
 			Title:        "Newsletter",

@@ -56,7 +56,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	set, err := services.New(db.DB, services.Config{
 		DatabaseURL: db.url, BaseURL: cfg.BaseURL, Secret: cfg.Secret, Transport: transport, AI: aiConfig,
 		WebhookAllowPrivate: cfg.WebhookAllowPrivate, SMTPAllowPrivate: cfg.SMTPAllowPrivate,
-		SendOutcomes: operations.metrics, WebhookOutcomes: operations.metrics, Log: log,
+		SendOutcomes: operations.metrics, WebhookOutcomes: operations.metrics, APILogLosses: operations.metrics, Log: log,
 	})
 	if err != nil {
 		return err

@@ -176,7 +176,9 @@ func (a *API) logRequest(next http.Handler) http.Handler {
 		next.ServeHTTP(rec, r)
 		p := principal(r.Context())
 		keyID := p.Key.ID
-		a.apiLog.Add(store.APILogEntry{
+		// The writer makes every string storable (valid UTF-8, no NUL, cut to
+		// its limit on a character boundary), whatever the client sent.
+		a.apiLog.Add(r.Context(), store.APILogEntry{
 			AccountID:  p.Account.ID,
 			KeyID:      &keyID,
 			RequestID:  w.Header().Get("X-Request-Id"),
@@ -185,7 +187,7 @@ func (a *API) logRequest(next http.Handler) http.Handler {
 			Status:     cmp(rec.status, http.StatusOK),
 			IP:         clientIP(r).String(),
 			Origin:     r.Header.Get("Origin"),
-			UserAgent:  truncate(r.UserAgent(), 300),
+			UserAgent:  r.UserAgent(),
 			DurationUS: a.cfg.Now().Sub(start).Microseconds(),
 			CreatedAt:  start,
 		})

@@ -37,14 +37,16 @@ type Sources struct {
 }
 
 // Metrics holds the process's counters. It implements the counting interfaces
-// the send worker (mailer.OutcomeCounter) and the webhook service
-// (webhook.OutcomeCounter) declare.
+// the send worker (mailer.OutcomeCounter), the webhook service
+// (webhook.OutcomeCounter) and the API log writer (store.APILogLossCounter)
+// declare.
 type Metrics struct {
 	requests     *prometheus.CounterVec
 	duration     *prometheus.HistogramVec
 	sends        *prometheus.CounterVec
 	webhooks     *prometheus.CounterVec
 	workerErrors *prometheus.CounterVec
+	apiLogLost   prometheus.Counter
 }
 
 // Send outcomes as labelled in rundbrief_mail_outcomes_total.
@@ -80,6 +82,10 @@ func NewMetrics(reg prometheus.Registerer, src Sources) (*Metrics, error) {
 			Name: "rundbrief_worker_errors_total",
 			Help: "Background workers that stopped with an error, by worker.",
 		}, []string{"worker"}),
+		apiLogLost: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "rundbrief_api_log_rows_lost_total",
+			Help: "API log rows this process could not store: refused by the database for their content, or still unwritten when the process stopped.",
+		}),
 	}
 	// Known outcomes start at 0, so that rate() sees the first one.
 	for _, o := range sendOutcomes {
@@ -88,7 +94,7 @@ func NewMetrics(reg prometheus.Registerer, src Sources) (*Metrics, error) {
 	for _, o := range []string{store.DeliverySucceeded, store.DeliveryRetrying, store.DeliveryFailed} {
 		m.webhooks.WithLabelValues(o)
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.sends, m.webhooks, m.workerErrors, newDBCollector(src)} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.sends, m.webhooks, m.workerErrors, m.apiLogLost, newDBCollector(src)} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -108,6 +114,11 @@ func (m *Metrics) CountSendOutcomes(status string, n int) {
 // CountWebhookOutcomes counts n recorded webhook attempts with an outcome.
 func (m *Metrics) CountWebhookOutcomes(outcome string, n int) {
 	m.webhooks.WithLabelValues(outcome).Add(float64(n))
+}
+
+// CountAPILogLost counts n API log rows that could not be stored.
+func (m *Metrics) CountAPILogLost(n int) {
+	m.apiLogLost.Add(float64(n))
 }
 
 // WorkerStopped counts a background worker that ended with an error.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
@@ -306,5 +307,25 @@ func TestMetricsWithoutDatabase(t *testing.T) {
 	}
 	if _, ok := f["rundbrief_send_queue_depth"]; ok {
 		t.Error("a queue depth without a database")
+	}
+}
+
+// An API log row the database refuses is counted in
+// rundbrief_api_log_rows_lost_total, which starts at 0.
+func TestMetricsCountLostAPILogRows(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	srv, m := newServer(t, db, "")
+	if got := value(scrape(t, srv.URL, ""), "rundbrief_api_log_rows_lost_total", map[string]string{}); got != 0 {
+		t.Fatalf("before any loss: %v, want 0", got)
+	}
+	w := store.NewAPILogWriter(db, nil).CountLosses(m)
+	// No such account: the database refuses the row for good.
+	w.Add(ctx, store.APILogEntry{AccountID: 1 << 40, RequestID: "req_lost", Method: "GET", Path: "/v1/me", Status: 200, CreatedAt: time.Now()})
+	if err := w.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := value(scrape(t, srv.URL, ""), "rundbrief_api_log_rows_lost_total", map[string]string{}); got != 1 {
+		t.Errorf("after one refused row: %v, want 1", got)
 	}
 }

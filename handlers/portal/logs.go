@@ -40,8 +40,8 @@ func (p *Portal) apiLog(w http.ResponseWriter, r *http.Request) error {
 		filter.Status = n
 	}
 	filter.PathPrefix = f.Path
-	page, _ := strconv.Atoi(q.Get("page"))
-	page = max(page, 1)
+	// No page lies beyond the counted entries; a deeper offset would only cost.
+	page := min(queryPage(r), (store.APILogMaxCount+logPerPage-1)/logPerPage)
 
 	keys, err := p.db.Keys(r.Context(), accountID(r))
 	if err != nil {
@@ -49,14 +49,14 @@ func (p *Portal) apiLog(w http.ResponseWriter, r *http.Request) error {
 	}
 	l := views.LogList{Keys: keys, Filter: f}
 	if len(f.Errors) == 0 {
-		l.Entries, l.Pager.Total, err = p.db.APILog(r.Context(), accountID(r), filter, store.Page{Page: page, PerPage: logPerPage})
+		l.Entries, l.Pager.Total, l.Capped, err = p.db.APILog(r.Context(), accountID(r), filter, store.Page{Page: page, PerPage: logPerPage}, store.APILogMaxCount)
 		if err != nil {
 			return err
 		}
 		if last := max(1, (l.Pager.Total+logPerPage-1)/logPerPage); page > last {
 			// A page past the end (the log was purged, or a hand-edited URL): show the last.
 			page = last
-			l.Entries, l.Pager.Total, err = p.db.APILog(r.Context(), accountID(r), filter, store.Page{Page: page, PerPage: logPerPage})
+			l.Entries, l.Pager.Total, l.Capped, err = p.db.APILog(r.Context(), accountID(r), filter, store.Page{Page: page, PerPage: logPerPage}, store.APILogMaxCount)
 			if err != nil {
 				return err
 			}

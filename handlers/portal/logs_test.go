@@ -43,7 +43,7 @@ func TestAPILogPage(t *testing.T) {
 		if i%10 == 0 {
 			e.Status, e.Path, e.KeyID = 404, "/v1/lists/99", &other.ID
 		}
-		w.Add(e)
+		w.Add(context.Background(), e)
 	}
 	if err := w.Flush(context.Background()); err != nil {
 		t.Fatal(err)
@@ -157,5 +157,36 @@ func TestDashboardShowsPlanUsage(t *testing.T) {
 	}
 	if cur, _ := d.find("nav-dashboard").Attr("aria-current"); cur != "page" {
 		t.Error("dashboard not marked current")
+	}
+}
+
+// The API log page counts up to 10,000 entries, like the activity log: a busy
+// key's 90 days must not make every page load count millions of rows.
+func TestAPILogPageCountIsCapped(t *testing.T) {
+	s := newServer(t, dbtest.URL(t), nil, base)
+	acct := newAccount(t, s.db, "")
+	c := newClient(t, s)
+	c.signIn(acct.Email, acct.Password)
+	if _, err := s.db.ExecContext(context.Background(), `INSERT INTO api_log (account_id, request_id, method, path, status, duration_us, created_at)
+SELECT $1, 'req_' || i, 'GET', '/v1/me', CASE WHEN i % 1000 = 0 THEN 404 ELSE 200 END, 1, now() FROM generate_series(1, 10005) i`, acct.ID); err != nil {
+		t.Fatal(err)
+	}
+	page := c.get("/logs/api")
+	wantStatus(t, page, http.StatusOK)
+	if got := text(page.find("pagination-range")); got != "1–25 von 10.000 Einträgen · Seite 1 von 400" {
+		t.Errorf("range %q", got)
+	}
+	if got := text(page.find("log-capped")); !strings.Contains(got, "neuesten 10.000") {
+		t.Errorf("capped note %q", got)
+	}
+	// No page lies beyond the counted entries.
+	last := c.get("/logs/api?page=100000")
+	if got := text(last.find("pagination-range")); got != "9.976–10.000 von 10.000 Einträgen · Seite 400 von 400" || last.find("log-row").Length() != 25 {
+		t.Errorf("deep page: range %q, %d rows", got, last.find("log-row").Length())
+	}
+	// A filter with fewer matches counts them exactly, without the note.
+	filtered := c.get("/logs/api?status=404")
+	if got := text(filtered.find("pagination-range")); got != "1–10 von 10 Einträgen · Seite 1 von 1" || filtered.find("log-capped").Length() != 0 {
+		t.Errorf("filtered range %q", got)
 	}
 }

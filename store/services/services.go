@@ -80,7 +80,10 @@ type Config struct {
 	// webhook attempts (the metrics); nil: not counted.
 	SendOutcomes    mailer.OutcomeCounter
 	WebhookOutcomes webhook.OutcomeCounter
-	Log             *slog.Logger
+	// APILogLosses counts the API log rows that could not be stored (the
+	// metrics); nil: only logged.
+	APILogLosses store.APILogLossCounter
+	Log          *slog.Logger
 }
 
 // New builds every service once over db.
@@ -103,7 +106,7 @@ func New(db *store.DB, cfg Config) (*Set, error) {
 	// The AI prompts carry what won in the account's past A/B tests.
 	cfg.AI.Insights = store.ABInsightSource{DB: db}
 	s := &Set{
-		DB: db, APILog: store.NewAPILogWriter(db, log), Log: log, Box: box, Mail: mail, Tokens: tokens,
+		DB: db, APILog: store.NewAPILogWriter(db, log).CountLosses(cfg.APILogLosses), Log: log, Box: box, Mail: mail, Tokens: tokens,
 		// Bot protection of the public sign-up forms, keyed from RUNDBRIEF_SECRET.
 		Guard:       botguard.New(cfg.Secret, time.Now),
 		AI:          ai.NewService(db, cfg.AI),
