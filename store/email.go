@@ -121,9 +121,9 @@ func asciiDomain(domain string) (string, bool) {
 // invisibleRune reports the characters an address may not contain because
 // they are invisible or change how the text around them is shown: controls
 // (Cc), format characters (Cf: zero-width, soft hyphen, bidi controls and
-// isolates, BOM), whitespace and separators other than the plain space, variation selectors and the
-// other default-ignorable code points (Hangul fillers, combining grapheme
-// joiner, …).
+// isolates, BOM), whitespace and separators other than the plain space,
+// variation selectors and the other default-ignorable code points (Hangul
+// fillers, combining grapheme joiner, …).
 func invisibleRune(r rune) bool {
 	if r == ' ' {
 		return false // visible, and refused as a plain syntax error
