@@ -8,10 +8,10 @@ import (
 )
 
 // This file is the mailer's part of A/B tests (issue 6). The store assigns
-// each recipient its variant when the send starts (store.ABBucket, a hash of
-// the test id and the address); here the send worker compiles variant B once
-// per campaign next to variant A and renders each recipient from its
-// variant's templates. Deciding winners is store/abtest's.
+// each recipient its variant when the send starts (store.ABAssignment: a
+// rank by a hash of the test id and the address); here the send worker
+// compiles variant B once per campaign next to variant A and renders each
+// recipient from its variant's templates. Deciding winners is store/abtest's.
 
 // compileVariants compiles variant B of a campaign that has an A/B test,
 // once, with variant B's tracked links (stored after A's, from

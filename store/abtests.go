@@ -1,13 +1,14 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"crypto/md5"
 	"database/sql"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -147,18 +148,71 @@ func (t ABTest) ApplyB(c Campaign) Campaign {
 	return c
 }
 
-// ABBucket is a recipient's place in 0…9999 for one A/B test and purpose
-// ("v": variant, "s": sample): the first four bytes of md5("<id>:<salt>:<email>")
-// modulo 10000. abBucketSQL computes the same in PostgreSQL, so an assignment
-// can be reproduced from the test id and the address alone.
-func ABBucket(testID int64, salt, email string) int {
-	sum := md5.Sum([]byte(strconv.FormatInt(testID, 10) + ":" + salt + ":" + email))
-	return int(binary.BigEndian.Uint32(sum[:4]) % 10000)
+// A/B groups are exact (issue 27, item 13): the recipients are ranked by a
+// hash of the test id and the address, md5("<id>:<salt>:<email>") (salt "s"
+// for the test group of mode winner, "v" for the variant), ties by the
+// address, and cut at round(pct × recipients): the test group is the first
+// round(sample_pct % × recipients) by the "s" rank, and variant A the first
+// round(split_a % × group) of the group (every recipient in mode split) by
+// the "v" rank. Drawing each address on its own gave 9 of 40 for 20 %; the
+// rank gives 8, and the assignment can still be recomputed from the test id
+// and the addresses alone (ABAssignment).
+
+// abRankSQL is the rank key of r.email in SQL, with the test id as $1; bytea
+// compares bytewise, as abRankKey's callers do in Go.
+func abRankSQL(salt string) string {
+	return `decode(md5($1::text || ':` + salt + `:' || r.email), 'hex'), r.email COLLATE "C", r.id`
 }
 
-// abBucketSQL is ABBucket in SQL over r.email, with the test id as $1.
-func abBucketSQL(salt string) string {
-	return `(('x' || substr(md5($1::text || ':` + salt + `:' || r.email), 1, 8))::bit(32)::bigint % 10000)`
+// abRankKey is the md5 that ranks an address for one test and salt.
+func abRankKey(testID int64, salt, email string) [md5.Size]byte {
+	return md5.Sum([]byte(strconv.FormatInt(testID, 10) + ":" + salt + ":" + email))
+}
+
+// abCut is round(pct % × n), halves up, as the SQL computes it.
+func abCut(pct, n int) int { return (n*pct + 50) / 100 }
+
+// abRanked returns emails ordered by their rank for testID and salt.
+func abRanked(testID int64, salt string, emails []string) []string {
+	keys := make(map[string][md5.Size]byte, len(emails))
+	for _, e := range emails {
+		keys[e] = abRankKey(testID, salt, e)
+	}
+	out := slices.Clone(emails)
+	slices.SortStableFunc(out, func(a, b string) int {
+		ka, kb := keys[a], keys[b]
+		if c := bytes.Compare(ka[:], kb[:]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	return out
+}
+
+// ABAssignment recomputes a test's assignment from its id, mode, split_a,
+// sample_pct and the addresses that were queued when it started: each
+// address's variant, "A" or "B", or "" for a recipient held back (mode
+// winner). It is what startABTestTx does in SQL.
+func ABAssignment(testID int64, mode string, splitA, samplePct int, emails []string) map[string]string {
+	out := make(map[string]string, len(emails))
+	group := emails
+	if mode == ABModeWinner {
+		ranked := abRanked(testID, "s", emails)
+		group = ranked[:abCut(samplePct, len(ranked))]
+		for _, e := range ranked[len(group):] {
+			out[e] = ""
+		}
+	}
+	ranked := abRanked(testID, "v", group)
+	a := abCut(splitA, len(ranked))
+	for i, e := range ranked {
+		if i < a {
+			out[e] = "A"
+		} else {
+			out[e] = "B"
+		}
+	}
+	return out
 }
 
 // ABInput is the body of POST /ab-tests and PATCH /ab-tests/{id}: nil means
@@ -598,19 +652,29 @@ func (db *DB) ABTestOfCampaign(ctx context.Context, campaignID int64) (ABTest, e
 const lockDraftABTestOfCampaign = `SELECT ` + abTestColumns + abTestFrom + `
 WHERE t.campaign_id = $1 AND t.account_id = $2 AND t.status = 'draft' FOR UPDATE OF t`
 
-// assignSplit gives every queued recipient variant A or B by its variant
-// bucket and split_a ($2).
-var assignSplit = `UPDATE campaign_recipients r SET variant = CASE WHEN ` + abBucketSQL("v") + ` < $2 * 100 THEN 'A' ELSE 'B' END
-WHERE r.campaign_id = $3 AND r.status = 'queued'`
+// assignSplit gives the first round(split_a ($2) % × recipients) of the
+// queued recipients by their variant rank variant A, the others B.
+var assignSplit = `WITH v AS (
+  SELECT r.id, row_number() OVER (ORDER BY ` + abRankSQL("v") + `) AS n, count(*) OVER () AS total
+  FROM campaign_recipients r WHERE r.campaign_id = $3 AND r.status = 'queued')
+UPDATE campaign_recipients r SET variant = CASE WHEN v.n <= (v.total * $2 + 50) / 100 THEN 'A' ELSE 'B' END
+FROM v WHERE r.id = v.id`
 
-// assignWinner puts the recipients whose sample bucket is below sample_pct
-// ($4) into the test group, split by split_a ($2); the others wait.
-var assignWinner = `UPDATE campaign_recipients r SET
-  variant = CASE WHEN ` + abBucketSQL("s") + ` < $4 * 100
-    THEN CASE WHEN ` + abBucketSQL("v") + ` < $2 * 100 THEN 'A' ELSE 'B' END END,
-  status = CASE WHEN ` + abBucketSQL("s") + ` < $4 * 100 THEN 'queued' ELSE 'waiting' END,
-  ab_held = NOT (` + abBucketSQL("s") + ` < $4 * 100)
-WHERE r.campaign_id = $3 AND r.status = 'queued'`
+// assignWinner puts the first round(sample_pct ($4) % × recipients) of the
+// queued recipients by their sample rank into the test group, split there
+// like assignSplit; the others wait.
+var assignWinner = `WITH s AS (
+  SELECT r.id, r.email, row_number() OVER (ORDER BY ` + abRankSQL("s") + `) AS n, count(*) OVER () AS total
+  FROM campaign_recipients r WHERE r.campaign_id = $3 AND r.status = 'queued'
+), v AS (
+  SELECT r.id, row_number() OVER (ORDER BY ` + abRankSQL("v") + `) AS n, count(*) OVER () AS total
+  FROM s AS r WHERE r.n <= (r.total * $4 + 50) / 100
+)
+UPDATE campaign_recipients r SET
+  variant = CASE WHEN v.id IS NULL THEN NULL WHEN v.n <= (v.total * $2 + 50) / 100 THEN 'A' ELSE 'B' END,
+  status = CASE WHEN v.id IS NULL THEN 'waiting' ELSE 'queued' END,
+  ab_held = v.id IS NULL
+FROM s LEFT JOIN v ON v.id = s.id WHERE r.id = s.id`
 
 const markABStarted = `UPDATE ab_tests SET status = 'running', started_at = $2, decide_at = $3, a_subject = $4,
   a_from_name = $5, a_preheader = $6, updated_at = now() WHERE id = $1`

@@ -51,14 +51,29 @@ func (e campaignEnv) variants(t *testing.T, campaignID int64) []variantRow {
 	return rows
 }
 
-// within checks a binomial count against its expectation: at most four
-// standard deviations off (a false alarm about once in 16,000 runs; the
-// assignment is deterministic, so a passing run passes every time).
-func within(t *testing.T, what string, got, n int, p float64) {
+// assignment recomputes a started test's assignment from its id and the
+// recipients' addresses (store.ABAssignment).
+func assignment(ab store.ABTest, rows []variantRow) map[string]string {
+	emails := make([]string, len(rows))
+	for i, r := range rows {
+		emails[i] = r.Email
+	}
+	return store.ABAssignment(ab.ID, ab.Mode, ab.SplitA, ab.SamplePct, emails)
+}
+
+// checkAssignment checks each recipient's variant against the assignment
+// recomputed from the test id and the addresses (store.ABAssignment).
+func checkAssignment(t *testing.T, ab store.ABTest, rows []variantRow) {
 	t.Helper()
-	mean, sd := float64(n)*p, math.Sqrt(float64(n)*p*(1-p))
-	if math.Abs(float64(got)-mean) > 4*sd {
-		t.Errorf("%s: %d of %d, want %.0f ± %.0f", what, got, n, mean, 4*sd)
+	want := assignment(ab, rows)
+	for _, r := range rows {
+		got := ""
+		if r.Variant != nil {
+			got = *r.Variant
+		}
+		if got != want[r.Email] {
+			t.Fatalf("%s: variant %q, ABAssignment says %q", r.Email, got, want[r.Email])
+		}
 	}
 }
 
@@ -78,24 +93,24 @@ func TestABSplitRatioOver10000Recipients(t *testing.T) {
 	if len(rows) != 10000 {
 		t.Fatalf("%d recipients", len(rows))
 	}
+	ab.Mode, ab.SplitA = store.ABModeSplit, 30
+	want := assignment(ab, rows)
 	a := 0
 	for _, r := range rows {
 		if r.Variant == nil || r.Status != store.RecipientQueued || r.Held {
 			t.Fatalf("split mode: %+v", r)
 		}
-		// Reproducible: the same hash of test id and address in Go.
-		want := "B"
-		if store.ABBucket(ab.ID, "v", r.Email) < 30*100 {
-			want = "A"
+		// Reproducible: the same ranking of test id and address in Go.
+		if *r.Variant != want[r.Email] {
+			t.Fatalf("%s: variant %s, ABAssignment says %s", r.Email, *r.Variant, want[r.Email])
 		}
-		if *r.Variant != want {
-			t.Fatalf("%s: variant %s, ABBucket says %s", r.Email, *r.Variant, want)
-		}
-		if want == "A" {
+		if *r.Variant == "A" {
 			a++
 		}
 	}
-	within(t, "variant A", a, 10000, 0.30)
+	if a != 3000 {
+		t.Errorf("variant A: %d of 10000, want exactly 3000", a)
+	}
 
 	got, err := e.db.ABTest(ctx, e.acct, ab.ID)
 	if err != nil || got.Status != store.ABRunning || got.StartedAt == nil || got.DecideAt == nil ||
@@ -114,12 +129,14 @@ func TestABWinnerModeHoldsBackTheRest(t *testing.T) {
 	if _, _, err := e.db.StartNewsletter(ctx, e.acct, apiActor, c.ID, store.StartOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	rows := e.variants(t, c.ID)
+	want := assignment(ab, rows)
 	sample, a := 0, 0
-	for _, r := range e.variants(t, c.ID) {
-		inSample := store.ABBucket(ab.ID, "s", r.Email) < 20*100
+	for _, r := range rows {
+		inSample := want[r.Email] != ""
 		switch {
-		case inSample && (r.Status != store.RecipientQueued || r.Held || r.Variant == nil):
-			t.Fatalf("sample row: %+v", r)
+		case inSample && (r.Status != store.RecipientQueued || r.Held || r.Variant == nil || *r.Variant != want[r.Email]):
+			t.Fatalf("sample row: %+v, ABAssignment says %q", r, want[r.Email])
 		case !inSample && (r.Status != store.RecipientWaiting || !r.Held || r.Variant != nil):
 			t.Fatalf("held row: %+v", r)
 		}
@@ -130,8 +147,9 @@ func TestABWinnerModeHoldsBackTheRest(t *testing.T) {
 			}
 		}
 	}
-	within(t, "sample", sample, 10000, 0.20)
-	within(t, "variant A in the sample", a, sample, 0.50)
+	if sample != 2000 || a != 1000 {
+		t.Errorf("sample %d (A %d) of 10000, want exactly 2000 (A 1000)", sample, a)
+	}
 
 	// The campaign cannot finish while recipients wait.
 	e.exec(t, `UPDATE campaign_recipients SET status = 'sent', sent_at = now() WHERE campaign_id = $1 AND status = 'queued'`, c.ID)
@@ -156,6 +174,61 @@ func TestABWinnerModeHoldsBackTheRest(t *testing.T) {
 func isConflict(err error, reason string) bool {
 	var ce *store.ConflictError
 	return errors.As(err, &ce) && ce.Reason == reason
+}
+
+// TestABGroupsAreExact: the test group and variant A are round(pct ×
+// recipients), halves up, however small the campaign (drawing each address on
+// its own gave 9 of 40 for 20 %), and the assignment is the one ABAssignment
+// recomputes from the test id and the addresses.
+func TestABGroupsAreExact(t *testing.T) {
+	ctx := context.Background()
+	e := newCampaignEnv(t)
+	cases := []struct {
+		n, splitA, samplePct int
+		mode                 string
+		sample, a            int // wanted test group (all in mode split) and variant A
+	}{
+		{40, 50, 20, "winner", 8, 4},
+		{40, 30, 20, "winner", 8, 2}, // 2.4
+		{40, 50, 30, "winner", 12, 6},
+		{40, 50, 10, "winner", 4, 2},
+		{40, 30, 0, "split", 40, 12},
+		{40, 20, 0, "split", 40, 8},
+		{7, 50, 0, "split", 7, 4},     // 3.5 rounds up
+		{5, 50, 30, "winner", 2, 1},   // 1.5 rounds up; 1.0
+		{25, 10, 0, "split", 25, 3},   // 2.5 rounds up
+		{19, 50, 50, "winner", 10, 5}, // 9.5, 5.0
+		{3, 50, 50, "winner", 2, 1},   // 1.5, 1.0
+		{40, 90, 0, "split", 40, 36},
+		{40, 50, 50, "winner", 20, 10},
+	}
+	for _, tc := range cases {
+		list := e.bigList(t, tc.n)
+		c := e.newsletter(t, store.NewsletterInput{Subject: str("Hallo"), HTML: str("<p>Hallo</p>"), ListIDs: &[]int64{list}})
+		in := store.ABInput{CampaignID: &c.ID, TestType: str("subject"), BSubject: str("Hallo B"), SplitA: intp(tc.splitA), Mode: str(tc.mode)}
+		if tc.mode == "winner" {
+			in.SamplePct = intp(tc.samplePct)
+		}
+		ab := e.abTest(t, in)
+		if _, _, err := e.db.StartNewsletter(ctx, e.acct, apiActor, c.ID, store.StartOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		rows := e.variants(t, c.ID)
+		sample, a := 0, 0
+		for _, r := range rows {
+			if r.Variant != nil {
+				sample++
+				if *r.Variant == "A" {
+					a++
+				}
+			}
+		}
+		if len(rows) != tc.n || sample != tc.sample || a != tc.a {
+			t.Errorf("%d recipients, %s, split_a %d, sample_pct %d: test group %d, A %d; want %d, %d",
+				len(rows), tc.mode, tc.splitA, tc.samplePct, sample, a, tc.sample, tc.a)
+		}
+		checkAssignment(t, ab, rows)
+	}
 }
 
 func TestZTestConfidenceByHand(t *testing.T) {

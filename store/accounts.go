@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"net/mail"
 	"strings"
 	"time"
 
@@ -60,7 +59,6 @@ const selectUserEmailTaken = `SELECT EXISTS (SELECT 1 FROM users WHERE lower(ema
 // CreateAccount creates an account and its owner user in one transaction.
 func (db *DB) CreateAccount(ctx context.Context, in NewAccount) (CreatedAccount, error) {
 	in.Name = strings.TrimSpace(in.Name)
-	in.Email = strings.ToLower(strings.TrimSpace(in.Email))
 	if in.Plan == "" {
 		in.Plan = DefaultPlan
 	}
@@ -68,9 +66,7 @@ func (db *DB) CreateAccount(ctx context.Context, in NewAccount) (CreatedAccount,
 	if in.Name == "" {
 		errs.Add("name", "Bitte einen Namen angeben.")
 	}
-	if !ValidEmail(in.Email) {
-		errs.Add("email", "Bitte eine gültige E-Mail-Adresse angeben.")
-	}
+	normEmail(errs, "email", &in.Email)
 	generated := ""
 	if in.Password == "" {
 		generated = RandomString(20)
@@ -151,19 +147,6 @@ func (db *DB) Account(ctx context.Context, id int64) (Account, error) {
 		return Account{}, notFound("account", err)
 	}
 	return a, nil
-}
-
-// ValidEmail reports whether s is a plain address (local@domain, no display name).
-func ValidEmail(s string) bool {
-	if len(s) > 254 || strings.ContainsAny(s, " <>\"") {
-		return false
-	}
-	a, err := mail.ParseAddress(s)
-	if err != nil || a.Address != s {
-		return false
-	}
-	at := strings.LastIndexByte(s, '@')
-	return at > 0 && strings.Contains(s[at+1:], ".")
 }
 
 const alnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"

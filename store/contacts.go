@@ -301,11 +301,6 @@ func normText(errs Errs, field string, v *string, max int) {
 	}
 }
 
-// NormalizeEmail is how addresses are stored and compared: trimmed and lower-case.
-func NormalizeEmail(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
-
-const msgEmail = "Bitte eine gültige E-Mail-Adresse angeben."
-
 // normTags trims, checks and de-duplicates tags (first occurrence wins).
 func normTags(errs Errs, field string, tags []string) []string {
 	if tags == nil {
@@ -424,10 +419,7 @@ func normStatusSource(errs Errs, status, source *string) {
 // *ValidationError naming every invalid field.
 func (in *ContactInput) Normalize() error {
 	errs := Errs{}
-	in.Email = NormalizeEmail(in.Email)
-	if !ValidEmail(in.Email) {
-		errs.Add("email", msgEmail)
-	}
+	normEmail(errs, "email", &in.Email)
 	in.normFields(errs)
 	in.Tags = normTags(errs, "tags", in.Tags)
 	normCustomFields(errs, in.CustomFields)
@@ -450,10 +442,7 @@ func (in *ContactInput) normFields(errs Errs) {
 func (p *ContactPatch) Normalize() error {
 	errs := Errs{}
 	if p.Email != nil {
-		*p.Email = NormalizeEmail(*p.Email)
-		if !ValidEmail(*p.Email) {
-			errs.Add("email", msgEmail)
-		}
+		normEmail(errs, "email", p.Email)
 	}
 	in := p.input()
 	in.normFields(errs)

@@ -45,11 +45,12 @@ func (in *EmailInput) Normalize(now time.Time) error {
 	}
 	to := make([]string, 0, len(in.To))
 	for _, e := range in.To {
-		e = NormalizeEmail(e)
-		if !ValidEmail(e) {
-			errs.Add("to", fmt.Sprintf("%q ist keine gültige E-Mail-Adresse.", e))
+		addr, err := ParseEmail(e)
+		if err != nil {
+			errs.Add("to", emailProblem(e, err))
 			continue
 		}
+		e = addr
 		if !containsString(to, e) {
 			to = append(to, e)
 		}

@@ -17,10 +17,7 @@ func (db *DB) Migrate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("store: migrate: %w", err)
 	}
-	// Features are developed side by side, so a database may have a later migration
-	// before an earlier-numbered one lands; apply the missing one rather than refuse.
-	p, err := goose.NewProvider(goose.DialectPostgres, db.DB.DB, migrations.FS, goose.WithSessionLocker(locker),
-		goose.WithAllowOutofOrder(true))
+	p, err := db.migrationProvider(goose.WithSessionLocker(locker))
 	if err != nil {
 		return fmt.Errorf("store: migrate: %w", err)
 	}
@@ -35,7 +32,7 @@ func (db *DB) Migrate(ctx context.Context) error {
 // land out of order, see Migrate). It takes no lock, so a readiness probe never
 // waits behind a running migration.
 func (db *DB) MigrationsPending(ctx context.Context) (bool, error) {
-	p, err := goose.NewProvider(goose.DialectPostgres, db.DB.DB, migrations.FS, goose.WithAllowOutofOrder(true))
+	p, err := db.migrationProvider()
 	if err != nil {
 		return false, fmt.Errorf("store: migrations pending: %w", err)
 	}
@@ -44,4 +41,13 @@ func (db *DB) MigrationsPending(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("store: migrations pending: %w", err)
 	}
 	return pending, nil
+}
+
+// migrationProvider is goose over the SQL migrations of migrations/ and the
+// few written in Go (emailFormMigration).
+func (db *DB) migrationProvider(opts ...goose.ProviderOption) (*goose.Provider, error) {
+	// Features are developed side by side, so a database may have a later migration
+	// before an earlier-numbered one lands; apply the missing one rather than refuse.
+	opts = append(opts, goose.WithAllowOutofOrder(true), goose.WithGoMigrations(emailFormMigration()))
+	return goose.NewProvider(goose.DialectPostgres, db.DB.DB, migrations.FS, opts...)
 }

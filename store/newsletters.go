@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -535,10 +534,11 @@ const MaxTestRecipients = 5
 func NormalizeTestRecipients(to []string) ([]string, error) {
 	out := make([]string, 0, len(to))
 	for _, e := range to {
-		e = NormalizeEmail(e)
-		if !ValidEmail(e) {
-			return nil, Invalid("to", fmt.Sprintf("%q ist keine gültige E-Mail-Adresse.", strings.TrimSpace(e)))
+		addr, err := ParseEmail(e)
+		if err != nil {
+			return nil, Invalid("to", emailProblem(e, err))
 		}
+		e = addr
 		if !containsString(out, e) {
 			out = append(out, e)
 		}

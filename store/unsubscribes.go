@@ -62,11 +62,12 @@ func (db *DB) BlockAddresses(ctx context.Context, accountID int64, actor Actor, 
 	}
 	norm := make([]string, 0, len(emails))
 	for _, e := range emails {
-		e = NormalizeEmail(e)
-		if !ValidEmail(e) {
-			errs.Add("emails", fmt.Sprintf("%q ist keine gültige E-Mail-Adresse.", e))
+		addr, err := ParseEmail(e)
+		if err != nil {
+			errs.Add("emails", emailProblem(e, err))
 			continue
 		}
+		e = addr
 		if !slices.Contains(norm, e) {
 			norm = append(norm, e)
 		}

@@ -81,7 +81,7 @@ const clearLoginFailures = `DELETE FROM login_attempts WHERE email = $1`
 // process on the database shares. Errors: ErrLoginThrottled (nothing was checked),
 // ErrInvalidLogin, ErrAccountBlocked (only after the right password).
 func (db *DB) SignIn(ctx context.Context, c Credentials, now time.Time) (User, error) {
-	email := strings.ToLower(strings.TrimSpace(c.Email))
+	email := NormalizeEmail(c.Email)
 	var row struct {
 		User
 		PasswordHash string `db:"password_hash"`
@@ -201,12 +201,9 @@ func (db *DB) CreateUser(ctx context.Context, accountID int64, in NewUser) (User
 // createUser validates in and inserts the user; then, in the same transaction,
 // runs after (when set) with the new user.
 func (db *DB) createUser(ctx context.Context, accountID int64, in NewUser, after func(*sqlx.Tx, User) error) (User, error) {
-	in.Email = strings.ToLower(strings.TrimSpace(in.Email))
 	in.Name = strings.TrimSpace(in.Name)
 	errs := Errs{}
-	if !ValidEmail(in.Email) {
-		errs.Add("email", "Bitte eine gültige E-Mail-Adresse angeben.")
-	}
+	normEmail(errs, "email", &in.Email)
 	if !slices.Contains(Roles(), in.Role) {
 		errs.Add("role", "Unbekannte Rolle (erlaubt: owner, admin, member).")
 	}
