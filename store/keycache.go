@@ -109,8 +109,8 @@ func (c *keyCache) losses() uint64 {
 }
 
 // enable lets the cache serve again, unless the listener lost its connection
-// since losses returned since: an acknowledgement that raced a disconnect
-// must not switch the cache on while nobody listens.
+// after losses returned since: an acknowledgement that raced a disconnect must
+// not switch the cache on while nobody listens.
 func (c *keyCache) enable(since uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
