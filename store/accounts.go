@@ -122,7 +122,7 @@ func (db *DB) SetPlan(ctx context.Context, accountID int64, plan string) error {
 	} else if err != nil {
 		return err
 	}
-	err := db.WithTx(ctx, func(tx *sqlx.Tx) error {
+	return db.changeKeys(ctx, func(tx *sqlx.Tx) error {
 		res, err := tx.ExecContext(ctx, updateAccountPlan, accountID, plan)
 		if err != nil {
 			return fmt.Errorf("store: set plan: %w", err)
@@ -130,12 +130,8 @@ func (db *DB) SetPlan(ctx context.Context, accountID int64, plan string) error {
 		if n, _ := res.RowsAffected(); n == 0 {
 			return ErrNotFound
 		}
-		return notifyKeysChanged(ctx, tx)
+		return nil
 	})
-	if err == nil {
-		db.keys.flush()
-	}
-	return err
 }
 
 const selectAccount = `SELECT id, name, plan, blocked_at, created_at FROM accounts WHERE id = $1`

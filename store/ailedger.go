@@ -84,6 +84,10 @@ type AICharge struct {
 	FallbackUsed bool
 	Cost         Money // ≥ 0; recorded as a negative amount
 	RequestID    string
+	// Respond, if set, is called last in the debit's transaction with the
+	// balance after it: the AI service stores the request's idempotent
+	// response there (RecordIdempotent), so that it commits with the charge.
+	Respond func(ctx context.Context, tx *sqlx.Tx, balance Money) error
 }
 
 // lockAccountCredit serialises the credit changes of one account. FOR NO KEY UPDATE
@@ -147,6 +151,9 @@ func (db *DB) addAILedger(ctx context.Context, accountID int64, kind string, amo
 		}
 		if err := tx.GetContext(ctx, &balance, selectAIBalance, accountID); err != nil {
 			return fmt.Errorf("store: ai ledger: %w", err)
+		}
+		if c.Respond != nil {
+			return c.Respond(ctx, tx, balance)
 		}
 		return nil
 	})

@@ -225,26 +225,24 @@ func nonNil(s []string) []string {
 const revokeKey = `UPDATE api_keys SET revoked_at = now() WHERE account_id = $1 AND id = $2 AND revoked_at IS NULL
 RETURNING ` + keyColumns
 
-// RevokeKey invalidates a key at once, in this process and (through NOTIFY) in every other.
+// RevokeKey invalidates a key at once: when it returns, no process accepts the
+// key any more (changeKeys).
 func (db *DB) RevokeKey(ctx context.Context, accountID, id int64) error {
-	err := db.WithTx(ctx, func(tx *sqlx.Tx) error {
+	return db.changeKeys(ctx, func(tx *sqlx.Tx) error {
 		var k APIKey
 		if err := tx.GetContext(ctx, &k, revokeKey, accountID, id); err != nil {
 			return notFound("revoke key", err)
 		}
-		return notifyKeysChanged(ctx, tx)
+		return nil
 	})
-	if err == nil {
-		db.keys.flush()
-	}
-	return err
 }
 
-// RenewKey creates a new key with the same settings and revokes the old one at once.
+// RenewKey creates a new key with the same settings and revokes the old one at
+// once: when it returns, no process accepts the old key any more (changeKeys).
 func (db *DB) RenewKey(ctx context.Context, accountID, id int64) (APIKey, string, error) {
 	var k APIKey
 	var full string
-	err := db.WithTx(ctx, func(tx *sqlx.Tx) error {
+	err := db.changeKeys(ctx, func(tx *sqlx.Tx) error {
 		var old APIKey
 		if err := tx.GetContext(ctx, &old, revokeKey, accountID, id); err != nil {
 			return notFound("renew key", err)
@@ -253,15 +251,12 @@ func (db *DB) RenewKey(ctx context.Context, accountID, id int64) (APIKey, string
 		k, full, err = insertKeyTx(ctx, tx, accountID, KeySettings{
 			Name: old.Name, Scopes: old.Scopes, AllowedIPs: old.AllowedIPs, AllowedOrigins: old.AllowedOrigins, RateLimit: old.RateLimit,
 		}, &old.ID)
-		if err != nil {
-			return err
-		}
-		return notifyKeysChanged(ctx, tx)
+		return err
 	})
-	if err == nil {
-		db.keys.flush()
+	if err != nil {
+		return APIKey{}, "", err
 	}
-	return k, full, err
+	return k, full, nil
 }
 
 const updateKeySettings = `UPDATE api_keys SET name = $3, scopes = $4, allowed_ips = $5, allowed_origins = $6, rate_limit = $7
@@ -273,16 +268,13 @@ func (db *DB) UpdateKey(ctx context.Context, accountID, id int64, s KeySettings)
 		return APIKey{}, err
 	}
 	var k APIKey
-	err := db.WithTx(ctx, func(tx *sqlx.Tx) error {
+	err := db.changeKeys(ctx, func(tx *sqlx.Tx) error {
 		if err := tx.GetContext(ctx, &k, updateKeySettings, accountID, id, s.Name, pq.StringArray(s.Scopes),
 			pq.StringArray(nonNil(s.AllowedIPs)), pq.StringArray(nonNil(s.AllowedOrigins)), s.RateLimit); err != nil {
 			return notFound("update key", err)
 		}
-		return notifyKeysChanged(ctx, tx)
+		return nil
 	})
-	if err == nil {
-		db.keys.flush()
-	}
 	return k, err
 }
 
@@ -332,8 +324,9 @@ JOIN LATERAL (SELECT id, account_id, email, name, role, created_at FROM users
 WHERE k.key_hash = $1 AND k.revoked_at IS NULL`
 
 // Authenticate returns the principal of an active key, or ErrNotFound for a missing,
-// wrong or revoked one. Results are cached for at most KeyCacheTTL; a revocation in
-// this process clears the cache at once, one in another process through NOTIFY.
+// wrong or revoked one. Results are cached for at most KeyCacheTTL while the
+// notification listener runs; a key change returns only once every process's
+// cache has dropped what it changed (changeKeys).
 func (db *DB) Authenticate(ctx context.Context, key string) (Principal, error) {
 	if len(key) != len(KeyPrefix)+keyRandomLen || !strings.HasPrefix(key, KeyPrefix) {
 		return Principal{}, ErrNotFound
@@ -343,6 +336,7 @@ func (db *DB) Authenticate(ctx context.Context, key string) (Principal, error) {
 		return p, nil
 	}
 	gen := db.keys.generation()
+	start := time.Now()
 	var row struct {
 		KeyHash []byte `db:"key_hash"`
 		APIKey
@@ -359,7 +353,7 @@ func (db *DB) Authenticate(ctx context.Context, key string) (Principal, error) {
 		return Principal{}, ErrNotFound
 	}
 	p := Principal{Key: row.APIKey, Account: row.Account, Owner: row.Owner, Plan: row.Plan}
-	db.keys.put(hash, p, gen)
+	db.keys.put(hash, p, gen, start)
 	return p, nil
 }
 

@@ -307,6 +307,17 @@ type StartOptions struct {
 	// Links returns the campaign's trackable links (called when it tracks
 	// clicks); they are stored as campaign_links in the same transaction.
 	Links func(c Campaign) ([]LinkInput, error)
+	// Respond, if set, is called last in the transaction that starts (or
+	// schedules) the campaign: the service stores the request's idempotent
+	// response there (RecordIdempotent), so that it commits with the send.
+	Respond func(ctx context.Context, tx *sqlx.Tx, c Campaign, res StartResult) error
+}
+
+func (o StartOptions) respond(ctx context.Context, tx *sqlx.Tx, c Campaign, res StartResult) error {
+	if o.Respond == nil {
+		return nil
+	}
+	return o.Respond(ctx, tx, c, res)
 }
 
 func (o StartOptions) now() time.Time {

@@ -160,8 +160,11 @@ func (db *DB) CreateEmail(ctx context.Context, accountID int64, actor Actor, in 
 			return err
 		}
 		out.Campaign = c
-		return LogActivity(ctx, tx, accountID, actor, ActivityEntry{Action: action, ObjectType: ObjectEmail, ObjectID: c.ID,
-			Details: map[string]any{"type": c.Type, "subject": c.Subject, "queued": out.Queued, "skipped": out.Skipped}})
+		if err := LogActivity(ctx, tx, accountID, actor, ActivityEntry{Action: action, ObjectType: ObjectEmail, ObjectID: c.ID,
+			Details: map[string]any{"type": c.Type, "subject": c.Subject, "queued": out.Queued, "skipped": out.Skipped}}); err != nil {
+			return err
+		}
+		return opts.respond(ctx, tx, c, StartResult{Queued: out.Queued, Skipped: out.Skipped})
 	})
 	return out, err
 }

@@ -37,3 +37,11 @@ func (db *DB) PoolSettings(ctx context.Context, name string) ([]string, error) {
 func (db *DB) PoolLimits() (main, generic, relaxed int) {
 	return db.DB.Stats().MaxOpenConnections, db.generic.Stats().MaxOpenConnections, db.relaxed.Stats().MaxOpenConnections
 }
+
+// KeyCacheServing reports whether the key cache answers from memory, which it
+// does only while the notification listener is connected and has acknowledged.
+func (db *DB) KeyCacheServing() bool {
+	db.keys.mu.Lock()
+	defer db.keys.mu.Unlock()
+	return db.keys.enabled
+}

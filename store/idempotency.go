@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/jmoiron/sqlx"
 )
 
 // IdempotencyTTL is how long a stored response is replayed.
@@ -98,7 +100,10 @@ func (db *DB) ClaimIdempotencyKey(ctx context.Context, accountID int64, key stri
 const completeIdempotencyKey = `UPDATE idempotency_keys SET state = 'done', response_status = $3, response_headers = $4, response_body = $5
 WHERE account_id = $1 AND key = $2`
 
-// CompleteIdempotencyKey stores the response of the request that owns key.
+// CompleteIdempotencyKey stores the response of the request that owns key. It
+// also replaces a response that the request's transaction stored
+// (RecordIdempotent) by the final one, which may know more (a send's first
+// batch went out after the commit).
 func (db *DB) CompleteIdempotencyKey(ctx context.Context, accountID int64, key string, resp StoredResponse) error {
 	h, err := json.Marshal(resp.Header)
 	if err != nil {
@@ -116,6 +121,77 @@ const releaseIdempotencyKey = `DELETE FROM idempotency_keys WHERE account_id = $
 func (db *DB) ReleaseIdempotencyKey(ctx context.Context, accountID int64, key string) error {
 	if _, err := db.ExecContext(ctx, releaseIdempotencyKey, accountID, key); err != nil {
 		return fmt.Errorf("store: release idempotency key: %w", err)
+	}
+	return nil
+}
+
+// IdemClaim is the Idempotency-Key that a running request owns (IdemProceed),
+// carried in the request's context (WithIdemClaim). An operation whose effect
+// must not happen twice (a send, an AI debit) stores its response in the
+// transaction that commits the effect: the handler says how a result becomes
+// the response (RespondInTx), the service's transaction records it
+// (RecordIdempotent). Then no failure after the commit (a crash, a lost
+// connection) can leave the key free for a retry that repeats the effect; the
+// retry replays the response instead.
+type IdemClaim struct {
+	AccountID int64
+	Key       string
+	render    func(result any) (StoredResponse, error)
+}
+
+type idemClaimKey struct{}
+
+// WithIdemClaim returns ctx carrying the claim of the request's key.
+func WithIdemClaim(ctx context.Context, c *IdemClaim) context.Context {
+	return context.WithValue(ctx, idemClaimKey{}, c)
+}
+
+// RespondInTx tells the request's claim (if it has one) how the service's
+// result of type T becomes the stored response. Call it before the service.
+func RespondInTx[T any](ctx context.Context, render func(result T) (StoredResponse, error)) {
+	c, _ := ctx.Value(idemClaimKey{}).(*IdemClaim)
+	if c == nil {
+		return
+	}
+	c.render = func(result any) (StoredResponse, error) {
+		r, ok := result.(T)
+		if !ok {
+			var want T
+			return StoredResponse{}, fmt.Errorf("store: idempotent response: result %T, but the handler renders %T", result, want)
+		}
+		return render(r)
+	}
+}
+
+const recordIdempotentResponse = `UPDATE idempotency_keys SET state = 'done', response_status = $3, response_headers = $4, response_body = $5
+WHERE account_id = $1 AND key = $2 AND state = 'running'`
+
+// RecordIdempotent stores the response rendered from result in tx, the
+// transaction that commits the effect, when the request in ctx owns an
+// Idempotency-Key and its handler called RespondInTx; otherwise it does
+// nothing. If the key is no longer held, the transaction fails: the effect
+// commits only together with its response.
+func RecordIdempotent[T any](ctx context.Context, tx *sqlx.Tx, result T) error {
+	c, _ := ctx.Value(idemClaimKey{}).(*IdemClaim)
+	if c == nil || c.render == nil {
+		return nil
+	}
+	resp, err := c.render(result)
+	if err != nil {
+		return err
+	}
+	h, err := json.Marshal(resp.Header)
+	if err != nil {
+		return fmt.Errorf("store: record idempotent response: %w", err)
+	}
+	res, err := tx.ExecContext(ctx, recordIdempotentResponse, c.AccountID, c.Key, resp.Status, h, resp.Body)
+	if err != nil {
+		return fmt.Errorf("store: record idempotent response: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("store: record idempotent response: %w", err)
+	} else if n != 1 {
+		return fmt.Errorf("store: record idempotent response: key %q is no longer held by this request", c.Key)
 	}
 	return nil
 }

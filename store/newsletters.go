@@ -349,8 +349,11 @@ func (db *DB) StartNewsletter(ctx context.Context, accountID int64, actor Actor,
 		if res, err = startCampaign(ctx, tx, &c, opts); err != nil {
 			return err
 		}
-		return LogActivity(ctx, tx, accountID, actor, ActivityEntry{Action: "newsletter.started", ObjectType: ObjectNewsletter,
-			ObjectID: id, Details: map[string]any{"queued": res.Queued, "skipped": res.Skipped}})
+		if err := LogActivity(ctx, tx, accountID, actor, ActivityEntry{Action: "newsletter.started", ObjectType: ObjectNewsletter,
+			ObjectID: id, Details: map[string]any{"queued": res.Queued, "skipped": res.Skipped}}); err != nil {
+			return err
+		}
+		return opts.respond(ctx, tx, c, res)
 	})
 	return c, res, err
 }

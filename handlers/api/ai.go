@@ -78,16 +78,21 @@ func (a *API) generateAI(w http.ResponseWriter, r *http.Request) error {
 	if a.ai == nil {
 		return errUnavailable
 	}
+	respondInTx(a, w, r, http.StatusOK, newAIGenerateResponse)
 	res, err := a.ai.Generate(r.Context(), accountID(r), in, requestID(r.Context()))
 	if err != nil {
 		return err
 	}
-	return writeData(w, r, http.StatusOK, aiGenerateResponse{
+	return writeData(w, r, http.StatusOK, newAIGenerateResponse(res))
+}
+
+func newAIGenerateResponse(res ai.Result) any {
+	return aiGenerateResponse{
 		Action: res.Action, Text: res.Text, HTML: res.HTML, Data: aiGenerateData{Ideas: res.Ideas},
 		CostEUR: res.Cost.Float(), RemainingEUR: res.Remaining.Float(),
 		Model: res.Model, Provider: res.Provider, FallbackUsed: res.FallbackUsed,
 		TokensIn: res.TokensIn, TokensOut: res.TokensOut,
-	})
+	}
 }
 
 // aiUsageEntry is one ledger row in GET /ai/usage.

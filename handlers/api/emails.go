@@ -151,15 +151,20 @@ func (a *API) sendEmail(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	respondInTx(a, w, r, http.StatusAccepted, newEmailSendResponse)
 	res, err := a.campaigns.SendEmail(r.Context(), accountID(r), actor(r), in)
 	if err != nil {
 		return err
 	}
+	return writeData(w, r, http.StatusAccepted, newEmailSendResponse(res))
+}
+
+func newEmailSendResponse(res campaign.SendResult) any {
 	c := res.Campaign
-	return writeData(w, r, http.StatusAccepted, emailSendResponse{
+	return emailSendResponse{
 		CampaignID: c.ID, Status: c.Status, Type: c.Type, Queued: res.Queued, Sent: res.Sent, Failed: res.Failed,
 		Skipped: res.Skipped, ScheduledAt: timePtr(c.ScheduledAt), Message: emailMessage(res),
-	})
+	}
 }
 
 func (a *API) listEmails(w http.ResponseWriter, r *http.Request) error {

@@ -340,7 +340,9 @@ func (a *API) need(scope, feature string, h handlerFunc) http.HandlerFunc {
 // idempotency makes a POST with Idempotency-Key safe to repeat for 24 hours: the
 // first response (unless 5xx) is stored and replayed; a key reused with another body
 // is refused; a repeat while the first still runs is told to retry. The claim is a
-// row in PostgreSQL, so this holds across processes.
+// row in PostgreSQL, so this holds across processes. Operations whose effect must
+// happen once (sends, AI debits) store their response in the effect's transaction
+// as well (respondInTx), so that no failure after that commit frees the key.
 func (a *API) idempotency(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := r.Header.Get("Idempotency-Key")
@@ -393,6 +395,9 @@ func (a *API) idempotency(next http.Handler) http.Handler {
 			_, _ = w.Write(body)
 			return
 		}
+		// A send or an AI debit stores its response in its own transaction
+		// (respondInTx); the claim in the context is how it finds the key.
+		r = r.WithContext(store.WithIdemClaim(r.Context(), &store.IdemClaim{AccountID: acct, Key: key}))
 		rec := &recorder{ResponseWriter: w, buf: &bytes.Buffer{}}
 		completed := false
 		defer func() {
@@ -405,6 +410,8 @@ func (a *API) idempotency(next http.Handler) http.Handler {
 		status := cmp(rec.status, http.StatusOK)
 		ctx := context.WithoutCancel(r.Context())
 		if status >= 500 {
+			// A key whose response the handler's transaction stored stays
+			// (Release frees only running keys): its effect happened.
 			err = a.db.ReleaseIdempotencyKey(ctx, acct, key)
 		} else {
 			var body []byte

@@ -318,11 +318,13 @@ func (a *API) sendNewsletter(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	build := func(res campaign.SendResult) any { return newSendResultResponse(res, sendMessage(res)) }
+	respondInTx(a, w, r, http.StatusAccepted, build)
 	res, err := a.campaigns.SendNewsletter(r.Context(), accountID(r), actor(r), id)
 	if err != nil {
 		return err
 	}
-	return writeData(w, r, http.StatusAccepted, newSendResultResponse(res, sendMessage(res)))
+	return writeData(w, r, http.StatusAccepted, build(res))
 }
 
 // scheduleRequest is the body of POST /newsletters/{id}/schedule.

@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/rundbrief/rundbrief/store"
 )
 
@@ -72,6 +74,10 @@ type Call struct {
 	// the answer is unusable, and the call fails with nothing charged. nil accepts
 	// any non-empty answer.
 	Accept func(answer string) (string, error)
+	// Respond, if set, is called last in the debit's transaction with the
+	// completion as it is returned: the caller stores the request's idempotent
+	// response there (store.RecordIdempotent), so that it commits with the charge.
+	Respond func(ctx context.Context, tx *sqlx.Tx, c Completion) error
 }
 
 // Completion is the result of a Call.
@@ -156,10 +162,18 @@ func (s *Service) Complete(ctx context.Context, accountID int64, c Call) (Comple
 	}
 	// The answer exists and the provider billed it: record it even if the client has
 	// gone meanwhile (an idempotent retry then replays the stored result).
-	out.Remaining, err = s.db.AIDebit(context.WithoutCancel(ctx), accountID, store.AICharge{
+	charge := store.AICharge{
 		Action: c.Action, Model: out.Model, Provider: out.Provider, TokensIn: out.TokensIn, TokensOut: out.TokensOut,
 		FallbackUsed: fallback, Cost: out.Cost, RequestID: c.RequestID,
-	})
+	}
+	if c.Respond != nil {
+		charge.Respond = func(ctx context.Context, tx *sqlx.Tx, balance store.Money) error {
+			done := out
+			done.Remaining = balance
+			return c.Respond(ctx, tx, done)
+		}
+	}
+	out.Remaining, err = s.db.AIDebit(context.WithoutCancel(ctx), accountID, charge)
 	if err != nil {
 		return Completion{}, err
 	}
@@ -377,20 +391,28 @@ func (s *Service) Generate(ctx context.Context, accountID int64, in Input, reque
 	case isHTML:
 		accept = func(answer string) (string, error) { return answer, checkStructure(source, answer) }
 	}
+	result := func(c Completion) Result {
+		out := Result{Action: a.name, Text: c.Text, Ideas: ideas, Completion: c}
+		if isHTML {
+			h := c.Text
+			out.HTML = &h
+			out.Text = htmlText(h)
+		}
+		return out
+	}
 	c, err := s.Complete(ctx, accountID, Call{
 		Action: a.name, Model: in.Model, System: p.system, Prompt: p.user,
 		MaxTokens: maxTokens(a, source), RequestID: requestID, Accept: accept,
+		// The request's idempotent response commits with the charge: a retry
+		// after any failure past the debit replays it instead of paying again.
+		Respond: func(ctx context.Context, tx *sqlx.Tx, c Completion) error {
+			return store.RecordIdempotent(ctx, tx, result(c))
+		},
 	})
 	if err != nil {
 		return Result{}, err
 	}
-	out := Result{Action: a.name, Text: c.Text, Ideas: ideas, Completion: c}
-	if isHTML {
-		h := c.Text
-		out.HTML = &h
-		out.Text = htmlText(h)
-	}
-	return out, nil
+	return result(c), nil
 }
 
 // insights returns up to maxInsights findings for scope. They only enrich the

@@ -12,6 +12,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
 )
@@ -77,6 +79,19 @@ func (s *Service) startOptions() store.StartOptions {
 	return store.StartOptions{Now: s.opts.Now(), Check: s.checkRoute, Links: mailer.CampaignLinks}
 }
 
+// sendOptions are the start options of a send request: its idempotent
+// response, as of the commit (nothing sent yet), is stored in the transaction
+// that queues the mails, so that no retry can queue them again. The request
+// replaces it by the final response once the first batch went out.
+func (s *Service) sendOptions() store.StartOptions {
+	o := s.startOptions()
+	o.Respond = func(ctx context.Context, tx *sqlx.Tx, c store.Campaign, res store.StartResult) error {
+		return store.RecordIdempotent(ctx, tx, SendResult{Campaign: c, Queued: res.Queued, Sent: c.SentCount,
+			Failed: c.FailedCount, Skipped: c.SkippedCount})
+	}
+	return o
+}
+
 // SendResult is the state of a campaign right after a send request.
 type SendResult struct {
 	Campaign store.Campaign
@@ -90,7 +105,7 @@ type SendResult struct {
 // content, lists or SMTP server; 402 over the daily limit; 409 already_sent),
 // sends its first batch and returns the counts so far.
 func (s *Service) SendNewsletter(ctx context.Context, accountID int64, actor store.Actor, id int64) (SendResult, error) {
-	c, res, err := s.db.StartNewsletter(ctx, accountID, actor, id, s.startOptions())
+	c, res, err := s.db.StartNewsletter(ctx, accountID, actor, id, s.sendOptions())
 	if err != nil {
 		return SendResult{}, err
 	}
@@ -123,7 +138,7 @@ func (s *Service) ScheduleNewsletter(ctx context.Context, accountID int64, actor
 // SendEmail records a single email and sends it now (first batch inline) or
 // schedules it.
 func (s *Service) SendEmail(ctx context.Context, accountID int64, actor store.Actor, in store.EmailInput) (SendResult, error) {
-	res, err := s.db.CreateEmail(ctx, accountID, actor, in, s.startOptions())
+	res, err := s.db.CreateEmail(ctx, accountID, actor, in, s.sendOptions())
 	if err != nil {
 		return SendResult{}, err
 	}
