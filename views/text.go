@@ -787,6 +787,11 @@ type PublicText struct {
 	ErrUnavailable string
 	NeedsScript    string // noscript note of a form with proof of work
 
+	// ConfirmAsk (%s: the address) and ConfirmButton are the page of a
+	// confirmation link before the click: the button confirms.
+	ConfirmAskTitle       string
+	ConfirmAsk            string
+	ConfirmButton         string
 	ConfirmedTitle        string
 	Confirmed             string
 	AlreadyConfirmedTitle string
@@ -1977,6 +1982,9 @@ func German() Text {
 			ErrUnavailable:    "Die Anmeldung ist im Moment nicht möglich. Bitte versuchen Sie es später noch einmal.",
 			NeedsScript:       "Für die Anmeldung muss JavaScript aktiviert sein (automatische Sicherheitsprüfung).",
 
+			ConfirmAskTitle:       "Anmeldung bestätigen",
+			ConfirmAsk:            "Bitte bestätigen Sie mit einem Klick, dass Sie unsere E-Mails an %s erhalten möchten.",
+			ConfirmButton:         "Ja, Anmeldung bestätigen",
 			ConfirmedTitle:        "Anmeldung bestätigt",
 			Confirmed:             "Vielen Dank! Ihre Anmeldung ist bestätigt. Sie erhalten ab jetzt unsere E-Mails an %s.",
 			AlreadyConfirmedTitle: "Bereits bestätigt",
