@@ -27,7 +27,7 @@ const (
 )
 
 // Campaign types: newsletters are TypeNewsletter; single emails are
-// transactional (the default) or follow-ups.
+// follow-ups (the default) or transactional.
 const (
 	TypeNewsletter    = "newsletter"
 	TypeTransactional = "transactional"

@@ -383,7 +383,7 @@ func TestScheduleAndEmails(t *testing.T) {
 	}{
 		{store.EmailInput{}, []string{"to", "subject", "html"}},
 		{store.EmailInput{To: []string{"x"}, Subject: "s", Text: "t"}, []string{"to"}},
-		{store.EmailInput{To: []string{"a@b.test"}, Subject: "s", Text: "t", ListIDs: []int64{e.a.ID}}, []string{"list_ids"}},
+		{store.EmailInput{Type: store.TypeTransactional, To: []string{"a@b.test"}, Subject: "s", Text: "t", ListIDs: []int64{e.a.ID}}, []string{"list_ids"}},
 		{store.EmailInput{To: []string{"a@b.test"}, Subject: "s", Text: "t", Type: "newsletter"}, []string{"type"}},
 		{store.EmailInput{Type: store.TypeFollowUp, ContactIDs: []int64{999999}, Subject: "s", Text: "t"}, []string{"contact_ids"}},
 		{store.EmailInput{To: []string{"a@b.test"}, Subject: "s", Text: "t", ScheduledAt: ptr(now.Add(-time.Hour))}, []string{"scheduled_at"}},

@@ -28,17 +28,21 @@ type EmailInput struct {
 	TrackOpens   bool
 	TrackClicks  bool
 	ScheduledAt  *time.Time // nil: send now
-	Type         string     // TypeTransactional (default) or TypeFollowUp
+	Type         string     // TypeFollowUp (the default) or TypeTransactional
 	ListIDs      []int64    // follow-ups only
 	ContactIDs   []int64    // follow-ups only
 	SMTPServerID *int64
 }
 
-// Normalize trims and checks the input; now is for scheduled_at.
+// Normalize trims and checks the input; now is for scheduled_at. Without a
+// type an email is a follow-up (decisions.md "Single emails and the
+// unsubscribe line"): it carries the unsubscribe line and List-Unsubscribe and
+// skips blocked addresses; only an explicit transactional type goes without
+// them and to blocked addresses too.
 func (in *EmailInput) Normalize(now time.Time) error {
 	errs := Errs{}
 	if in.Type == "" {
-		in.Type = TypeTransactional
+		in.Type = TypeFollowUp
 	}
 	if in.Type != TypeTransactional && in.Type != TypeFollowUp {
 		errs.Add("type", "Erlaubt sind transactional und follow_up.")

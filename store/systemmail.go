@@ -144,6 +144,39 @@ type Confirmation struct {
 	Unblocked bool
 }
 
+const peekDOIToken = `SELECT t.used_at IS NOT NULL AS used, t.expires_at < now() AS expired, c.email
+FROM doi_tokens t JOIN contacts c ON c.id = t.contact_id AND c.account_id = t.account_id WHERE t.token_hash = $1`
+
+// ConfirmationState is what a confirmation link would do, read without doing it.
+type ConfirmationState struct {
+	Email string // the address the link confirms
+	// AlreadyConfirmed means the link had been used before.
+	AlreadyConfirmed bool
+}
+
+// PeekConfirmation reads the state of a confirmation link without confirming
+// anything: GET /confirm/{token} shows the button with it, because link
+// scanners of mail providers fetch every link of a mail. Errors as
+// ConfirmContact: ErrNotFound for an unknown token (or a deleted contact),
+// ErrConfirmationExpired for an expired unused one.
+func (db *DB) PeekConfirmation(ctx context.Context, token string) (ConfirmationState, error) {
+	if len(token) != doiTokenLen {
+		return ConfirmationState{}, ErrNotFound
+	}
+	var row struct {
+		Used    bool   `db:"used"`
+		Expired bool   `db:"expired"`
+		Email   string `db:"email"`
+	}
+	if err := db.GetContext(ctx, &row, peekDOIToken, hashToken(token)); err != nil {
+		return ConfirmationState{}, notFound("peek confirmation", err)
+	}
+	if !row.Used && row.Expired {
+		return ConfirmationState{}, ErrConfirmationExpired
+	}
+	return ConfirmationState{Email: row.Email, AlreadyConfirmed: row.Used}, nil
+}
+
 const lockDOIToken = `SELECT account_id, contact_id, used_at IS NOT NULL AS used, expires_at < now() AS expired
 FROM doi_tokens WHERE token_hash = $1 FOR UPDATE`
 
@@ -159,7 +192,8 @@ const useDOIToken = `UPDATE doi_tokens SET used_at = now() WHERE token_hash = $1
 // is lifted (the person asked for mail again), and contact.updated (changed) plus
 // list.joined for each of its lists are emitted. A used token confirms nothing
 // again (AlreadyConfirmed); an unknown one is ErrNotFound, an expired one
-// ErrConfirmationExpired. The public page GET /confirm/{token} calls it.
+// ErrConfirmationExpired. The public page's button (POST /confirm/{token})
+// calls it; the GET only peeks (PeekConfirmation).
 func (db *DB) ConfirmContact(ctx context.Context, token string) (Confirmation, error) {
 	if len(token) != doiTokenLen {
 		return Confirmation{}, ErrNotFound

@@ -97,7 +97,7 @@ type PlanUsage struct {
 	Items       []UsageItem
 	AICreditEUR float64
 	ShowAI      bool   // the plan includes AI, so the credit matters
-	UpgradeURL  string // "" when the operator set none
+	UpgradeURL  string // the plan page's link ("Tarif wechseln"); "" on the plan page itself
 }
 
 // UsagePanel shows the plan's limits with how much of each is used.

@@ -18,6 +18,7 @@ const (
 	NavActivity    = "activity-log"
 	NavUsers       = "users"
 	NavABTests     = "ab-tests"
+	NavPlan        = "plan"
 )
 
 // NavItem is one entry of the sidebar.
@@ -48,6 +49,7 @@ func Navigation(t Text) []NavItem {
 		{ID: NavActivity, Href: "/logs/activity", Label: t.Nav.Activity, Section: t.Nav.SectionDev, Icon: "activity"},
 		{ID: NavSMTP, Href: "/smtp-servers", Label: t.Nav.SMTP, Section: t.Nav.SectionSettings, Roles: admins, Icon: "mail"},
 		{ID: NavUsers, Href: "/users", Label: t.Nav.Users, Section: t.Nav.SectionSettings, Roles: admins, Icon: "users"},
+		{ID: NavPlan, Href: "/settings/plan", Label: t.Nav.Plan, Section: t.Nav.SectionAccount, Icon: "activity"},
 		{ID: NavPassword, Href: "/account/password", Label: t.Nav.Password, Section: t.Nav.SectionAccount, Icon: "lock"},
 	}
 }

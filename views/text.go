@@ -36,6 +36,7 @@ type Text struct {
 	Shell     ShellText
 	Auth      AuthText
 	Dashboard DashboardText
+	Plan      PlanText
 	Keys      KeysText
 	Logs      LogsText
 	Contacts  ContactsText
@@ -189,12 +190,25 @@ type NavText struct {
 	APILog          string
 	SectionAccount  string
 	Password        string
+	Plan            string
 	SectionSettings string
 	SMTP            string
 	Webhooks        string
 	ABTests         string
 	Activity        string
 	Users           string
+}
+
+// PlanText holds the plan page (/settings/plan).
+type PlanText struct {
+	Title      string
+	Lead       string // %s: the plan's name
+	ChangeHead string
+	ChangeLead string // with RUNDBRIEF_UPGRADE_URL
+	ChangeLink string
+	// AskOperator is shown without RUNDBRIEF_UPGRADE_URL: %d the account's
+	// number, %s the current plan.
+	AskOperator string
 }
 
 // ShellText holds the app shell's own strings.
@@ -788,6 +802,11 @@ type PublicText struct {
 	ErrUnavailable string
 	NeedsScript    string // noscript note of a form with proof of work
 
+	// ConfirmAsk (%s: the address) and ConfirmButton are the page of a
+	// confirmation link before the click: the button confirms.
+	ConfirmAskTitle       string
+	ConfirmAsk            string
+	ConfirmButton         string
 	ConfirmedTitle        string
 	Confirmed             string
 	AlreadyConfirmedTitle string
@@ -880,12 +899,21 @@ func German() Text {
 			APILog:          "API-Protokoll",
 			SectionAccount:  "Konto",
 			Password:        "Passwort ändern",
+			Plan:            "Tarif",
 			SectionSettings: "Einstellungen",
 			SMTP:            "SMTP-Server",
 			Webhooks:        "Webhooks",
 			ABTests:         "A/B-Tests",
 			Activity:        "Aktivitätsprotokoll",
 			Users:           "Benutzer",
+		},
+		Plan: PlanText{
+			Title:       "Tarif",
+			Lead:        "Ihr Konto nutzt den Tarif „%s“.",
+			ChangeHead:  "Tarif wechseln",
+			ChangeLead:  "Mehr Kontakte, höhere Limits oder weitere Funktionen: Den Tarif wechseln Sie beim Betreiber dieser Rundbrief-Installation.",
+			ChangeLink:  "Zum Tarifwechsel",
+			AskOperator: "Den Tarif ändert der Betreiber dieser Rundbrief-Installation. Bitte wenden Sie sich an ihn und nennen Sie Ihre Kontonummer %d und den gewünschten Tarif (derzeit „%s“).",
 		},
 		Shell: ShellText{
 			Account:    "Benutzerkonto",
@@ -1979,6 +2007,9 @@ func German() Text {
 			ErrUnavailable:    "Die Anmeldung ist im Moment nicht möglich. Bitte versuchen Sie es später noch einmal.",
 			NeedsScript:       "Für die Anmeldung muss JavaScript aktiviert sein (automatische Sicherheitsprüfung).",
 
+			ConfirmAskTitle:       "Anmeldung bestätigen",
+			ConfirmAsk:            "Bitte bestätigen Sie mit einem Klick, dass Sie unsere E-Mails an %s erhalten möchten.",
+			ConfirmButton:         "Ja, Anmeldung bestätigen",
 			ConfirmedTitle:        "Anmeldung bestätigt",
 			Confirmed:             "Vielen Dank! Ihre Anmeldung ist bestätigt. Sie erhalten ab jetzt unsere E-Mails an %s.",
 			AlreadyConfirmedTitle: "Bereits bestätigt",

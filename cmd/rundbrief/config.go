@@ -34,6 +34,9 @@ type Config struct {
 	AIFallbackKey       string
 	AIFallbackModel     string
 	MetricsToken        string // empty: /metrics is open
+	// UpgradeURL is where the portal's plan page sends accounts to change
+	// their plan (RUNDBRIEF_UPGRADE_URL); empty: the page names the operator.
+	UpgradeURL string
 }
 
 // loadConfig reads RUNDBRIEF_* and DATABASE_URL and checks them.
@@ -50,6 +53,7 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		AIFallbackKey:   getenv("RUNDBRIEF_AI_FALLBACK_KEY"),
 		AIFallbackModel: getenv("RUNDBRIEF_AI_FALLBACK_MODEL"),
 		MetricsToken:    getenv("RUNDBRIEF_METRICS_TOKEN"),
+		UpgradeURL:      getenv("RUNDBRIEF_UPGRADE_URL"),
 	}
 	var errs []error
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
@@ -58,6 +62,12 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	c.BaseURL = strings.TrimRight(or(getenv("RUNDBRIEF_BASE_URL"), "http://"+c.Addr), "/")
 	if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		errs = append(errs, fmt.Errorf("RUNDBRIEF_BASE_URL %q: expected an http(s) URL", c.BaseURL))
+	}
+	if c.UpgradeURL != "" {
+		if u, err := url.Parse(c.UpgradeURL); err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "mailto") ||
+			(u.Scheme != "mailto" && u.Host == "") || (u.Scheme == "mailto" && u.Opaque == "") {
+			errs = append(errs, fmt.Errorf("RUNDBRIEF_UPGRADE_URL %q: expected an http(s) or mailto: URL", c.UpgradeURL))
+		}
 	}
 	c.RateLimit = 120
 	if s := getenv("RUNDBRIEF_RATE_LIMIT"); s != "" {

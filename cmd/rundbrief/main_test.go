@@ -124,14 +124,16 @@ func TestConfig(t *testing.T) {
 		t.Errorf("defaults: %+v %v", c, err)
 	}
 	c, err = loadConfig(env(map[string]string{"RUNDBRIEF_BASE_URL": "https://news.example.com/", "RUNDBRIEF_RATE_LIMIT": "60", "RUNDBRIEF_WEBHOOK_ALLOW_PRIVATE": "true",
-		"RUNDBRIEF_SMTP_ALLOW_PRIVATE": "1", "RUNDBRIEF_DB_MAX_CONNS": "25"}))
-	if err != nil || c.BaseURL != "https://news.example.com" || c.RateLimit != 60 || !c.WebhookAllowPrivate || !c.SMTPAllowPrivate || c.DBMaxConns != 25 {
+		"RUNDBRIEF_SMTP_ALLOW_PRIVATE": "1", "RUNDBRIEF_DB_MAX_CONNS": "25", "RUNDBRIEF_UPGRADE_URL": "https://example.com/tarife"}))
+	if err != nil || c.BaseURL != "https://news.example.com" || c.RateLimit != 60 || !c.WebhookAllowPrivate || !c.SMTPAllowPrivate || c.DBMaxConns != 25 ||
+		c.UpgradeURL != "https://example.com/tarife" {
 		t.Errorf("explicit: %+v %v", c, err)
 	}
 	_, err = loadConfig(env(map[string]string{"RUNDBRIEF_ADDR": "nope", "RUNDBRIEF_RATE_LIMIT": "-1", "RUNDBRIEF_SMTP_URL": "http://x",
-		"RUNDBRIEF_SECRET": "short", "RUNDBRIEF_WEBHOOK_ALLOW_PRIVATE": "maybe", "RUNDBRIEF_SMTP_ALLOW_PRIVATE": "ja", "RUNDBRIEF_DB_MAX_CONNS": "9"}))
+		"RUNDBRIEF_SECRET": "short", "RUNDBRIEF_WEBHOOK_ALLOW_PRIVATE": "maybe", "RUNDBRIEF_SMTP_ALLOW_PRIVATE": "ja", "RUNDBRIEF_DB_MAX_CONNS": "9",
+		"RUNDBRIEF_UPGRADE_URL": "javascript:alert(1)"}))
 	for _, name := range []string{"RUNDBRIEF_ADDR", "RUNDBRIEF_RATE_LIMIT", "RUNDBRIEF_SMTP_URL", "RUNDBRIEF_SECRET", "RUNDBRIEF_WEBHOOK_ALLOW_PRIVATE",
-		"RUNDBRIEF_SMTP_ALLOW_PRIVATE", "RUNDBRIEF_DB_MAX_CONNS"} {
+		"RUNDBRIEF_SMTP_ALLOW_PRIVATE", "RUNDBRIEF_DB_MAX_CONNS", "RUNDBRIEF_UPGRADE_URL"} {
 		if err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("bad %s not reported: %v", name, err)
 		}

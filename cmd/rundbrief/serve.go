@@ -74,7 +74,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		})
 	}
 
-	portalApp, err := portal.New(set, portal.Config{BaseURL: cfg.BaseURL})
+	portalApp, err := portal.New(set, portal.Config{BaseURL: cfg.BaseURL, UpgradeURL: cfg.UpgradeURL})
 	if err != nil {
 		return err
 	}

@@ -94,7 +94,7 @@ func TestCampaignsAndAnalyticsAPI(t *testing.T) {
 	cpath := fmt.Sprintf("/v1/campaigns/%d", id)
 
 	// A single email, so that the list holds both kinds.
-	e.do(t, "POST", "/v1/emails/send", map[string]any{"to": "einzel@example.org", "subject": "Rechnung", "html": "<p>Hallo</p>"}, 202)
+	e.do(t, "POST", "/v1/emails/send", map[string]any{"to": "einzel@example.org", "type": "transactional", "subject": "Rechnung", "html": "<p>Hallo</p>"}, 202)
 
 	var all []struct {
 		ID    int64  `json:"id"`

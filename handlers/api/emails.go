@@ -137,8 +137,9 @@ func emailMessage(res campaign.SendResult) string {
 }
 
 // sendEmail sends a single email now (the first recipients inline) or
-// schedules it with scheduled_at. Transactional mail (the default) goes to
-// blocked addresses too; a follow_up skips them and reports them in skipped.
+// schedules it with scheduled_at. Without a type it is a follow_up: it carries
+// the unsubscribe line and skips blocked addresses (reported in skipped); only
+// "type": "transactional" goes to blocked addresses too, without the line.
 func (a *API) sendEmail(w http.ResponseWriter, r *http.Request) error {
 	if a.campaigns == nil {
 		return errSendingOff

@@ -26,30 +26,50 @@ func TestEmailSendAPI(t *testing.T) {
 	e := newSendAPIEnv(t)
 	e.do(t, "POST", "/v1/unsubscribes", map[string]any{"emails": []string{"weg@example.net"}}, 201)
 
-	// Transactional (the default): blocked addresses get it too; "to" may be one string.
+	// Without a type (decisions.md "Single emails and the unsubscribe line"):
+	// the blocked address is skipped and reported, the mail carries the
+	// unsubscribe line and List-Unsubscribe; "to" may be one string.
 	var res emailSendJSON
-	e.do(t, "POST", "/v1/emails/send", map[string]any{"to": "weg@example.net", "subject": "Rechnung {{nummer}}",
-		"html": "<p>Ihre Rechnung {{nummer}}</p>", "placeholders": map[string]string{"nummer": "R-1"}}, 202).Data(t, &res)
+	e.do(t, "POST", "/v1/emails/send", map[string]any{"to": []string{"weg@example.net", "da@example.net"},
+		"subject": "Nachfrage", "html": "<p>Alles gut?</p>"}, 202).Data(t, &res)
 	// The first batch goes out in the request, unless a worker lane took the
 	// row first: then it is on its way.
+	if res.Type != "follow_up" || res.Queued != 1 || res.Skipped != 1 || !strings.Contains(res.Message, "übersprungen") {
+		t.Fatalf("without a type: %+v", res)
+	}
+	e.waitSent(t, fmt.Sprintf("/v1/emails/%d", res.CampaignID))
+	msgs := e.srv.Messages()
+	if len(msgs) != 1 || msgs[0].To[0] != "da@example.net" {
+		t.Fatalf("messages without a type: %d", len(msgs))
+	}
+	if data := string(msgs[0].Data); !strings.Contains(data, "List-Unsubscribe: <") || !strings.Contains(data, "/unsubscribe/") {
+		t.Errorf("mail without a type lacks List-Unsubscribe or the unsubscribe line:\n%s", data)
+	}
+
+	// Transactional, only when asked for: blocked addresses get it too, without the line.
+	e.do(t, "POST", "/v1/emails/send", map[string]any{"to": "weg@example.net", "type": "transactional", "subject": "Rechnung {{nummer}}",
+		"html": "<p>Ihre Rechnung {{nummer}}</p>", "placeholders": map[string]string{"nummer": "R-1"}}, 202).Data(t, &res)
 	if res.Type != "transactional" || res.Queued != 1 || res.Skipped != 0 || res.Sent > 1 || (res.Status != "sent" && res.Status != "sending") {
 		t.Fatalf("transactional: %+v", res)
 	}
 	e.waitSent(t, fmt.Sprintf("/v1/emails/%d", res.CampaignID))
-	msgs := e.srv.Messages()
-	if len(msgs) != 1 || !strings.Contains(string(msgs[0].Data), "Subject: Rechnung R-1") {
+	msgs = e.srv.Messages()
+	if len(msgs) != 2 || !strings.Contains(string(msgs[1].Data), "Subject: Rechnung R-1") {
 		t.Fatalf("messages: %d", len(msgs))
 	}
+	if data := string(msgs[1].Data); strings.Contains(data, "List-Unsubscribe") || strings.Contains(data, "/unsubscribe/") {
+		t.Errorf("transactional mail with List-Unsubscribe or the unsubscribe line:\n%s", data)
+	}
 
-	// Follow-up: the blocked address is skipped and reported.
+	// An explicit follow-up is the same as no type.
 	e.do(t, "POST", "/v1/emails/send", map[string]any{"to": []string{"weg@example.net", "da@example.net"}, "type": "follow_up",
 		"subject": "Nachfrage", "text": "Alles gut?"}, 202).Data(t, &res)
 	if res.Type != "follow_up" || res.Queued != 1 || res.Skipped != 1 || !strings.Contains(res.Message, "übersprungen") {
 		t.Fatalf("follow-up: %+v", res)
 	}
 	e.waitSent(t, fmt.Sprintf("/v1/emails/%d", res.CampaignID))
-	if got := len(e.srv.Messages()); got != 2 {
-		t.Errorf("%d messages after the follow-up, want 2", got)
+	if got := len(e.srv.Messages()); got != 3 {
+		t.Errorf("%d messages after the follow-up, want 3", got)
 	}
 
 	// Validation: bad placeholders, bad addresses, lists only for follow-ups, 413 for large content.
@@ -63,7 +83,7 @@ func TestEmailSendAPI(t *testing.T) {
 	wantFields(t, e.fields(t, e.do(t, "POST", "/v1/emails/send", map[string]any{"to": "a@example.net", "subject": "x", "text": "x", "placeholders": tooMany}, 422)), "placeholders")
 	wantFields(t, e.fields(t, e.do(t, "POST", "/v1/emails/send", map[string]any{"to": []string{"kaputt"}, "subject": "x", "text": "x"}, 422)), "to")
 	wantFields(t, e.fields(t, e.do(t, "POST", "/v1/emails/send", map[string]any{"to": 5, "subject": "x", "text": "x"}, 422)), "to")
-	wantFields(t, e.fields(t, e.do(t, "POST", "/v1/emails/send", map[string]any{"to": "a@example.net", "list_ids": []int64{1}, "subject": "x", "text": "x"}, 422)), "list_ids")
+	wantFields(t, e.fields(t, e.do(t, "POST", "/v1/emails/send", map[string]any{"to": "a@example.net", "type": "transactional", "list_ids": []int64{1}, "subject": "x", "text": "x"}, 422)), "list_ids")
 	wantFields(t, e.fields(t, e.do(t, "POST", "/v1/emails/send", map[string]any{}, 422)), "to", "subject", "html")
 	e.do(t, "POST", "/v1/emails/send", map[string]any{"to": "a@example.net", "subject": "x", "html": strings.Repeat("x", store.MaxHTMLBytes+1)}, 413)
 

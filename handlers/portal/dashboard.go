@@ -113,27 +113,13 @@ func (p *Portal) dashboard(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// usagePanel shows the plan's limits and what the account uses of them.
+// usagePanel shows the plan's limits and what the account uses of them, with
+// a link to the plan page.
 func (p *Portal) usagePanel(ctx context.Context, v store.Viewer) (templ.Component, error) {
-	u, err := p.db.Usage(ctx, v.Account.ID, p.now())
+	u, err := p.planUsage(ctx, v)
 	if err != nil {
 		return nil, err
 	}
-	t := views.TextFor(ctx).Dashboard
-	pl := v.Plan
-	return views.UsagePanel(views.PlanUsage{
-		Plan:     pl.Name,
-		Features: pl.Features,
-		Items: []views.UsageItem{
-			{ID: "contacts", Label: t.Contacts, Used: u.Contacts, Limit: pl.MaxContacts},
-			{ID: "lists", Label: t.Lists, Used: u.Lists, Limit: pl.MaxLists},
-			{ID: "sends_today", Label: t.SendsToday, Used: u.SendsToday, Limit: pl.MaxSendsPerDay},
-			{ID: "storage", Label: t.Storage, Used: u.StorageBytes, Limit: pl.MaxStorageBytes, Bytes: true},
-			{ID: "webhooks", Label: t.Webhooks, Used: u.Webhooks, Limit: pl.MaxWebhooks},
-			{ID: "api_keys", Label: t.APIKeys, Used: u.APIKeys, Limit: pl.MaxAPIKeys},
-		},
-		AICreditEUR: u.AICreditEUR,
-		ShowAI:      pl.Has("ai"),
-		UpgradeURL:  pl.UpgradeURL,
-	}), nil
+	u.UpgradeURL = PlanPath
+	return views.UsagePanel(u), nil
 }

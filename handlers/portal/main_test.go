@@ -60,6 +60,8 @@ type serverOptions struct {
 	SMTPDenyPrivate bool
 	// ReadTimeout is the HTTP server's read timeout, as serve sets one; zero: none.
 	ReadTimeout time.Duration
+	// UpgradeURL is RUNDBRIEF_UPGRADE_URL; empty: none.
+	UpgradeURL string
 }
 
 // newServer starts a process on the database at dbURL (from dbtest.URL); several
@@ -96,7 +98,7 @@ func newServerWith(tb testing.TB, dbURL string, clk *clock, baseURL string, opts
 	sendWorker := mailer.NewWorker(db, mail, mailer.WorkerOptions{Links: links, PollInterval: 20 * time.Millisecond, Log: log})
 	campaigns := campaign.New(db, mail, sendWorker, campaign.Options{Links: links, Log: log})
 	wg.Go(func() { _ = sendWorker.Run(ctx) })
-	p, err := portal.New(&services.Set{DB: db, Imports: imports.New(db), Box: box, Log: log, Mail: mail, Webhooks: hooks, Campaigns: campaigns, ABTests: abtest.New(db, sendWorker, abtest.Options{Now: now}), SMTPServers: smtpserver.New(db, smtpserver.Config{Box: box, Mail: mail, AllowPrivate: !opts.SMTPDenyPrivate})}, portal.Config{BaseURL: baseURL, Now: now})
+	p, err := portal.New(&services.Set{DB: db, Imports: imports.New(db), Box: box, Log: log, Mail: mail, Webhooks: hooks, Campaigns: campaigns, ABTests: abtest.New(db, sendWorker, abtest.Options{Now: now}), SMTPServers: smtpserver.New(db, smtpserver.Config{Box: box, Mail: mail, AllowPrivate: !opts.SMTPDenyPrivate})}, portal.Config{BaseURL: baseURL, Now: now, UpgradeURL: opts.UpgradeURL})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -43,17 +43,22 @@ const (
 type Config struct {
 	BaseURL string           // public root URL (RUNDBRIEF_BASE_URL); https makes cookies Secure
 	Now     func() time.Time // the clock; nil: time.Now
+	// UpgradeURL is where an account changes its plan (RUNDBRIEF_UPGRADE_URL);
+	// empty: the plan page tells it to ask the operator.
+	UpgradeURL string
 }
 
 // Portal holds the dependencies of the portal pages.
 type Portal struct {
-	db       *store.DB
-	box      *secret.Box // seals a new API key while the session carries it to the next page
-	log      *slog.Logger
-	baseURL  string
-	now      func() time.Time
-	sessions *scs.SessionManager
-	csrf     *http.CrossOriginProtection
+	db      *store.DB
+	box     *secret.Box // seals a new API key while the session carries it to the next page
+	log     *slog.Logger
+	baseURL string
+	now     func() time.Time
+	// upgradeURL is Config.UpgradeURL: the plan page's way to change the plan.
+	upgradeURL string
+	sessions   *scs.SessionManager
+	csrf       *http.CrossOriginProtection
 	// mail decides whether the development outbox exists (nil: no outbox).
 	mail        *mailer.Transports
 	webhooks    *webhook.Service
@@ -73,7 +78,7 @@ func New(s *services.Set, cfg Config) (*Portal, error) {
 	if s.Box == nil {
 		return nil, errors.New("portal: services.Set.Box is required")
 	}
-	p := &Portal{db: s.DB, box: s.Box, log: s.Log, baseURL: strings.TrimRight(cfg.BaseURL, "/"), now: cfg.Now,
+	p := &Portal{db: s.DB, box: s.Box, log: s.Log, baseURL: strings.TrimRight(cfg.BaseURL, "/"), now: cfg.Now, upgradeURL: cfg.UpgradeURL,
 		mail: s.Mail, webhooks: s.Webhooks, campaigns: s.Campaigns, abTests: s.ABTests, smtpServers: s.SMTPServers, imports: s.Imports}
 	secure := strings.HasPrefix(p.baseURL, "https://")
 
@@ -126,6 +131,9 @@ func (p *Portal) Routes(r chi.Router) {
 			r.Get("/dashboard", p.handle(p.dashboard))
 			r.Get("/account/password", p.handle(p.passwordPage))
 			r.Post("/account/password", p.handle(p.changePassword))
+			// The plan: features, limits with usage, how to change it. The
+			// API's upgrade_url (402) points here (handlers/api/errors.go).
+			r.Get(PlanPath, p.handle(p.planPage))
 			r.Get("/logs/api", p.handle(p.apiLog))
 			r.Get("/logs/activity", p.handle(p.activityLog))
 			// The development outbox: only without an operator relay (404 otherwise).

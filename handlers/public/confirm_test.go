@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/PuerkitoBio/goquery"
+
 	"github.com/rundbrief/rundbrief/store"
 )
 
@@ -30,6 +32,28 @@ func (s *site) signUp(t *testing.T, f store.Form, email string) string {
 	return out.Status
 }
 
+// post sends the form of a public page (no fields) and returns the page it answers with.
+func (s *site) post(t *testing.T, path string) page {
+	t.Helper()
+	res, err := s.http.Post(s.url+path, "application/x-www-form-urlencoded", strings.NewReader(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	doc, err := goquery.NewDocumentFromReader(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return page{status: res.StatusCode, header: res.Header, doc: doc}
+}
+
+func must(s string, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return s
+}
+
 func TestConfirmPage(t *testing.T) {
 	s := newSite(t)
 	f := s.form(t, store.FormInput{})
@@ -41,7 +65,30 @@ func TestConfirmPage(t *testing.T) {
 		t.Fatalf("link %q", link)
 	}
 
-	p := s.get(t, link)
+	// The link only asks (issue 27, item 11): mail providers' link scanners
+	// fetch it, so however often it is fetched, nothing changes.
+	for range 2 {
+		p := s.get(t, link)
+		form := p.doc.Find(tid("confirm-form"))
+		if p.status != 200 || attr(p.doc.Find(tid("confirm-page")), "data-outcome") != "ask" ||
+			!strings.Contains(p.doc.Find(tid("confirm-message")).Text(), "jana@example.com") {
+			t.Fatalf("link: %d %q", p.status, p.doc.Find(tid("confirm-message")).Text())
+		}
+		// A plain form: it works without JavaScript.
+		if attr(form, "method") != "post" || attr(form, "action") != link || form.Find(tid("confirm-button")).Length() != 1 ||
+			form.Is("[hx-post], [hx-boost]") {
+			t.Errorf("confirmation form: %s", must(form.Html()))
+		}
+		if p.header.Get("X-Frame-Options") != "DENY" || p.header.Get("Cache-Control") != "no-store" {
+			t.Errorf("headers %v", p.header)
+		}
+	}
+	if c, _ := s.db.ContactByEmail(context.Background(), s.acct, "jana@example.com"); c.Status != store.StatusPending || c.DOIConfirmedAt != nil {
+		t.Fatalf("fetching the link confirmed: %s", c.Status)
+	}
+
+	// The button confirms.
+	p := s.post(t, link)
 	if p.status != 200 || attr(p.doc.Find(tid("confirm-page")), "data-outcome") != "confirmed" ||
 		!strings.Contains(p.doc.Find(tid("confirm-message")).Text(), "jana@example.com") {
 		t.Fatalf("confirm: %d %q", p.status, p.doc.Find(tid("confirm-message")).Text())
@@ -54,17 +101,22 @@ func TestConfirmPage(t *testing.T) {
 		t.Errorf("contact after confirming: %+v, %v", c, err)
 	}
 
-	// A second click says it was done already.
-	if p := s.get(t, link); p.status != 200 || attr(p.doc.Find(tid("confirm-page")), "data-outcome") != "already" {
+	// Opening the link again, or a second click, says it was done already.
+	if p := s.get(t, link); p.status != 200 || attr(p.doc.Find(tid("confirm-page")), "data-outcome") != "already" ||
+		p.doc.Find(tid("confirm-form")).Length() != 0 {
+		t.Errorf("link after confirming: %d %s", p.status, attr(p.doc.Find(tid("confirm-page")), "data-outcome"))
+	}
+	if p := s.post(t, link); p.status != 200 || attr(p.doc.Find(tid("confirm-page")), "data-outcome") != "already" {
 		t.Errorf("second click: %d %s", p.status, attr(p.doc.Find(tid("confirm-page")), "data-outcome"))
 	}
 
 	// Unknown and malformed links: 404 with a helpful message.
 	for _, path := range []string{"/confirm/" + strings.Repeat("Q", 32), "/confirm/kurz"} {
-		p := s.get(t, path)
-		if p.status != http.StatusNotFound || attr(p.doc.Find(tid("confirm-page")), "data-outcome") != "invalid" ||
-			!strings.Contains(p.doc.Find(tid("confirm-message")).Text(), "vollständig") {
-			t.Errorf("%s: %d %q", path, p.status, p.doc.Find(tid("confirm-message")).Text())
+		for _, p := range []page{s.get(t, path), s.post(t, path)} {
+			if p.status != http.StatusNotFound || attr(p.doc.Find(tid("confirm-page")), "data-outcome") != "invalid" ||
+				!strings.Contains(p.doc.Find(tid("confirm-message")).Text(), "vollständig") {
+				t.Errorf("%s: %d %q", path, p.status, p.doc.Find(tid("confirm-message")).Text())
+			}
 		}
 	}
 
@@ -74,10 +126,11 @@ func TestConfirmPage(t *testing.T) {
 	if _, err := s.db.ExecContext(context.Background(), `UPDATE doi_tokens SET expires_at = now() - interval '1 minute' WHERE account_id = $1 AND used_at IS NULL`, s.acct); err != nil {
 		t.Fatal(err)
 	}
-	p = s.get(t, late)
-	if p.status != http.StatusGone || attr(p.doc.Find(tid("confirm-page")), "data-outcome") != "expired" ||
-		!strings.Contains(p.doc.Find(tid("confirm-message")).Text(), "noch einmal an") {
-		t.Errorf("expired: %d %q", p.status, p.doc.Find(tid("confirm-message")).Text())
+	for _, p := range []page{s.get(t, late), s.post(t, late)} {
+		if p.status != http.StatusGone || attr(p.doc.Find(tid("confirm-page")), "data-outcome") != "expired" ||
+			!strings.Contains(p.doc.Find(tid("confirm-message")).Text(), "noch einmal an") {
+			t.Errorf("expired: %d %q", p.status, p.doc.Find(tid("confirm-message")).Text())
+		}
 	}
 	if c, _ := s.db.ContactByEmail(context.Background(), s.acct, "spaet@example.com"); c.Status != store.StatusPending {
 		t.Errorf("expired link changed the contact: %s", c.Status)
@@ -106,7 +159,7 @@ func TestBlockedAddressConfirmsAgain(t *testing.T) {
 	if s.count(t, blocked, s.acct) != 1 {
 		t.Fatal("the block was lifted before confirming")
 	}
-	if p := s.get(t, s.confirmPath(t, "zurueck@example.com")); attr(p.doc.Find(tid("confirm-page")), "data-outcome") != "confirmed" {
+	if p := s.post(t, s.confirmPath(t, "zurueck@example.com")); attr(p.doc.Find(tid("confirm-page")), "data-outcome") != "confirmed" {
 		t.Fatalf("confirm: %d", p.status)
 	}
 	if s.count(t, blocked, s.acct) != 0 {

@@ -66,7 +66,9 @@ func (p *Public) Routes(r chi.Router) {
 
 		// Sign-up forms and double opt-in (issue 3).
 		r.Get("/subscribe/{token}", p.handle(p.subscribePage))
+		// The confirmation link asks; only its button's POST confirms (link scanners).
 		r.Get("/confirm/{token}", p.handle(p.confirmPage))
+		r.Post("/confirm/{token}", p.handle(p.confirm))
 
 		// Unsubscribe links of mails: the page asks, POST unsubscribes (also
 		// RFC 8058 one-click from mail providers) (issue 4).
