@@ -44,6 +44,11 @@ import (
 //     dropped before the final reply) is retried and may duplicate, as with
 //     any SMTP client.
 //
+// Every attempt at one recipient carries the same Message-ID, derived from
+// the campaign and the recipient (campaignMessageID), so a receiver that
+// drops a repeated Message-ID drops these duplicates, and one that does not
+// can at least tell them apart from two mails.
+//
 // Nothing is lost: a row leaves 'sending' only with a recorded outcome or
 // when its lease runs out. Two live workers never send one row: a lane stops
 // sending from a batch before its lease ends (it puts the rest back).
@@ -575,6 +580,7 @@ func (l *lane) sendOne(ctx context.Context, cc *compiledCampaign, sender Sender,
 	if err != nil {
 		return fail(err.Error())
 	}
+	msg.MessageID = campaignMessageID(l.w.opts.Links.Tokens, cc.c.ID, r.ID, msg.From.Email)
 	err = sender.Send(ctx, msg)
 	out.At = time.Now()
 	var se *SendError
