@@ -2,6 +2,8 @@ package mailer
 
 import (
 	"crypto/rand"
+	"encoding/base32"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -27,7 +29,9 @@ import (
 //   - HTML without a text part gets one derived with html2text, so every HTML mail
 //     is multipart/alternative (text first, HTML last: the preferred part).
 //   - Message-ID is random at the From domain; it is filled in on first use so the
-//     caller can store it (email.sent events carry it).
+//     caller can store it (email.sent events carry it). A campaign mail's is
+//     derived from the campaign and the recipient instead (campaignMessageID), so
+//     that every attempt at one recipient carries the same one.
 //   - An unsubscribe URL adds List-Unsubscribe; an https one also adds
 //     List-Unsubscribe-Post: List-Unsubscribe=One-Click (RFC 8058, which allows
 //     one-click only over https; an http URL in development gets the plain header).
@@ -91,11 +95,41 @@ var reservedHeaders = []string{
 // NewMessageID returns a new unique Message-ID (without angle brackets) at the
 // domain of fromEmail: 130 random bits and the domain.
 func NewMessageID(fromEmail string) string {
-	domain := "localhost"
+	return strings.ToLower(rand.Text()) + "@" + messageIDDomain(fromEmail)
+}
+
+// messageIDInfo separates the MACs of Message-IDs from those of the link
+// tokens made with the same key: a token's signed bytes start with its version
+// byte (1), these with this text.
+const messageIDInfo = "rundbrief message-id v1\x00"
+
+// campaignMessageID returns the Message-ID (without angle brackets) of a
+// campaign's mail to one recipient, at the domain of fromEmail: the same for
+// every attempt, so that a mail sent again after a crash (sent, but its outcome
+// not yet recorded) carries the id of the first and receivers that drop
+// repeated ids drop it. The left part is a MAC of the two ids under the link
+// token key (96 bits, base32): unique like the random ids, and it reveals
+// neither the ids nor how many mails the service sent.
+func campaignMessageID(tokens *Tokens, campaignID, recipientID int64, fromEmail string) string {
+	var raw [len(messageIDInfo) + 2*binary.MaxVarintLen64 + tokenMACLen]byte
+	b := append(raw[:0], messageIDInfo...)
+	b = binary.AppendUvarint(b, uint64(campaignID))
+	b = binary.AppendUvarint(b, uint64(recipientID))
+	n := len(b)
+	b = tokens.appendMAC(b, false, "")
+	return strings.ToLower(messageIDEncoding.EncodeToString(b[n:])) + "@" + messageIDDomain(fromEmail)
+}
+
+// messageIDEncoding writes the MAC of a campaign mail's Message-ID.
+var messageIDEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+// messageIDDomain is the right part of a Message-ID from fromEmail: its domain,
+// or localhost.
+func messageIDDomain(fromEmail string) string {
 	if at := strings.LastIndexByte(fromEmail, '@'); at >= 0 && at < len(fromEmail)-1 {
-		domain = strings.ToLower(fromEmail[at+1:])
+		return strings.ToLower(fromEmail[at+1:])
 	}
-	return strings.ToLower(rand.Text()) + "@" + domain
+	return "localhost"
 }
 
 // TextFromHTML derives a plain-text part from HTML: block elements become line

@@ -17,6 +17,7 @@ type recorder struct {
 	db     *store.DB
 	counts OutcomeCounter // nil: not counted
 	log    *slog.Logger
+	held   *holdings // the lane's rows: a written outcome's row is no longer renewed
 	jobs   chan recordJob
 	free   chan []store.Outcome
 	done   chan struct{}
@@ -45,8 +46,8 @@ type recordJob struct {
 // waits for the recorder.
 const recorderQueue = 1
 
-func newRecorder(db *store.DB, counts OutcomeCounter, log *slog.Logger) *recorder {
-	r := &recorder{db: db, counts: counts, log: log, jobs: make(chan recordJob, recorderQueue), free: make(chan []store.Outcome, recorderQueue+2),
+func newRecorder(db *store.DB, counts OutcomeCounter, log *slog.Logger, held *holdings) *recorder {
+	r := &recorder{db: db, counts: counts, log: log, held: held, jobs: make(chan recordJob, recorderQueue), free: make(chan []store.Outcome, recorderQueue+2),
 		done: make(chan struct{}), status: map[int64]writtenStatus{}}
 	r.idle = sync.NewCond(&r.mu)
 	go r.run()
@@ -114,6 +115,7 @@ func (r *recorder) run() {
 	defer close(r.done)
 	for job := range r.jobs {
 		status, err := r.write(job)
+		r.held.dropOutcomes(job.outs)
 		r.mu.Lock()
 		if err == nil {
 			if len(r.status) >= maxCompiled {
@@ -150,7 +152,7 @@ func (r *recorder) write(job recordJob) (string, error) {
 		time.Sleep(pause)
 	}
 	if err != nil {
-		r.log.Error("send worker: outcomes lost; their recipients will be sent again after the lease",
+		r.log.Error("send worker: outcomes lost; their recipients will be sent again when their lease runs out",
 			"campaign", job.campaignID, "count", len(job.outs), "err", err)
 		return status, err
 	}

@@ -15,7 +15,8 @@ import (
 // share the queue in campaign_recipients.
 //
 // A lane claims a batch of due recipients of a running campaign (FOR UPDATE
-// SKIP LOCKED, leased until claimed_until; the claim also looks them up in the
+// SKIP LOCKED, leased for a few seconds and renewed by the worker's heartbeat
+// while the process lives: lease.go; the claim also looks them up in the
 // blocked list, which counts except for transactional mail), renders and
 // sends them one by one over one pooled SMTP connection that it keeps across
 // batches, and hands the outcomes over every FlushEvery messages or
@@ -32,21 +33,30 @@ import (
 //     outcome it has and puts its unsent rows back. Only the message in flight
 //     at that moment can be duplicated, at most one per lane: its row stays
 //     'sending' because nobody knows whether the server took it, and it is
-//     sent again when its lease ends. (TestCrashLosesAndDuplicatesNothing
+//     sent again when its lease runs out. (TestCrashLosesAndDuplicatesNothing
 //     asserts exactly this.)
 //   - A process that dies without stopping (kill -9, power loss) loses the
 //     outcomes not yet written: per lane at most the current handover (fewer
 //     than FlushEvery messages), one queued handover and the one being
 //     written, so at most 3 × FlushEvery (75 with the defaults) plus the one in
 //     flight; in practice one handover, since a write takes milliseconds.
-//     Their rows are sent again after the lease.
+//     Their rows are sent again once their lease runs out, within Lease of the
+//     death (the heartbeat stopped renewing it), and every lane of every live
+//     process sweeps its campaigns for such rows every Lease/4.
+//     (TestKilledProcessLosesNothingAndRepeatsWithTheSameMessageID measures
+//     this with a real process and SIGKILL.)
 //   - A transient error after the content was transmitted (the connection
 //     dropped before the final reply) is retried and may duplicate, as with
 //     any SMTP client.
 //
+// Every attempt at one recipient carries the same Message-ID, derived from
+// the campaign and the recipient (campaignMessageID), so a receiver that
+// drops a repeated Message-ID drops these duplicates, and one that does not
+// can at least tell them apart from two mails.
+//
 // Nothing is lost: a row leaves 'sending' only with a recorded outcome or
 // when its lease runs out. Two live workers never send one row: a lane stops
-// sending from a batch before its lease ends (it puts the rest back).
+// sending from a batch before its lease could end (it puts the rest back).
 
 // Opener opens the Sender for an account's mail; *Transports implements it.
 type Opener interface {
@@ -69,8 +79,9 @@ type WorkerOptions struct {
 	// unrecorded (see above).
 	FlushEvery    int
 	FlushInterval time.Duration
-	// Lease is how long a claim is exclusive; default 5 minutes. A lane stops
-	// sending from a batch when less than a fifth of it is left.
+	// Lease is how long a claim is exclusive without a renewal; default 8 s.
+	// The worker renews the leases it holds every Lease/4 while it runs, so
+	// Lease bounds how long the rows of a process that died wait (lease.go).
 	Lease time.Duration
 	// PollInterval is how often an idle lane looks for work; default 1 s.
 	PollInterval time.Duration
@@ -106,9 +117,20 @@ func DefaultBackoff(attempt int) time.Duration {
 	return steps[attempt-1]
 }
 
+// DefaultLease is the lease of a claim without renewal: with the sweep every
+// DefaultLease/4, the rows of a process that died are sent again within
+// about 10 seconds.
+const DefaultLease = 8 * time.Second
+
 // idleCampaignPause is how long a lane leaves a campaign alone after finding
-// nothing due in it (rows leased by others or waiting for a retry).
+// nothing due in it (rows leased by others or waiting for a retry); at most
+// an eighth of the lease, so that rows whose lease ran out are found soon.
 const idleCampaignPause = 5 * time.Second
+
+// rateBatchTime bounds the claim of a campaign whose route is rate-limited to
+// what the route sends in this time, so that other lanes and processes share
+// the rest.
+const rateBatchTime = 30 * time.Second
 
 // routePause is how long a lane leaves a campaign alone after its SMTP route
 // failed (connect, TLS, AUTH).
@@ -126,9 +148,13 @@ type Worker struct {
 
 	mu       sync.Mutex
 	compiled map[int64]*compiledCampaign
-	cursors  map[int64]int64 // per campaign: the highest id a lane claimed
+	cursors  map[int64]int64     // per campaign: the highest id a lane claimed
+	sweeps   map[int64]time.Time // per campaign: the last claim from the start
 	active   []store.ActiveCampaign
 	activeAt time.Time
+
+	leaseMu sync.Mutex
+	held    map[*holdings]struct{} // the lanes' rows, renewed by the heartbeat
 }
 
 // NewWorker returns a send worker; run it with Run.
@@ -146,7 +172,7 @@ func NewWorker(db *store.DB, opener Opener, opts WorkerOptions) *Worker {
 		opts.FlushInterval = 250 * time.Millisecond
 	}
 	if opts.Lease <= 0 {
-		opts.Lease = 5 * time.Minute
+		opts.Lease = DefaultLease
 	}
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = time.Second
@@ -161,13 +187,16 @@ func NewWorker(db *store.DB, opener Opener, opts WorkerOptions) *Worker {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	return &Worker{db: db, opener: opener, opts: opts, wake: make(chan struct{}, opts.Concurrency),
-		compiled: map[int64]*compiledCampaign{}, cursors: map[int64]int64{}}
+		compiled: map[int64]*compiledCampaign{}, cursors: map[int64]int64{}, sweeps: map[int64]time.Time{},
+		held: map[*holdings]struct{}{}}
 }
 
-// Run sends until ctx ends, with Concurrency lanes, and returns when all of
-// them have stopped (each flushes its outcomes and puts unsent rows back).
+// Run sends until ctx ends, with Concurrency lanes and the heartbeat that
+// renews their leases, and returns when all of them have stopped (each lane
+// flushes its outcomes and puts unsent rows back).
 func (w *Worker) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
+	wg.Go(func() { w.heartbeat(ctx) })
 	for range w.opts.Concurrency {
 		wg.Go(func() { w.newLane().run(ctx) })
 	}
@@ -266,7 +295,25 @@ func (w *Worker) forget(id int64) {
 	w.mu.Lock()
 	delete(w.compiled, id)
 	delete(w.cursors, id)
+	delete(w.sweeps, id)
 	w.mu.Unlock()
+}
+
+// sweepDue reports whether a claim of the campaign should start from the
+// start instead of the cursor, and notes it: every Lease/4 one lane of the
+// worker looks behind the cursor for rows whose lease ran out (a process died)
+// and rows put back, while the forward scan still finds work.
+func (w *Worker) sweepDue(id int64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if time.Since(w.sweeps[id]) < w.opts.Lease/4 {
+		return false
+	}
+	if _, ok := w.sweeps[id]; !ok && len(w.sweeps) >= maxCompiled {
+		clear(w.sweeps) // a forgotten sweep time only makes a sweep come early
+	}
+	w.sweeps[id] = time.Now()
+	return true
 }
 
 // cursor is where the next forward claim of a campaign starts: after the
@@ -307,6 +354,7 @@ type laneSender struct {
 // lane is one sending goroutine with its connection and reusable buffers.
 type lane struct {
 	w      *Worker
+	held   *holdings
 	conn   *laneSender
 	pauses map[int64]time.Time // per campaign: leave alone until
 	rates  map[int64]int       // per campaign: the route's messages per second
@@ -316,16 +364,27 @@ type lane struct {
 	st     renderState
 }
 
-// newLane starts a lane's recorder; close the lane with stop.
+// newLane starts a lane's recorder and registers its rows with the
+// heartbeat; close the lane with stop.
 func (w *Worker) newLane() *lane {
-	return &lane{w: w, pauses: map[int64]time.Time{}, rates: map[int64]int{},
-		rec: newRecorder(w.db, w.opts.Outcomes, w.opts.Log)}
+	held := &holdings{ids: map[int64]struct{}{}}
+	w.hold(held)
+	return &lane{w: w, held: held, pauses: map[int64]time.Time{}, rates: map[int64]int{},
+		rec: newRecorder(w.db, w.opts.Outcomes, w.opts.Log, held)}
 }
 
 // stop gives the connection back and waits until every outcome is written.
 func (l *lane) stop() {
 	l.closeSender()
 	l.rec.close()
+	l.w.release(l.held)
+}
+
+// release puts claimed rows back into the queue (see
+// store.ReleaseRecipients), no longer renewing their leases.
+func (l *lane) release(ctx context.Context, campaignID int64, rows []store.QueuedRecipient, delay time.Duration, untried bool) error {
+	l.held.dropRows(rows)
+	return l.w.db.ReleaseRecipients(ctx, campaignID, ids(rows), delay, untried)
 }
 
 // sender returns the lane's Sender for a campaign's route, opening it when
@@ -413,11 +472,11 @@ func (l *lane) prune(active []store.ActiveCampaign) {
 }
 
 // batchSize keeps a rate-limited campaign's claim to what the route can send
-// in a fraction of the lease.
+// in rateBatchTime.
 func (l *lane) batchSize(campaignID int64) int {
 	n := l.w.opts.BatchSize
 	if rate := l.rates[campaignID]; rate > 0 {
-		n = min(n, max(1, rate*int(l.w.opts.Lease/(10*time.Second))))
+		n = min(n, max(1, rate*int(rateBatchTime/time.Second)))
 	}
 	return n
 }
@@ -448,6 +507,9 @@ func (l *lane) batch(ctx context.Context, a store.ActiveCampaign, limit int, sof
 	defer cancel()
 	claimedAt := time.Now()
 	cursor := l.w.cursor(a.ID)
+	if cursor > 0 && l.w.sweepDue(a.ID) {
+		cursor = 0
+	}
 	rows, err := l.w.db.ClaimRecipients(claimCtx, a.AccountID, a.ID, cursor, limit, l.w.opts.Lease, l.rows)
 	l.rows = rows
 	if err == nil && len(rows) == 0 && cursor > 0 {
@@ -468,23 +530,20 @@ func (l *lane) batch(ctx context.Context, a store.ActiveCampaign, limit int, sof
 			l.w.forget(a.ID)
 			delete(l.rates, a.ID)
 		} else {
-			l.pauses[a.ID] = time.Now().Add(idleCampaignPause)
+			l.pauses[a.ID] = time.Now().Add(min(idleCampaignPause, l.w.opts.Lease/8))
 		}
 		return 0, err
 	}
+	l.held.claimed(rows, claimedAt)
 	l.w.advance(a.ID, rows[len(rows)-1].ID)
-	return len(rows), l.send(ctx, cc, rows, claimedAt, softDeadline)
+	return len(rows), l.send(ctx, cc, rows, softDeadline)
 }
 
 // send delivers claimed rows in order and records their outcomes.
-func (l *lane) send(ctx context.Context, cc *compiledCampaign, rows []store.QueuedRecipient, claimedAt, softDeadline time.Time) error {
+func (l *lane) send(ctx context.Context, cc *compiledCampaign, rows []store.QueuedRecipient, softDeadline time.Time) error {
 	opts := &l.w.opts
 	db := l.w.db
 	c := &cc.c
-	deadline := claimedAt.Add(opts.Lease - opts.Lease/5)
-	if !softDeadline.IsZero() && softDeadline.Before(deadline) {
-		deadline = softDeadline
-	}
 	// Bookkeeping writes must happen even when ctx was just cancelled.
 	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
@@ -493,12 +552,14 @@ func (l *lane) send(ctx context.Context, cc *compiledCampaign, rows []store.Queu
 	if err != nil {
 		switch {
 		case errors.Is(err, store.ErrNotFound):
+			// Failing the campaign fails its claimed rows too.
+			l.held.dropRows(rows)
 			return db.FailCampaign(bg, c.ID, "Den SMTP-Server dieses Versands gibt es nicht mehr.")
 		case ctx.Err() != nil:
-			return db.ReleaseRecipients(bg, c.ID, ids(rows), 0, true)
+			return l.release(bg, c.ID, rows, 0, true)
 		}
 		l.pauses[c.ID] = time.Now().Add(routePause)
-		return errors.Join(err, db.ReleaseRecipients(bg, c.ID, ids(rows), routePause, true))
+		return errors.Join(err, l.release(bg, c.ID, rows, routePause, true))
 	}
 	l.rates[c.ID] = route.RatePerSecond
 
@@ -516,22 +577,27 @@ func (l *lane) send(ctx context.Context, cc *compiledCampaign, rows []store.Queu
 				Status: store.RecipientSkipped, Error: store.SkipBlocked, At: time.Now()})
 			continue
 		}
-		if ctx.Err() != nil || time.Now().After(deadline) || !l.rec.sending(c.ID, mark) {
-			// Stopped, out of lease, or paused meanwhile: put the rest back.
-			stopErr = db.ReleaseRecipients(bg, c.ID, ids(rows[i:]), 0, true)
+		now := time.Now()
+		if ctx.Err() != nil || now.After(l.held.sendableUntil(opts.Lease)) || !softDeadline.IsZero() && now.After(softDeadline) ||
+			!l.rec.sending(c.ID, mark) {
+			// Stopped, lease not certain, out of time, or paused meanwhile:
+			// put the rest back.
+			stopErr = l.release(bg, c.ID, rows[i:], 0, true)
 			break
 		}
 		out, stop := l.sendOne(ctx, cc, sender, route, r)
 		switch stop {
 		case stopInFlight:
-			// Unknown whether the server took it: the row keeps its lease.
-			stopErr = db.ReleaseRecipients(bg, c.ID, ids(rows[i+1:]), 0, true)
+			// Unknown whether the server took it: the row keeps its lease,
+			// no longer renewed, and is sent again when it runs out.
+			l.held.dropRows(rows[i : i+1])
+			stopErr = l.release(bg, c.ID, rows[i+1:], 0, true)
 		case stopRoute:
 			l.closeSender()
 			l.pauses[c.ID] = time.Now().Add(routePause)
 			stopErr = errors.Join(out.err,
-				db.ReleaseRecipients(bg, c.ID, ids(rows[i:i+1]), routePause, false),
-				db.ReleaseRecipients(bg, c.ID, ids(rows[i+1:]), routePause, true))
+				l.release(bg, c.ID, rows[i:i+1], routePause, false),
+				l.release(bg, c.ID, rows[i+1:], routePause, true))
 		}
 		if stop != stopNone {
 			break
@@ -575,6 +641,7 @@ func (l *lane) sendOne(ctx context.Context, cc *compiledCampaign, sender Sender,
 	if err != nil {
 		return fail(err.Error())
 	}
+	msg.MessageID = campaignMessageID(l.w.opts.Links.Tokens, cc.c.ID, r.ID, msg.From.Email)
 	err = sender.Send(ctx, msg)
 	out.At = time.Now()
 	var se *SendError

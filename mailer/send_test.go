@@ -828,3 +828,86 @@ func TestSendWithoutSMTPServerGoesToDevOutbox(t *testing.T) {
 		t.Errorf("dev outbox %d, SMTP server %d", n, e.srv.Count())
 	}
 }
+
+// crashingOpener's Senders deliver the victim's message and then stop the
+// worker, as a crash right after the SMTP server took it would: the outcome
+// is never recorded.
+type crashingOpener struct {
+	mailer.Opener
+	victim string
+	crash  context.CancelFunc
+}
+
+func (o *crashingOpener) Open(ctx context.Context, accountID, serverID int64) (mailer.Sender, mailer.Route, error) {
+	s, r, err := o.Opener.Open(ctx, accountID, serverID)
+	if err != nil {
+		return nil, r, err
+	}
+	return &crashingSender{Sender: s, o: o}, r, nil
+}
+
+type crashingSender struct {
+	mailer.Sender
+	o *crashingOpener
+}
+
+func (s *crashingSender) Send(ctx context.Context, m *mailer.Message) error {
+	if err := s.Sender.Send(ctx, m); err != nil || m.To.Email != s.o.victim {
+		return err
+	}
+	s.o.crash()
+	return ctx.Err()
+}
+
+// TestRepeatAfterACrashKeepsTheMessageID: a message that reached the SMTP
+// server but whose outcome was never recorded is sent again after its lease,
+// by another worker, with the same Message-ID, so that the receiver can drop
+// the repeat. Every recipient's Message-ID is its own.
+func TestRepeatAfterACrashKeepsTheMessageID(t *testing.T) {
+	const n = 20
+	ctx := context.Background()
+	e := newSendEnv(t, smtptest.Options{})
+	nl := e.newsletter(e.seedList("repeat", n))
+	if _, err := campaign.New(e.db, e.transports, nil, campaign.Options{Links: e.links}).SendNewsletter(ctx, e.acct, systemActor, nl.ID); err != nil {
+		t.Fatal(err)
+	}
+	victim := userEmail("repeat", 7)
+	runCtx, crash := context.WithCancel(ctx)
+	defer crash()
+	first := e.worker(e.db, &crashingOpener{Opener: e.transports, victim: victim, crash: crash}, mailer.WorkerOptions{Concurrency: 1})
+	_ = first.Run(runCtx)
+	var left []string
+	e.selectStrings(&left, `SELECT email FROM campaign_recipients WHERE campaign_id = $1 AND status = 'sending'`, nl.ID)
+	if len(left) != 1 || left[0] != victim {
+		t.Fatalf("rows left in flight: %v, want %s", left, victim)
+	}
+	e.exec(`UPDATE campaign_recipients SET claimed_until = now() - interval '1 second' WHERE campaign_id = $1 AND status = 'sending'`, nl.ID)
+
+	db2 := dbtest.Open(t, e.url)
+	stop := running(e.worker(db2, e.newTransports(db2, nil), mailer.WorkerOptions{}).Run)
+	e.waitStatus(nl.ID, store.CampaignSent)
+	stop()
+
+	byRecipient := map[string][]string{}
+	for _, m := range e.srv.Messages() {
+		byRecipient[m.To[0]] = append(byRecipient[m.To[0]], parseMail(t, m.Data).header.Get("Message-Id"))
+	}
+	if got := byRecipient[victim]; len(got) != 2 || got[0] != got[1] || got[0] == "" {
+		t.Errorf("%s got the Message-IDs %v; want the same one twice", victim, got)
+	}
+	var recorded string
+	e.scalar(&recorded, `SELECT message_id FROM campaign_recipients WHERE campaign_id = $1 AND email = $2`, nl.ID, victim)
+	if want := "<" + recorded + ">"; byRecipient[victim][0] != want {
+		t.Errorf("recorded Message-ID %s, sent %s", want, byRecipient[victim][0])
+	}
+	seen := map[string]string{}
+	for addr, got := range byRecipient {
+		if other, ok := seen[got[0]]; ok {
+			t.Errorf("%s and %s got the same Message-ID %s", addr, other, got[0])
+		}
+		seen[got[0]] = addr
+	}
+	if len(byRecipient) != n {
+		t.Errorf("%d recipients got mail, want %d", len(byRecipient), n)
+	}
+}

@@ -99,6 +99,37 @@ func (db *DB) ClaimRecipients(ctx context.Context, accountID, campaignID, after 
 	return dst, nil
 }
 
+// renewRecipients extends the leases a live worker holds. A lease that already
+// ran out is not renewed: its row may belong to another worker by now. Rows
+// locked by another statement are skipped rather than waited for: they are
+// being recorded or put back (leaving 'sending' anyway), or claimed by another
+// worker after their lease ran out, and the worker's recorder must not queue
+// behind its own heartbeat. The rows are fetched by primary key (status
+// wrapped in an expression no index matches), as recordOutcomes does;
+// claimed_until is in no index, so the update can stay on the row's page (HOT).
+const renewRecipients = `UPDATE campaign_recipients r SET claimed_until = now() + $2 * interval '1 millisecond'
+FROM (SELECT id FROM campaign_recipients WHERE id = ANY($1) AND status || '' = 'sending' AND claimed_until > now()
+  FOR UPDATE SKIP LOCKED) held
+WHERE r.id = held.id`
+
+// RenewRecipients extends the leases of claimed recipients by lease from now:
+// the heartbeat of a live worker, so that a claim can be short and the rows of
+// a process that died are free again soon. Rows whose lease ran out, or that
+// are no longer claimed, are left alone.
+func (db *DB) RenewRecipients(ctx context.Context, ids []int64, lease time.Duration) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	stmt, err := db.prepared(ctx, renewRecipients)
+	if err != nil {
+		return fmt.Errorf("store: renew recipients: %w", err)
+	}
+	if _, err := stmt.ExecContext(ctx, pq.Int64Array(ids), lease.Milliseconds()); err != nil {
+		return fmt.Errorf("store: renew recipients: %w", err)
+	}
+	return nil
+}
+
 // releaseRecipients fetches its rows by primary key, as recordOutcomes does.
 const releaseRecipients = `UPDATE campaign_recipients SET status = 'queued', claimed_until = NULL,
   next_attempt_at = CASE WHEN $3 > 0 THEN now() + $3 * interval '1 millisecond' END,
