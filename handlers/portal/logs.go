@@ -39,6 +39,10 @@ func (p *Portal) apiLog(w http.ResponseWriter, r *http.Request) error {
 		}
 		filter.Status = n
 	}
+	if !store.ValidText(f.Path) {
+		// PostgreSQL refuses NUL and invalid UTF-8 with an error; say so at the field.
+		f.Errors["path"] = t.Common.FormInvalid
+	}
 	filter.PathPrefix = f.Path
 	// No page lies beyond the counted entries; a deeper offset would only cost.
 	page := min(queryPage(r), (store.APILogMaxCount+logPerPage-1)/logPerPage)

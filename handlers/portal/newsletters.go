@@ -52,8 +52,7 @@ func (p *Portal) listNewsletters(w http.ResponseWriter, r *http.Request) error {
 	if !store.ValidCampaignStatus(status) {
 		status = ""
 	}
-	page, _ := strconv.Atoi(q.Get("page"))
-	page = max(page, 1)
+	page := queryPage(r)
 	items, total, err := p.db.Newsletters(r.Context(), accountID(r), status, store.Page{Page: page, PerPage: newsletterPerPage})
 	if err != nil {
 		return err
@@ -722,11 +721,11 @@ func (p *Portal) sampleEmails(r *http.Request, listIDs []int64) []string {
 }
 
 // parseLocalTime reads a datetime-local value ("2026-12-01T09:00", seconds
-// optional) as a time in Europe/Berlin.
+// optional) as a time in Europe/Berlin, within the years store.ValidTime allows.
 func parseLocalTime(s string) (time.Time, bool) {
 	for _, layout := range []string{"2006-01-02T15:04", "2006-01-02T15:04:05"} {
 		if at, err := time.ParseInLocation(layout, s, store.Berlin); err == nil {
-			return at, true
+			return at, store.ValidTime(at)
 		}
 	}
 	return time.Time{}, false

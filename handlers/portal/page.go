@@ -4,12 +4,15 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+
+	"github.com/rundbrief/rundbrief/store"
 )
 
-// queryPage is the ?page= of a list, at least 1.
+// queryPage is the ?page= of a list, from 1 to store.MaxPage: anything else (a
+// hand-edited URL) shows the nearest page instead of an error.
 func queryPage(r *http.Request) int {
 	n, _ := strconv.Atoi(r.URL.Query().Get("page"))
-	return max(n, 1)
+	return min(max(n, 1), store.MaxPage)
 }
 
 // pageURL is the address of page n of the list at path under the query q.
