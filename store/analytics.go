@@ -376,7 +376,7 @@ func ParsePeriod(from, to string, now time.Time) (Period, error) {
 			return
 		}
 		t, err := time.ParseInLocation(time.DateOnly, v, Berlin)
-		if err != nil {
+		if err != nil || !ValidTime(t) {
 			errs.Add(field, "Bitte ein Datum im Format JJJJ-MM-TT angeben.")
 			return
 		}

@@ -4,12 +4,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/go-chi/chi/v5"
 
 	"github.com/rundbrief/rundbrief/store"
 )
@@ -101,12 +106,145 @@ func decode(r *http.Request, v any) error {
 	if !utf8.Valid(body) {
 		return errBadRequest("Der Anfragekörper ist kein gültiges UTF-8.")
 	}
+	if fields, err := checkJSON(body); err != nil {
+		return errBadRequest("Der Anfragekörper ist kein gültiges JSON.")
+	} else if len(fields) > 0 {
+		return errValidation(fields)
+	}
 	if err := json.Unmarshal(body, v); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) && typeErr.Field != "" {
-			return errValidation(map[string]string{typeErr.Field: "Falscher Typ: erwartet " + germanType(typeErr.Type.Kind().String()) + "."})
+			return errValidation(map[string]string{typeErr.Field: typeMessage(typeErr)})
 		}
 		return errBadRequest("Der Anfragekörper ist kein gültiges JSON.")
+	}
+	return nil
+}
+
+// Messages of the checks every request value passes before a handler sees it.
+const (
+	msgNUL         = "Darf kein Nullzeichen (\\u0000) enthalten."
+	msgUTF8        = "Ist kein gültiges UTF-8."
+	msgNumberRange = "Die Zahl liegt außerhalb des darstellbaren Bereichs (64-Bit-Gleitkommazahl)."
+)
+
+// typeMessage names what a field of the wrong type should have been; a number
+// where an integer belongs (a fraction, or beyond the integer's range, e.g.
+// int64) names the range.
+func typeMessage(e *json.UnmarshalTypeError) string {
+	t := e.Type
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if strings.HasPrefix(e.Value, "number") {
+			hi := uint64(1)<<(t.Bits()-1) - 1
+			return fmt.Sprintf("Muss eine ganze Zahl von -%d bis %d sein.", hi+1, hi)
+		}
+	}
+	return "Falscher Typ: erwartet " + germanType(t.Kind().String()) + "."
+}
+
+// checkJSON walks a JSON body once before it is decoded and names every field
+// whose value no store and no client could take: a string or an object key with a
+// NUL character (PostgreSQL refuses it in text and jsonb) and a number outside
+// float64's range (it would be stored and answered as a number no float64
+// client, the OpenAPI validator included, can read). Fields are named by their
+// path, e.g. custom_fields.big or contacts.0.email. err is a syntax error.
+func checkJSON(body []byte) (map[string]string, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	fields := map[string]string{}
+	if err := walkJSON(dec, "", fields); err != nil {
+		return nil, err
+	}
+	return fields, nil
+}
+
+func walkJSON(dec *json.Decoder, path string, fields map[string]string) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	name := path
+	if name == "" {
+		name = "body"
+	}
+	switch t := tok.(type) {
+	case string:
+		if strings.ContainsRune(t, 0) {
+			fields[name] = msgNUL
+		}
+	case json.Number:
+		if _, err := strconv.ParseFloat(string(t), 64); err != nil {
+			fields[name] = msgNumberRange
+		}
+	case json.Delim:
+		for i := 0; dec.More(); i++ {
+			child := strconv.Itoa(i)
+			if t == '{' {
+				key, err := dec.Token()
+				if err != nil {
+					return err
+				}
+				child, _ = key.(string)
+			}
+			if path != "" {
+				child = path + "." + child
+			}
+			if strings.ContainsRune(child, 0) {
+				fields[name] = msgNUL
+			}
+			if err := walkJSON(dec, child, fields); err != nil {
+				return err
+			}
+		}
+		if _, err := dec.Token(); err != nil { // the closing delimiter
+			return err
+		}
+	}
+	return nil
+}
+
+// checkValues refuses a request whose query or path values PostgreSQL could not
+// take (store.ValidText): 422 naming the parameter, for every route in one
+// place (handle), before any handler reads them.
+func checkValues(r *http.Request) error {
+	fields := map[string]string{}
+	check := func(name, v string) {
+		switch {
+		case !utf8.ValidString(v):
+			fields[name] = msgUTF8
+		case strings.ContainsRune(v, 0):
+			fields[name] = msgNUL
+		}
+	}
+	for name, vs := range r.URL.Query() {
+		if !store.ValidText(name) {
+			fields["query"] = "Ein Parametername ist kein gültiger Text."
+			continue
+		}
+		for _, v := range vs {
+			check(name, v)
+		}
+	}
+	if rc := chi.RouteContext(r.Context()); rc != nil {
+		for i, name := range rc.URLParams.Keys {
+			if i >= len(rc.URLParams.Values) || name == "*" {
+				continue
+			}
+			v := rc.URLParams.Values[i]
+			if r.URL.RawPath != "" { // routed on the escaped path: check what pathText reads
+				if u, err := url.PathUnescape(v); err == nil {
+					v = u
+				}
+			}
+			check(name, v)
+		}
+	}
+	if len(fields) > 0 {
+		return errValidation(fields)
 	}
 	return nil
 }
@@ -153,15 +291,15 @@ func (b refusedBody) Read([]byte) (int, error) { return 0, &http.MaxBytesError{L
 
 func (refusedBody) Close() error { return nil }
 
-// parsePage reads page (≥ 1, default 1) and per_page (1–100, default 25).
+// parsePage reads page (1 to store.MaxPage, default 1) and per_page (1–100, default 25).
 func parsePage(r *http.Request) (store.Page, error) {
 	p := store.Page{Page: 1, PerPage: 25}
 	errs := store.Errs{}
 	q := r.URL.Query()
 	if s := q.Get("page"); s != "" {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			errs.Add("page", "Muss eine ganze Zahl ab 1 sein.")
+		if err != nil || n < 1 || n > store.MaxPage {
+			errs.Add("page", fmt.Sprintf("Muss eine ganze Zahl von 1 bis %d sein.", store.MaxPage))
 		}
 		p.Page = n
 	}
@@ -184,6 +322,20 @@ func queryInt(r *http.Request, name string, errs store.Errs) int64 {
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
 		errs.Add(name, "Muss eine ganze Zahl sein.")
+	}
+	return n
+}
+
+// queryIntIn reads an optional integer query parameter between lo and hi into
+// errs, for a value that reaches a column narrower than int64.
+func queryIntIn(r *http.Request, name string, lo, hi int64, errs store.Errs) int64 {
+	s := r.URL.Query().Get(name)
+	if s == "" {
+		return 0
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < lo || n > hi {
+		errs.Add(name, fmt.Sprintf("Muss eine ganze Zahl von %d bis %d sein.", lo, hi))
 	}
 	return n
 }

@@ -148,8 +148,14 @@ func (e *Error) Upgrade() bool { return e.Status == http.StatusPaymentRequired }
 // handlerFunc is an API handler: it writes a success response or returns an error.
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
+// handle serves h and maps its error to a response; query and path values that
+// PostgreSQL could not take are refused here, once for every route (checkValues).
 func (a *API) handle(h handlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if err := checkValues(r); err != nil {
+			a.writeError(w, r, err)
+			return
+		}
 		if err := h(w, r); err != nil {
 			a.writeError(w, r, err)
 		}

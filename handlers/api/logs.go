@@ -37,7 +37,7 @@ func (a *API) listAPILog(w http.ResponseWriter, r *http.Request) error {
 	}
 	f := store.APILogFilter{
 		KeyID:      queryInt(r, "key_id", errs),
-		Status:     int(queryInt(r, "status", errs)),
+		Status:     int(queryIntIn(r, "status", 100, 599, errs)),
 		Method:     r.URL.Query().Get("method"),
 		PathPrefix: r.URL.Query().Get("path"),
 	}

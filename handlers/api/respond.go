@@ -146,13 +146,14 @@ var inputLayouts = []string{"2006-01-02 15:04", "2006-01-02T15:04", "2006-01-02 
 
 // ParseTime reads a date-time input: RFC 3339, or YYYY-MM-DD HH:MM / YYYY-MM-DDTHH:MM
 // (with optional seconds) in Europe/Berlin.
+// A time outside the years 1 to 9999 (store.ValidTime) is no valid input.
 func ParseTime(s string) (time.Time, bool) {
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, true
+		return t, store.ValidTime(t)
 	}
 	for _, l := range inputLayouts {
 		if t, err := time.ParseInLocation(l, s, store.Berlin); err == nil {
-			return t, true
+			return t, store.ValidTime(t)
 		}
 	}
 	return time.Time{}, false
