@@ -64,7 +64,9 @@ func New(s *services.Set, cfg Config) *API {
 func (a *API) Handler() http.Handler {
 	r := chi.NewRouter()
 	r.Use(withRequestID, a.recoverPanics, cors, limitBody, middleware.GetHead)
-	r.NotFound(a.handle(func(http.ResponseWriter, *http.Request) error { return errNotFound }))
+	// Not found and method not allowed answer as they are, without handle's
+	// checks of the values: no route reads them.
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) { a.writeError(w, r, errNotFound) })
 	r.MethodNotAllowed(a.methodNotAllowed(r))
 
 	// Public: no key.
@@ -208,7 +210,7 @@ func (a *API) keyed() []func(http.Handler) http.Handler {
 // methodNotAllowed answers 405 with the Allow header listing the path's methods.
 func (a *API) methodNotAllowed(routes chi.Routes) http.HandlerFunc {
 	methods := []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
-	return a.handle(func(w http.ResponseWriter, r *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) {
 		path := apiPath(r)
 		var allowed []string
 		for _, m := range methods {
@@ -221,7 +223,7 @@ func (a *API) methodNotAllowed(routes chi.Routes) http.HandlerFunc {
 		}
 		allowed = append(allowed, http.MethodOptions)
 		w.Header().Set("Allow", strings.Join(allowed, ", "))
-		return &Error{Status: http.StatusMethodNotAllowed, Code: "method_not_allowed",
-			Message: "Die Methode " + r.Method + " ist für diesen Pfad nicht erlaubt."}
-	})
+		a.writeError(w, r, &Error{Status: http.StatusMethodNotAllowed, Code: "method_not_allowed",
+			Message: "Die Methode " + r.Method + " ist für diesen Pfad nicht erlaubt."})
+	}
 }

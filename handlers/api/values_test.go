@@ -96,6 +96,14 @@ func TestNumbersBeyondFloat64And64BitIntegersAre422(t *testing.T) {
 	}
 }
 
+// TestUnroutedRequestsKeep404And405: the value checks belong to the routes; a
+// path or method the API does not serve stays 404 or 405 whatever its query.
+func TestUnroutedRequestsKeep404And405(t *testing.T) {
+	e := newEnv(t, "business")
+	wantError(t, e.c.Request(http.MethodGet, "/v1/nope?q=%00", nil), 404, "not_found")
+	wantError(t, e.c.Request(http.MethodPut, "/v1/me?q=%00", nil), 405, "method_not_allowed")
+}
+
 // newFullEnv is an account on the business plan served by hostileAPI.
 func newFullEnv(t *testing.T) *env {
 	t.Helper()
