@@ -97,3 +97,34 @@ type RateLimitError struct {
 }
 
 func (e *RateLimitError) Error() string { return "store: sign-up rate limit reached: " + e.Limit }
+
+// HintedError carries a hint for the operator beside an error: the setting that
+// would change the answer (e.g. RUNDBRIEF_WEBHOOK_ALLOW_PRIVATE for a loopback
+// webhook). The error mappers put the hint into the log line; it never reaches a
+// client, who cannot change the server's configuration anyway.
+type HintedError struct {
+	Err  error
+	Hint string // English, for the log, naming the setting
+}
+
+func (e *HintedError) Error() string { return e.Err.Error() }
+
+func (e *HintedError) Unwrap() error { return e.Err }
+
+// WithHint annotates err with an operator hint; errors.Is and errors.As still
+// see err. A nil err stays nil.
+func WithHint(err error, hint string) error {
+	if err == nil {
+		return nil
+	}
+	return &HintedError{Err: err, Hint: hint}
+}
+
+// OperatorHint returns the operator hint in err's chain, or "".
+func OperatorHint(err error) string {
+	var h *HintedError
+	if errors.As(err, &h) {
+		return h.Hint
+	}
+	return ""
+}

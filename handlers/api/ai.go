@@ -76,7 +76,7 @@ func (a *API) generateAI(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if a.ai == nil {
-		return errUnavailable
+		return store.WithHint(errUnavailable, ai.HintNotConfigured)
 	}
 	respondInTx(a, w, r, http.StatusOK, newAIGenerateResponse)
 	res, err := a.ai.Generate(r.Context(), accountID(r), in, requestID(r.Context()))

@@ -4,11 +4,12 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
 )
 
-// devOutboxMailResponse is a mail captured by the development outbox; Raw is set
-// only on GET /dev/outbox/{id}.
+// devOutboxMailResponse is a mail captured by the development outbox; Raw, Text
+// and HTML are set only on GET /dev/outbox/{id}.
 type devOutboxMailResponse struct {
 	ID        int64   `json:"id"`
 	MessageID string  `json:"message_id"`
@@ -17,6 +18,8 @@ type devOutboxMailResponse struct {
 	Subject   string  `json:"subject"`
 	SizeBytes int64   `json:"size_bytes"`
 	Raw       *string `json:"raw,omitempty"`
+	Text      *string `json:"text,omitempty"`
+	HTML      *string `json:"html,omitempty"`
 	CreatedAt Time    `json:"created_at"`
 }
 
@@ -65,5 +68,15 @@ func (a *API) getDevOutboxMail(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeData(w, r, http.StatusOK, newDevOutboxMailResponse(m))
+	out := newDevOutboxMailResponse(m)
+	// The decoded bodies save a developer from undoing quoted-printable by hand.
+	// A part that cannot be read leaves what was decoded before it (raw still has
+	// everything), as the portal shows it.
+	msg, err := mailer.ReadMail(m.Raw)
+	if err != nil {
+		a.log.Warn("dev outbox: unreadable mail", "request_id", requestID(r.Context()), "id", m.ID, "err", err)
+	}
+	text, html := strings.ToValidUTF8(msg.Text, "\uFFFD"), strings.ToValidUTF8(msg.HTML, "\uFFFD")
+	out.Text, out.HTML = &text, &html
+	return writeData(w, r, http.StatusOK, out)
 }

@@ -127,9 +127,7 @@ func limitLabel(limit string) string {
 // request id and answered with a generic message: no internals reach the client.
 func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	e := *toAPIError(err)
-	if e.Status >= 500 {
-		a.log.Error("request failed", "request_id", requestID(r.Context()), "method", r.Method, "path", r.URL.Path, "err", err)
-	}
+	a.logError(r, e, err)
 	if e.Upgrade() && e.UpgradeURL == "" {
 		e.UpgradeURL = a.cfg.BaseURL + "/settings/plan"
 	}
@@ -140,6 +138,27 @@ func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	_ = writeEnvelope(w, e.Status, struct {
 		Error Error `json:"error"`
 	}{e})
+}
+
+// logError logs an answered error at the level it deserves: a server error
+// (500) at ERROR with its detail; a dependency that could not deliver (503) at
+// WARN, since it is expected and retried; a refusal that an operator setting
+// would change (an error with store.WithHint) at INFO with the hint, which names
+// the setting. Other client errors are the client's business: the API log has them.
+func (a *API) logError(r *http.Request, e Error, err error) {
+	hint := store.OperatorHint(err)
+	attrs := []any{"request_id", requestID(r.Context()), "method", r.Method, "path", r.URL.Path, "status", e.Status, "code", e.Code}
+	if hint != "" {
+		attrs = append(attrs, "hint", hint)
+	}
+	switch {
+	case e.Status == http.StatusServiceUnavailable:
+		a.log.Warn("service unavailable", append(attrs, "err", err)...)
+	case e.Status >= 500:
+		a.log.Error("request failed", append(attrs, "err", err)...)
+	case hint != "":
+		a.log.Info("request refused", attrs...)
+	}
 }
 
 // Upgrade reports whether the error carries an upgrade_url (the 402 codes).

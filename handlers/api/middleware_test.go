@@ -322,6 +322,9 @@ func TestServerErrorsAreNotStoredAndDoNotLeak(t *testing.T) {
 	if !strings.Contains(logs.String(), e.RequestID) || !strings.Contains(logs.String(), "connection refused") {
 		t.Errorf("the detail belongs in the log with the request id: %s", logs.String())
 	}
+	if !strings.Contains(logs.String(), "level=ERROR") {
+		t.Errorf("a 500 is logged at ERROR: %s", logs.String())
+	}
 	retry := f.post(t, app.handler, "/test/flaky", `{}`, idem)
 	if retry.status != http.StatusOK || retry.header.Get("Idempotent-Replayed") != "" || app.calls.Load() != 2 {
 		t.Errorf("a 5xx must not be replayed: %d replayed=%q calls=%d", retry.status, retry.header.Get("Idempotent-Replayed"), app.calls.Load())

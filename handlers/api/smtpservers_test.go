@@ -282,6 +282,49 @@ func TestDevOutboxAPI(t *testing.T) {
 	prod.do(t, http.MethodGet, "/v1/dev/outbox/1", nil, http.StatusNotFound)
 }
 
+// TestDevOutboxAPIDecodesMail: GET /dev/outbox/{id} returns the subject, text
+// and HTML decoded, not only the quoted-printable MIME of raw.
+func TestDevOutboxAPIDecodesMail(t *testing.T) {
+	e := newMailEnv(t, nil)
+	m := &mailer.Message{
+		From: mailer.Address{Name: "Rundbrief", Email: "noreply@rundbrief.test"}, To: mailer.Address{Email: "jürgen@example.org"},
+		Subject: "Grüße aus Köln: Ihre Bestätigung wartet = fast fertig",
+		Text:    "Hallo Jürgen,\nbitte bestätigen Sie Ihre Anmeldung über diesen Link, der länger ist als eine Zeile in Quoted-Printable: https://rundbrief.test/confirm/abc?x=1",
+		HTML:    `<p style="color:#333">Hallo Jürgen, <a href="https://rundbrief.test/confirm/abc?x=1">bitte bestätigen</a> – danke schön!</p>`,
+	}
+	if err := mailer.NewDevOutbox(e.db, e.acct).Send(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	var list []struct {
+		ID   int64   `json:"id"`
+		Text *string `json:"text"`
+		HTML *string `json:"html"`
+	}
+	e.do(t, http.MethodGet, "/v1/dev/outbox", nil, http.StatusOK).Data(t, &list)
+	if len(list) != 1 || list[0].Text != nil || list[0].HTML != nil {
+		t.Fatalf("the list carries no bodies: %+v", list)
+	}
+	var one struct {
+		Subject string `json:"subject"`
+		Raw     string `json:"raw"`
+		Text    string `json:"text"`
+		HTML    string `json:"html"`
+	}
+	e.do(t, http.MethodGet, fmt.Sprintf("/v1/dev/outbox/%d", list[0].ID), nil, http.StatusOK).Data(t, &one)
+	if strings.Contains(one.Raw, "Jürgen") {
+		t.Fatal("raw is expected to be transfer-encoded; the test proves nothing otherwise")
+	}
+	if one.Subject != m.Subject {
+		t.Errorf("subject %q, want %q", one.Subject, m.Subject)
+	}
+	if strings.TrimRight(one.Text, "\r\n") != m.Text {
+		t.Errorf("text %q, want %q", one.Text, m.Text)
+	}
+	if !strings.Contains(one.HTML, m.HTML) {
+		t.Errorf("html %q, want it to contain %q", one.HTML, m.HTML)
+	}
+}
+
 // TestSMTPServerPrivateAddresses: without RUNDBRIEF_SMTP_ALLOW_PRIVATE an
 // account's SMTP server cannot be on loopback or a private network: saving
 // such a host is a 422, and the connection test of one stored earlier refuses

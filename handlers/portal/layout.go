@@ -260,6 +260,15 @@ func clientIP(r *http.Request) string {
 	return host
 }
 
+// logHint logs, at INFO, the operator hint of a refusal that a setting would
+// change (store.WithHint), so the operator learns the setting's name; the
+// user's page shows only the German message.
+func (p *Portal) logHint(r *http.Request, err error) {
+	if hint := store.OperatorHint(err); hint != "" {
+		p.log.Info("request refused", "method", r.Method, "path", r.URL.Path, "hint", hint)
+	}
+}
+
 // fieldErrors copies a store validation error's fields into errs; ok is false for
 // any other error.
 func fieldErrors(err error, errs map[string]string) bool {

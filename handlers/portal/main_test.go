@@ -58,6 +58,11 @@ type serverOptions struct {
 	// SMTPDenyPrivate keeps SMTP servers off loopback (RUNDBRIEF_SMTP_ALLOW_PRIVATE
 	// unset, as in production); the tests' servers are on loopback, so it is off.
 	SMTPDenyPrivate bool
+	// WebhookDenyPrivate keeps webhooks off loopback
+	// (RUNDBRIEF_WEBHOOK_ALLOW_PRIVATE unset, as in production).
+	WebhookDenyPrivate bool
+	// Log receives the process's log; nil: discarded.
+	Log *slog.Logger
 	// ReadTimeout is the HTTP server's read timeout, as serve sets one; zero: none.
 	ReadTimeout time.Duration
 	// UpgradeURL is RUNDBRIEF_UPGRADE_URL; empty: none.
@@ -74,7 +79,10 @@ func newServer(tb testing.TB, dbURL string, clk *clock, baseURL string) *server 
 func newServerWith(tb testing.TB, dbURL string, clk *clock, baseURL string, opts serverOptions) *server {
 	tb.Helper()
 	db := dbtest.Open(tb, dbURL)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	apiLog := store.NewAPILogWriter(db, log)
 	var wg sync.WaitGroup
@@ -90,7 +98,7 @@ func newServerWith(tb testing.TB, dbURL string, clk *clock, baseURL string, opts
 	}
 	box := testBox(tb)
 	mail := mailer.NewTransports(db, box, mailer.TransportOptions{Relay: opts.Relay, TLSConfig: &tls.Config{RootCAs: roots}, HELO: "rundbrief.test"})
-	hooks := webhook.New(db, webhook.Config{Box: box, AllowPrivate: true, Now: now, Log: log})
+	hooks := webhook.New(db, webhook.Config{Box: box, AllowPrivate: !opts.WebhookDenyPrivate, Now: now, Log: log})
 	// Sending as `serve` wires it: an account's own SMTP server (tests point one
 	// at mailer/smtptest), else the relay or the development outbox; a send
 	// worker delivers what a send queues beyond its first batch.

@@ -59,6 +59,7 @@ func (p *Portal) createSMTPServer(w http.ResponseWriter, r *http.Request) error 
 	in := store.NewSMTPServer{SMTPServerSettings: settings, Password: password, IsDefault: &f.IsDefault}
 	srv, err := p.smtpServers.Create(r.Context(), accountID(r), in)
 	if fieldErrors(err, f.Errors) {
+		p.logHint(r, err)
 		p.renderSMTPForm(w, r, http.StatusUnprocessableEntity, f)
 		return nil
 	}
@@ -105,6 +106,7 @@ func (p *Portal) updateSMTPServer(w http.ResponseWriter, r *http.Request) error 
 	}
 	srv, err = p.smtpServers.Update(r.Context(), accountID(r), srv.ID, patch)
 	if fieldErrors(err, f.Errors) {
+		p.logHint(r, err)
 		p.renderSMTPForm(w, r, http.StatusUnprocessableEntity, f)
 		return nil
 	}

@@ -71,6 +71,7 @@ func (p *Portal) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	var le *store.LimitError
 	switch {
 	case fieldErrors(err, f.Errors):
+		p.logHint(r, err)
 		p.renderWebhookForm(w, r, http.StatusUnprocessableEntity, f)
 		return nil
 	case errors.As(err, &le):
@@ -116,6 +117,7 @@ func (p *Portal) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 	}
 	hook, err = svc.Update(r.Context(), accountID(r), actor(r), hook.ID, patch)
 	if fieldErrors(err, f.Errors) {
+		p.logHint(r, err)
 		p.renderWebhookForm(w, r, http.StatusUnprocessableEntity, f)
 		return nil
 	}

@@ -92,6 +92,10 @@ type Completion struct {
 	Remaining    store.Money // the balance after the debit
 }
 
+// HintNotConfigured is the operator hint (log only) of a generation refused
+// because no provider is configured.
+const HintNotConfigured = "no AI provider is configured; set RUNDBRIEF_AI_ANTHROPIC_KEY or RUNDBRIEF_AI_FALLBACK_URL"
+
 // The messages of unavailable errors are German: they reach the client.
 const (
 	msgNotConfigured = "Die KI-Textgenerierung ist auf diesem Server nicht eingerichtet."
@@ -114,7 +118,7 @@ func (s *Service) Complete(ctx context.Context, accountID int64, c Call) (Comple
 		return Completion{}, store.Invalid("model", modelMessage())
 	}
 	if !s.Enabled() {
-		return Completion{}, &store.UnavailableError{Service: "ai", Message: msgNotConfigured}
+		return Completion{}, store.WithHint(&store.UnavailableError{Service: "ai", Message: msgNotConfigured}, HintNotConfigured)
 	}
 	balance, err := s.db.AIBalance(ctx, accountID)
 	if err != nil {

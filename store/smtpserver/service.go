@@ -21,6 +21,10 @@ import (
 // is loopback or in a private network: the test refuses without connecting.
 const TestAddressNotAllowed = "address_not_allowed"
 
+// HintAllowPrivate is the operator hint (log only) of a server refused for a
+// non-public address: in development the setting allows it.
+const HintAllowPrivate = "the SMTP server's host is not a public address; RUNDBRIEF_SMTP_ALLOW_PRIVATE=true allows loopback and private addresses (development and tests only)"
+
 // Config configures a Service.
 type Config struct {
 	// Box seals and opens the servers' passwords (RUNDBRIEF_SECRET); nil:
@@ -67,7 +71,7 @@ func New(db *store.DB, cfg Config) *Service {
 // connection fails later and says so.
 func (s *Service) checkHost(ctx context.Context, host string) error {
 	if msg := s.guard.CheckHost(ctx, strings.TrimSpace(host)); msg != "" {
-		return store.Invalid("host", msg)
+		return store.WithHint(store.Invalid("host", msg), HintAllowPrivate)
 	}
 	return nil
 }
@@ -145,7 +149,7 @@ func (o *guardedOpener) Open(ctx context.Context, accountID, serverID int64) (ma
 	srv, err := o.s.db.SMTPServer(ctx, accountID, route.ServerID)
 	if err == nil {
 		if msg := o.s.guard.CheckHost(ctx, srv.Host); msg != "" {
-			err = store.Invalid("smtp_server_id", msg)
+			err = store.WithHint(store.Invalid("smtp_server_id", msg), HintAllowPrivate)
 		}
 	}
 	if err != nil {

@@ -160,25 +160,32 @@ func (g *Guard) DialContext(ctx context.Context, network, addr string) (net.Conn
 // store.WebhookSettings.Validate) may not be a webhook target: its host does not
 // resolve, or one of its addresses is not public. "" means it may.
 func (g *Guard) CheckURL(ctx context.Context, rawURL string) string {
+	msg, _ := g.checkURL(ctx, rawURL)
+	return msg
+}
+
+// checkURL is CheckURL that also reports whether the refusal is for a
+// non-public address, the one that RUNDBRIEF_WEBHOOK_ALLOW_PRIVATE lifts.
+func (g *Guard) checkURL(ctx context.Context, rawURL string) (msg string, private bool) {
 	if g.allowPrivate {
-		return ""
+		return "", false
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return "Bitte eine vollständige http(s)-URL angeben."
+		return "Bitte eine vollständige http(s)-URL angeben.", false
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	addrs, err := g.lookup(ctx, u.Hostname())
 	if err != nil {
-		return fmt.Sprintf("Der Host %q lässt sich nicht auflösen. Bitte die Adresse prüfen.", u.Hostname())
+		return fmt.Sprintf("Der Host %q lässt sich nicht auflösen. Bitte die Adresse prüfen.", u.Hostname()), false
 	}
 	for _, a := range addrs {
 		if !PublicAddr(a) {
-			return fmt.Sprintf("Die Adresse %s ist nicht öffentlich erreichbar: localhost, private Netze, Link-Local-, CGNAT- und Multicast-Adressen sind als Ziel nicht erlaubt.", a.Unmap())
+			return fmt.Sprintf("Die Adresse %s ist nicht öffentlich erreichbar: localhost, private Netze, Link-Local-, CGNAT- und Multicast-Adressen sind als Ziel nicht erlaubt.", a.Unmap()), true
 		}
 	}
-	return ""
+	return "", false
 }
 
 // Client returns the HTTP client deliveries are sent with: its dialer is the

@@ -59,6 +59,10 @@ type Service struct {
 // soon taken over.
 const lease = 2 * time.Minute
 
+// HintAllowPrivate is the operator hint (log only) of a webhook URL refused for a
+// non-public address: in development the setting allows it.
+const HintAllowPrivate = "the URL's host is not a public address; RUNDBRIEF_WEBHOOK_ALLOW_PRIVATE=true allows loopback and private addresses (development and tests only)"
+
 // New returns the webhook service.
 func New(db *store.DB, cfg Config) *Service {
 	if cfg.Now == nil {
@@ -89,8 +93,11 @@ func (s *Service) validate(ctx context.Context, in *store.WebhookSettings) error
 		errs = ve.Fields
 	}
 	if _, bad := errs["url"]; !bad {
-		if msg := s.guard.CheckURL(ctx, in.URL); msg != "" {
+		if msg, private := s.guard.checkURL(ctx, in.URL); msg != "" {
 			errs.Add("url", msg)
+			if private {
+				return store.WithHint(errs.Err(), HintAllowPrivate)
+			}
 		}
 	}
 	return errs.Err()
