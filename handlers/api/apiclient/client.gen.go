@@ -14681,7 +14681,10 @@ type ContactWriteStatus string
 type DevOutboxMail struct {
 	CreatedAt time.Time `json:"created_at"`
 	From      string    `json:"from"`
-	Id        int64     `json:"id"`
+
+	// Html Der erste HTML-Teil, dekodiert; leer, wenn es keinen gibt; nur bei `GET /dev/outbox/{id}` / the first HTML part, decoded; empty when there is none; only on `GET /dev/outbox/{id}`.
+	Html *string `json:"html,omitempty"`
+	Id   int64   `json:"id"`
 
 	// MessageId Message-ID ohne spitze Klammern / Message-ID without angle brackets.
 	MessageId string `json:"message_id"`
@@ -14690,7 +14693,10 @@ type DevOutboxMail struct {
 	Raw       *string `json:"raw,omitempty"`
 	SizeBytes int     `json:"size_bytes"`
 	Subject   string  `json:"subject"`
-	To        string  `json:"to"`
+
+	// Text Der erste Textteil, dekodiert (Quoted-Printable, Base64); leer, wenn es keinen gibt; nur bei `GET /dev/outbox/{id}` / the first plain-text part, decoded (quoted-printable, base64); empty when there is none; only on `GET /dev/outbox/{id}`.
+	Text *string `json:"text,omitempty"`
+	To   string  `json:"to"`
 }
 
 // Email Eine Einzel-E-Mail / a single email. `html` and `text` only on single retrieval.
@@ -19977,9 +19983,9 @@ type ClientInterface interface {
 	// Corresponds with GET /dev/outbox (the `ListDevOutbox` operationId).
 	ListDevOutbox(ctx context.Context, params *ListDevOutboxParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetDevOutboxMail Get one captured mail with its raw content
+	// GetDevOutboxMail Get one captured mail with its raw and decoded content
 	//
-	// Eine abgelegte Mail mit der vollständigen Nachricht (`raw`, RFC 5322); nur in der Entwicklung, sonst `404` / one captured mail with the whole message (`raw`, RFC 5322); development only, otherwise `404`. Scope `read`.
+	// Eine abgelegte Mail mit der vollständigen Nachricht (`raw`, RFC 5322) und ihrem dekodierten Text- und HTML-Teil (`text`, `html`); nur in der Entwicklung, sonst `404` / one captured mail with the whole message (`raw`, RFC 5322) and its decoded plain-text and HTML parts (`text`, `html`); development only, otherwise `404`. Scope `read`.
 	//
 	// Corresponds with GET /dev/outbox/{id} (the `GetDevOutboxMail` operationId).
 	GetDevOutboxMail(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -21351,9 +21357,9 @@ func (c *Client) ListDevOutbox(ctx context.Context, params *ListDevOutboxParams,
 	return c.Client.Do(req)
 }
 
-// GetDevOutboxMail Get one captured mail with its raw content
+// GetDevOutboxMail Get one captured mail with its raw and decoded content
 //
-// Eine abgelegte Mail mit der vollständigen Nachricht (`raw`, RFC 5322); nur in der Entwicklung, sonst `404` / one captured mail with the whole message (`raw`, RFC 5322); development only, otherwise `404`. Scope `read`.
+// Eine abgelegte Mail mit der vollständigen Nachricht (`raw`, RFC 5322) und ihrem dekodierten Text- und HTML-Teil (`text`, `html`); nur in der Entwicklung, sonst `404` / one captured mail with the whole message (`raw`, RFC 5322) and its decoded plain-text and HTML parts (`text`, `html`); development only, otherwise `404`. Scope `read`.
 //
 // Corresponds with GET /dev/outbox/{id} (the `GetDevOutboxMail` operationId).
 func (c *Client) GetDevOutboxMail(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -28224,9 +28230,9 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /dev/outbox (the `ListDevOutbox` operationId).
 	ListDevOutboxWithResponse(ctx context.Context, params *ListDevOutboxParams, reqEditors ...RequestEditorFn) (*ListDevOutboxResponse, error)
 
-	// GetDevOutboxMailWithResponse Get one captured mail with its raw content
+	// GetDevOutboxMailWithResponse Get one captured mail with its raw and decoded content
 	//
-	// Eine abgelegte Mail mit der vollständigen Nachricht (`raw`, RFC 5322); nur in der Entwicklung, sonst `404` / one captured mail with the whole message (`raw`, RFC 5322); development only, otherwise `404`. Scope `read`.
+	// Eine abgelegte Mail mit der vollständigen Nachricht (`raw`, RFC 5322) und ihrem dekodierten Text- und HTML-Teil (`text`, `html`); nur in der Entwicklung, sonst `404` / one captured mail with the whole message (`raw`, RFC 5322) and its decoded plain-text and HTML parts (`text`, `html`); development only, otherwise `404`. Scope `read`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -45716,9 +45722,9 @@ func (c *ClientWithResponses) ListDevOutboxWithResponse(ctx context.Context, par
 	return ParseListDevOutboxResponse(rsp)
 }
 
-// GetDevOutboxMailWithResponse Get one captured mail with its raw content
+// GetDevOutboxMailWithResponse Get one captured mail with its raw and decoded content
 //
-// Eine abgelegte Mail mit der vollständigen Nachricht (`raw`, RFC 5322); nur in der Entwicklung, sonst `404` / one captured mail with the whole message (`raw`, RFC 5322); development only, otherwise `404`. Scope `read`.
+// Eine abgelegte Mail mit der vollständigen Nachricht (`raw`, RFC 5322) und ihrem dekodierten Text- und HTML-Teil (`text`, `html`); nur in der Entwicklung, sonst `404` / one captured mail with the whole message (`raw`, RFC 5322) and its decoded plain-text and HTML parts (`text`, `html`); development only, otherwise `404`. Scope `read`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
