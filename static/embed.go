@@ -1,16 +1,22 @@
-// Package static holds the portal's browser assets (stylesheet and htmx), embedded in
-// the binary so that `rundbrief` serves them without any files on disk or a CDN.
+// Package static holds the portal's browser assets (stylesheet and htmx) and the API
+// reference's viewer, embedded in the binary so that `rundbrief` serves them without
+// any files on disk or a CDN.
 //
 // htmx.min.js: htmx.org 2.0.11 from npm (`npm pack htmx.org@2`, package/dist/htmx.min.js),
 // sha256 d6fdc75f204e6bdefa99b69bf1e6d4ac69b8a364f77929f45c13476b4000f717.
+//
+// redoc.standalone.js: redoc 2.5.4 from npm (`npm pack redoc@2.5.4`,
+// package/bundles/redoc.standalone.js, MIT licence, Redocly), the viewer of GET /v1/docs,
+// sha256 dcaf76612bc4a3fbcc923a8966dee2f6146a5f32e5ce1b6f02dd60cbbf89500b.
+// Not 3.x: its bundle sends telemetry to Redocly's cloud and needs eval.
 package static
 
 import "embed"
 
 // FS holds app.css, htmx.min.js, editor.js (the newsletter editor's placeholder
-// picker) and signup.js (the sign-up forms' helper, also
+// picker), redoc.standalone.js (the API reference at /v1/docs) and signup.js (the sign-up forms' helper, also
 // loaded by forms embedded on other websites) at its root. Serve it under /static/, e.g.
 // mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static.FS))).
 //
-//go:embed app.css htmx.min.js signup.js editor.js
+//go:embed app.css htmx.min.js signup.js editor.js redoc.standalone.js
 var FS embed.FS

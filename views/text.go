@@ -66,6 +66,8 @@ type Text struct {
 	Charts    ChartsText
 	Stats     StatsText
 	Analytics AnalyticsText
+	// APIDocs holds the API reference page /v1/docs.
+	APIDocs APIDocsText
 }
 
 // ChartsText holds what every chart says besides its data.
@@ -325,6 +327,17 @@ type KeysText struct {
 	RevealBody      string
 	RevealLabel     string // %s: key name
 	RevealUsage     string
+	// Docs links the API reference (/v1/docs) from the keys page.
+	Docs string
+}
+
+// APIDocsText holds the API reference page /v1/docs around the viewer, which
+// shows the descriptions of openapi.json as they are (German and English).
+type APIDocsText struct {
+	Title       string
+	OpenAPILink string
+	Guides      string // followed by the path docs/README.md
+	NoScript    string // followed by a link to openapi.json
 }
 
 // LogsText holds the API log page.
@@ -1035,6 +1048,13 @@ func German() Text {
 			RevealBody:      "Kopieren Sie den Schlüssel jetzt und bewahren Sie ihn sicher auf. Er wird nur dieses eine Mal angezeigt.",
 			RevealLabel:     "API-Schlüssel „%s“",
 			RevealUsage:     "Senden Sie ihn im Header: Authorization: Bearer <Schlüssel>",
+			Docs:            "API-Referenz",
+		},
+		APIDocs: APIDocsText{
+			Title:       "Rundbrief-API – Referenz",
+			OpenAPILink: "OpenAPI-Beschreibung (JSON)",
+			Guides:      "Anleitungen im Repository:",
+			NoScript:    "Die Referenz braucht JavaScript. Ohne JavaScript lesen Sie die maschinenlesbare Beschreibung:",
 		},
 		Logs: LogsText{
 			Title:         "API-Protokoll",

@@ -37,7 +37,7 @@ func (a *API) index(w http.ResponseWriter, r *http.Request) error {
 		Name:       "Rundbrief API",
 		Version:    Version,
 		BaseURL:    base,
-		DocsURL:    base + "/openapi.json",
+		DocsURL:    base + "/docs",
 		OpenAPIURL: base + "/openapi.json",
 		Time:       Time(a.cfg.Now()),
 	})

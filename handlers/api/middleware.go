@@ -100,7 +100,7 @@ func apiPath(r *http.Request) string {
 // isPublic reports whether a path below /v1 needs no key (and always answers CORS with *).
 func isPublic(method, path string) bool {
 	switch {
-	case path == "/" || path == "" || path == "/openapi.json":
+	case path == "/" || path == "" || path == "/openapi.json" || path == "/docs":
 		return method == http.MethodGet || method == http.MethodHead || method == http.MethodOptions
 	case strings.HasPrefix(path, "/subscribe/"):
 		return true

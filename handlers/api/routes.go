@@ -72,6 +72,7 @@ func (a *API) Handler() http.Handler {
 	// Public: no key.
 	r.Get("/", a.handle(a.index))
 	r.Get("/openapi.json", serveOpenAPI(OpenAPIDocument())) // assembled once, here
+	r.Get("/docs", serveDocs(docsPage()))                   // the reference in the browser, rendered once
 
 	// Public sign-up through a form's token (issue 3): no key, CORS always *,
 	// bot checks and rate limits of their own (store.SignUp).

@@ -238,7 +238,7 @@ func TestDocumentConventions(t *testing.T) {
 						t.Errorf("%s %s: success response lacks header %s", name, code, h)
 					}
 				}
-				if code == "204" || path == "/openapi.json" {
+				if code == "204" || path == "/openapi.json" || path == "/docs" { // documents, not envelopes
 					continue
 				}
 				mt := ref.Value.Content.Get("application/json")
@@ -375,6 +375,8 @@ func TestCheck(t *testing.T) {
 			"openapi_url": "http://x/v1/openapi.json",
 		}, nil), wantErr: "time"},
 		{name: "openapi.json", method: "GET", path: "/v1/openapi.json", status: 200, header: errHeader(), body: []byte(`{"openapi":"3.1.0"}`)},
+		{name: "docs page", method: "GET", path: "/v1/docs", status: 200, header: with(errHeader(), "Content-Type", "text/html; charset=utf-8"),
+			body: []byte(`<!DOCTYPE html><redoc spec-url="openapi.json"></redoc>`)},
 		{name: "HEAD checks status and headers", method: "HEAD", path: "/v1/me", status: 200, header: okHeader()},
 		{name: "HEAD with a missing header", method: "HEAD", path: "/v1/me", status: 200, header: with(okHeader(), "X-RateLimit-Reset", ""),
 			wantErr: "X-RateLimit-Reset"},
