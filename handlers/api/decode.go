@@ -106,7 +106,9 @@ func decode(r *http.Request, v any) error {
 	if !utf8.Valid(body) {
 		return errBadRequest("Der Anfragekörper ist kein gültiges UTF-8.")
 	}
-	if fields, err := checkJSON(body); err != nil {
+	if fields, err := checkJSON(body); errors.Is(err, errJSONTooDeep) {
+		return errBadRequest(fmt.Sprintf("Der Anfragekörper ist tiefer als %d Ebenen verschachtelt.", maxJSONDepth))
+	} else if err != nil {
 		return errBadRequest("Der Anfragekörper ist kein gültiges JSON.")
 	} else if len(fields) > 0 {
 		return errValidation(fields)
@@ -156,13 +158,25 @@ func checkJSON(body []byte) (map[string]string, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	fields := map[string]string{}
-	if err := walkJSON(dec, "", fields); err != nil {
+	if err := walkJSON(dec, "", 0, fields); err != nil {
 		return nil, err
 	}
 	return fields, nil
 }
 
-func walkJSON(dec *json.Decoder, path string, fields map[string]string) error {
+// maxJSONDepth bounds how deeply a request body may nest. No endpoint takes
+// more than a few levels; without the bound a body of 3 MB of "[" made the walk
+// build a path per level, each as long as the depth so far: gigabytes for one
+// request.
+const maxJSONDepth = 64
+
+// errJSONTooDeep is checkJSON's answer to a body nested deeper than maxJSONDepth.
+var errJSONTooDeep = errors.New("api: JSON nested too deeply")
+
+func walkJSON(dec *json.Decoder, path string, depth int, fields map[string]string) error {
+	if depth > maxJSONDepth {
+		return errJSONTooDeep
+	}
 	tok, err := dec.Token()
 	if err != nil {
 		return err
@@ -196,7 +210,7 @@ func walkJSON(dec *json.Decoder, path string, fields map[string]string) error {
 			if strings.ContainsRune(child, 0) {
 				fields[name] = msgNUL
 			}
-			if err := walkJSON(dec, child, fields); err != nil {
+			if err := walkJSON(dec, child, depth+1, fields); err != nil {
 				return err
 			}
 		}
