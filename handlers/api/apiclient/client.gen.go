@@ -6261,6 +6261,21 @@ func (e GetDevOutboxMail500JSONResponseBodyErrorCode) Valid() bool {
 	}
 }
 
+// Defines values for GetApiReference500JSONResponseBodyErrorCode.
+const (
+	GetApiReference500JSONResponseBodyErrorCodeServerError GetApiReference500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the GetApiReference500JSONResponseBodyErrorCode enum.
+func (e GetApiReference500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetApiReference500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListEmailsParamsStatus.
 const (
 	ListEmailsParamsStatusCancelled ListEmailsParamsStatus = "cancelled"
@@ -14257,6 +14272,8 @@ type AnalyticsTimeseriesInterval string
 type ApiIndex struct {
 	// BaseUrl Basis der API / base address of the API (`…/v1`).
 	BaseUrl string `json:"base_url"`
+
+	// DocsUrl Die Referenz im Browser / the reference in the browser (`…/v1/docs`).
 	DocsUrl string `json:"docs_url"`
 
 	// Name Examples: Rundbrief API
@@ -17097,6 +17114,9 @@ type GetDevOutboxMail429JSONResponseBodyErrorCode string
 
 // GetDevOutboxMail500JSONResponseBodyErrorCode defines parameters for GetDevOutboxMail.
 type GetDevOutboxMail500JSONResponseBodyErrorCode string
+
+// GetApiReference500JSONResponseBodyErrorCode defines parameters for GetApiReference.
+type GetApiReference500JSONResponseBodyErrorCode string
 
 // ListEmailsParams defines parameters for ListEmails.
 type ListEmailsParams struct {
@@ -19990,6 +20010,13 @@ type ClientInterface interface {
 	// Corresponds with GET /dev/outbox/{id} (the `GetDevOutboxMail` operationId).
 	GetDevOutboxMail(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetApiReference API reference in the browser
+	//
+	// Diese Beschreibung als lesbare Referenz (HTML-Seite mit eingebettetem Redoc, ohne CDN); öffentlich / this document as a readable reference (an HTML page with embedded Redoc, no CDN); public, no key. Anleitungen / guides: `docs/README.md` im Repository / in the repository.
+	//
+	// Corresponds with GET /docs (the `GetApiReference` operationId).
+	GetApiReference(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListEmails List single emails
 	//
 	// Die Einzel-E-Mails des Kontos, neueste zuerst, ohne Inhalt / the account's single emails, newest first, without content. Scope `read`.
@@ -21364,6 +21391,23 @@ func (c *Client) ListDevOutbox(ctx context.Context, params *ListDevOutboxParams,
 // Corresponds with GET /dev/outbox/{id} (the `GetDevOutboxMail` operationId).
 func (c *Client) GetDevOutboxMail(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetDevOutboxMailRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetApiReference API reference in the browser
+//
+// Diese Beschreibung als lesbare Referenz (HTML-Seite mit eingebettetem Redoc, ohne CDN); öffentlich / this document as a readable reference (an HTML page with embedded Redoc, no CDN); public, no key. Anleitungen / guides: `docs/README.md` im Repository / in the repository.
+//
+// Corresponds with GET /docs (the `GetApiReference` operationId).
+func (c *Client) GetApiReference(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetApiReferenceRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -24612,6 +24656,33 @@ func NewGetDevOutboxMailRequest(server string, id Id) (*http.Request, error) {
 	}
 
 	operationPath := fmt.Sprintf("/dev/outbox/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetApiReferenceRequest constructs an http.Request for the GetApiReference method
+func NewGetApiReferenceRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/docs")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -28238,6 +28309,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /dev/outbox/{id} (the `GetDevOutboxMail` operationId).
 	GetDevOutboxMailWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*GetDevOutboxMailResponse, error)
+
+	// GetApiReferenceWithResponse API reference in the browser
+	//
+	// Diese Beschreibung als lesbare Referenz (HTML-Seite mit eingebettetem Redoc, ohne CDN); öffentlich / this document as a readable reference (an HTML page with embedded Redoc, no CDN); public, no key. Anleitungen / guides: `docs/README.md` im Repository / in the repository.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /docs (the `GetApiReference` operationId).
+	GetApiReferenceWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetApiReferenceResponse, error)
 
 	// ListEmailsWithResponse List single emails
 	//
@@ -34212,6 +34292,61 @@ func (r GetDevOutboxMailResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetDevOutboxMailResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetApiReferenceResponse200Headers the declared response headers of an HTTP 200 response for GetApiReference
+type GetApiReferenceResponse200Headers struct {
+	XRequestId string
+}
+
+// GetApiReferenceResponse500Headers the declared response headers of an HTTP 500 response for GetApiReference
+type GetApiReferenceResponse500Headers struct {
+	XRequestId string
+}
+
+type GetApiReferenceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetApiReferenceResponse200Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetApiReferenceResponse500Headers
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetApiReferenceResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetApiReferenceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetApiReferenceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetApiReferenceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetApiReferenceResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -45737,6 +45872,21 @@ func (c *ClientWithResponses) GetDevOutboxMailWithResponse(ctx context.Context, 
 	return ParseGetDevOutboxMailResponse(rsp)
 }
 
+// GetApiReferenceWithResponse API reference in the browser
+//
+// Diese Beschreibung als lesbare Referenz (HTML-Seite mit eingebettetem Redoc, ohne CDN); öffentlich / this document as a readable reference (an HTML page with embedded Redoc, no CDN); public, no key. Anleitungen / guides: `docs/README.md` im Repository / in the repository.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /docs (the `GetApiReference` operationId).
+func (c *ClientWithResponses) GetApiReferenceWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetApiReferenceResponse, error) {
+	rsp, err := c.GetApiReference(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetApiReferenceResponse(rsp)
+}
+
 // ListEmailsWithResponse List single emails
 //
 // Die Einzel-E-Mails des Kontos, neueste zuerst, ohne Inhalt / the account's single emails, newest first, without content. Scope `read`.
@@ -54478,6 +54628,55 @@ func ParseGetDevOutboxMailResponse(rsp *http.Response) (*GetDevOutboxMailRespons
 		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers GetDevOutboxMailResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetApiReferenceResponse parses an HTTP response from a GetApiReferenceWithResponse call
+func ParseGetApiReferenceResponse(rsp *http.Response) (*GetApiReferenceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetApiReferenceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetApiReferenceResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetApiReferenceResponse500Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
