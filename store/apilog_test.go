@@ -3,7 +3,6 @@ package store_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/dbtest"
-	"github.com/rundbrief/rundbrief/store/pgcluster"
 )
 
 // lossCounter counts the rows an API log writer reports lost.
@@ -283,27 +281,8 @@ func TestAPILogWriterBoundsWhatItSetsAside(t *testing.T) {
 // it is back: an outage loses nothing.
 func TestAPILogWriterOutlivesADatabaseOutage(t *testing.T) {
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "rbapilog")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil { // PostgreSQL may run as another user (root tests)
-		t.Fatal(err)
-	}
-	c, err := pgcluster.Start(ctx, dir, pgcluster.Options{Throwaway: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Stop() })
-	db, err := store.Open(ctx, c.URL("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	if err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	pg := dbtest.OwnServer(t)
+	db := pg.DB
 	acct := newAccount(t, db, "business")
 	lost := &lossCounter{}
 	w := store.NewAPILogWriter(db, nil).CountLosses(lost)
@@ -312,20 +291,17 @@ func TestAPILogWriterOutlivesADatabaseOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := c.Stop(); err != nil {
-		t.Fatal(err)
-	}
+	pg.Stop()
 	for i := 1; i <= 3; i++ {
 		w.Add(ctx, logEntry(acct, i))
 	}
 	if err := w.Flush(ctx); err == nil {
 		t.Fatal("a write without a database succeeded")
 	}
-	if c, err = pgcluster.Start(ctx, dir, pgcluster.Options{Throwaway: true}); err != nil {
-		t.Fatal(err)
-	}
+	pg.Start()
 	w.Add(ctx, logEntry(acct, 4))
 	// The pool may hand out connections that died with the server first.
+	var err error
 	for range 5 {
 		if err = w.Flush(ctx); err == nil {
 			break

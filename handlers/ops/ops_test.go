@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +19,6 @@ import (
 	"github.com/rundbrief/rundbrief/handlers/ops"
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/dbtest"
-	"github.com/rundbrief/rundbrief/store/pgcluster"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -101,36 +99,14 @@ func TestHealthzAnswersWithoutAnything(t *testing.T) {
 // TestReadyzFollowsTheDatabase stops a real PostgreSQL server under a ready
 // process and starts it again on the same socket.
 func TestReadyzFollowsTheDatabase(t *testing.T) {
-	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "rbready")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil { // PostgreSQL may run as another user (root tests)
-		t.Fatal(err)
-	}
-	c, err := pgcluster.Start(ctx, dir, pgcluster.Options{Throwaway: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Stop() })
-	db, err := store.Open(ctx, c.URL("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	if err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	pg := dbtest.OwnServer(t)
+	db := pg.DB
 	srv, _ := newServer(t, db, "")
 
 	if status, reason := readiness(t, srv.URL); status != 200 {
 		t.Fatalf("running database: %d %s", status, reason)
 	}
-	if err := c.Stop(); err != nil {
-		t.Fatal(err)
-	}
+	pg.Stop()
 	if status, reason := readiness(t, srv.URL); status != 503 || reason != ops.ReasonDatabaseUnreachable {
 		t.Fatalf("stopped database: %d %q", status, reason)
 	}
@@ -138,9 +114,7 @@ func TestReadyzFollowsTheDatabase(t *testing.T) {
 	if status, _ := get(t, srv.URL+ops.HealthPath, ""); status != 200 {
 		t.Fatalf("/healthz while the database is away: %d", status)
 	}
-	if c, err = pgcluster.Start(ctx, dir, pgcluster.Options{Throwaway: true}); err != nil {
-		t.Fatal(err)
-	}
+	pg.Start()
 	if status, reason := readiness(t, srv.URL); status != 200 {
 		t.Fatalf("database back: %d %q", status, reason)
 	}
