@@ -100,6 +100,8 @@ func iconPath(name string) string {
 		return "M7.5 9a3 3 0 1 0 0-6 3 3 0 0 0 0 6zM2 17c0-3 2.5-5 5.5-5s5.5 2 5.5 5M13 3.3a3 3 0 0 1 0 5.4M15 12.3c1.8.7 3 2.4 3 4.7"
 	case "split":
 		return "M3 16V9h4v7M8 16V4h4v12M13 16v-5h4v5M2 16.5h16"
+	case "menu":
+		return "M3 5.5h14M3 10h14M3 14.5h14"
 	case "lock":
 		return "M5 9h10v8H5zM7 9V6.5a3 3 0 0 1 6 0V9M10 12.5v1.5"
 	}

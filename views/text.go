@@ -97,7 +97,6 @@ type StatsText struct {
 	OfSent        string // %s: a rate, "of sent mail"
 	OfOpened      string // %s: a rate, "of openers"
 	OfAttempted   string // %s: a rate of sent + failed
-	TotalClicks   string // %s: all clicks
 	FiguresHead   string
 	TimelineTitle string
 	TimelineDesc  string // %s: name
@@ -148,7 +147,6 @@ type FormatText struct {
 	Decimal      string // decimal separator
 	Never        string // for a time that has not happened ("nie")
 	Bytes        []string
-	Unlimited    string
 	PercentUsed  string // %d: percent of a limit that is used
 	EuroAmount   string // %s: amount with decimal separator
 	MilliSeconds string // %s: duration in ms
@@ -161,7 +159,6 @@ type CommonText struct {
 	Back         string
 	Edit         string
 	Actions      string
-	Optional     string
 	FormInvalid  string // summary above a form with field errors
 	Filter       string
 	ResetFilter  string
@@ -173,7 +170,6 @@ type CommonText struct {
 	RangeOfTotal string // %s, %s, %s: first, last, total (formatted numbers)
 	RangeOfMore  string // %s, %s, %s: first, last, a count the total exceeds
 	PageN        string // %s: page
-	Loading      string
 	Copy         string
 	Copied       string
 	CopyFailed   string
@@ -288,7 +284,6 @@ type KeysText struct {
 	Name            string
 	NameHint        string
 	Unnamed         string
-	Prefix          string
 	Scopes          string
 	ScopesHint      string
 	ScopeLabels     map[string]string
@@ -650,7 +645,6 @@ type SMTPText struct {
 	Delete, DeleteQuestion, DeleteDetail          string            // DeleteQuestion: %s name
 	DeleteDefaultDetail                           string
 	CreatedFlash, UpdatedFlash, DeletedFlash      string // %s name
-	TestUnavailable                               string
 }
 
 // ABText holds the A/B test pages: the list, the form that creates a test
@@ -658,7 +652,7 @@ type SMTPText struct {
 type ABText struct {
 	Title, Lead, New, NewTitle, Create       string
 	EmptyTitle, EmptyBody, Caption           string
-	Name, NameHint, Target, Newsletter       string
+	Name, NameHint, Newsletter               string
 	TargetHint, NoDrafts                     string
 	TestType, TestTypeHint                   string
 	TestTypes                                map[string]string // subject, content, design, sender, combo
@@ -683,7 +677,6 @@ type ABText struct {
 	Clicks, OpenRate, ClickRate, CTR         string
 	Confidence, ConfidenceHint, Leader       string
 	Level, Waiting, Winner, Suggested        string
-	MetricRate                               string // %s: the metric's name
 	Significant, NotSignificant              string
 	ChooseWinner, ChooseWinnerLead           string
 	WinnerA, WinnerB, WinnerAuto             string
@@ -728,7 +721,6 @@ type WebhooksText struct {
 	Resend, ResentFlash                           string            // ResentFlash: %s status label
 	ShowDetails, Payload, ResponseBody            string
 	NoResponse, AttemptLog, NoStatus              string
-	Unavailable                                   string
 }
 
 // ActivityText holds the activity log page.
@@ -751,7 +743,6 @@ type UsersText struct {
 	Roles                                                map[string]string
 	RolesHelp                                            string
 	Password, PasswordHint                               string // PasswordHint: %d minimum length
-	PasswordTooShort                                     string // %d minimum length
 	ChangeRole, Remove, RemoveQuestion, RemoveDetail     string // RemoveQuestion: %s address
 	CreatedFlash, RoleFlash, RemovedFlash                string // %s address; RoleFlash: %s address, %s role
 	RevealTitle, RevealBody, RevealLabel                 string // RevealLabel: %s address
@@ -872,7 +863,6 @@ func German() Text {
 			Decimal:      ",",
 			Never:        "nie",
 			Bytes:        []string{"B", "KB", "MB", "GB", "TB"},
-			Unlimited:    "unbegrenzt",
 			PercentUsed:  "%d %% genutzt",
 			EuroAmount:   "%s €",
 			MilliSeconds: "%s ms",
@@ -883,7 +873,6 @@ func German() Text {
 			Back:         "Zurück",
 			Edit:         "Bearbeiten",
 			Actions:      "Aktionen",
-			Optional:     "optional",
 			FormInvalid:  "Bitte korrigieren Sie die markierten Felder.",
 			Filter:       "Filtern",
 			ResetFilter:  "Filter zurücksetzen",
@@ -895,7 +884,6 @@ func German() Text {
 			RangeOfTotal: "%s–%s von %s Einträgen",
 			RangeOfMore:  "%s–%s von mehr als %s Einträgen",
 			PageN:        "Seite %s",
-			Loading:      "Wird geladen …",
 			Copy:         "Kopieren",
 			Copied:       "In die Zwischenablage kopiert.",
 			CopyFailed:   "Kopieren nicht möglich – bitte markieren und mit Strg+C kopieren.",
@@ -1003,7 +991,6 @@ func German() Text {
 			Name:       "Name",
 			NameHint:   "Wofür der Schlüssel gedacht ist, z. B. „Shop-Anbindung“.",
 			Unnamed:    "Ohne Namen",
-			Prefix:     "Präfix",
 			Scopes:     "Bereiche",
 			ScopesHint: "Ohne Auswahl erhält der Schlüssel Vollzugriff.",
 			ScopeLabels: map[string]string{
@@ -1081,6 +1068,7 @@ func German() Text {
 		},
 		Newsletters: NewslettersText{
 			Title:        "Newsletter",
+			Open:         "Öffnen",
 			Lead:         "Schreiben, testen und versenden Sie Newsletter an Ihre Listen – sofort oder zu einem geplanten Zeitpunkt.",
 			New:          "Neuer Newsletter",
 			NewTitle:     "Neuer Newsletter",
@@ -1587,10 +1575,11 @@ func German() Text {
 			CreatedFlash:        "Der SMTP-Server „%s“ wurde hinzugefügt. Testen Sie jetzt die Verbindung.",
 			UpdatedFlash:        "Der SMTP-Server „%s“ wurde gespeichert.",
 			DeletedFlash:        "Der SMTP-Server „%s“ wurde gelöscht.",
-			TestUnavailable:     "Der Verbindungstest ist in diesem Prozess nicht verfügbar.",
 		},
 		AB: ABText{
 			Title:             "A/B-Tests",
+			PlanTitle:         "A/B-Tests gehören nicht zu Ihrem Tarif",
+			PlanBody:          "A/B-Tests sind ab dem Tarif Pro enthalten. Auf der Seite „Tarif“ sehen Sie, was Ihr Tarif umfasst und wie Sie ihn wechseln.",
 			Lead:              "Testen Sie Betreff, Inhalt, Design oder Absender gegeneinander: Rundbrief teilt die Empfänger auf, misst Öffnungen und Klicks und ermittelt den Gewinner.",
 			New:               "Neuer A/B-Test",
 			NewTitle:          "A/B-Test anlegen",
@@ -1600,7 +1589,6 @@ func German() Text {
 			Caption:           "A/B-Tests dieses Kontos",
 			Name:              "Name",
 			NameHint:          "Leer lassen für „A/B-Test: <Newsletter>“.",
-			Target:            "E-Mail",
 			Newsletter:        "Newsletter-Entwurf",
 			TargetHint:        "Variante A ist der aktuelle Inhalt dieses Newsletters; der Test beginnt mit seinem Versand.",
 			NoDrafts:          "Es gibt keinen Newsletter-Entwurf ohne Test. Legen Sie zuerst einen Newsletter an.",
@@ -1658,7 +1646,6 @@ func German() Text {
 			Waiting:           "%d Empfänger warten auf den Gewinner.",
 			Winner:            "Gewinner",
 			Suggested:         "Vorschlag nach der Wartezeit: Variante %s",
-			MetricRate:        "Rate (%s)",
 			Significant:       "signifikant",
 			NotSignificant:    "noch nicht signifikant",
 			ChooseWinner:      "Gewinner festlegen",
@@ -1786,7 +1773,6 @@ func German() Text {
 			NoResponse:   "Keine Antwort erhalten.",
 			AttemptLog:   "Versuche",
 			NoStatus:     "keine Antwort",
-			Unavailable:  "Webhooks sind in diesem Prozess nicht verfügbar.",
 		},
 		Activity: ActivityText{
 			Title:       "Aktivitätsprotokoll",
@@ -1892,19 +1878,18 @@ func German() Text {
 			},
 			RolesHelp: "Inhaber und Administratoren verwalten API-Schlüssel, SMTP-Server, Webhooks und Benutzer; " +
 				"nur Inhaber vergeben die Rolle „Inhaber“. Mitglieder arbeiten mit Kontakten, Listen und Newslettern.",
-			Password:         "Anfangspasswort",
-			PasswordHint:     "Mindestens %d Zeichen. Leer lassen: Rundbrief erzeugt ein sicheres Passwort und zeigt es Ihnen einmal an.",
-			PasswordTooShort: "Das Passwort muss mindestens %d Zeichen lang sein.",
-			ChangeRole:       "Rolle ändern",
-			Remove:           "Entfernen",
-			RemoveQuestion:   "%s aus dem Konto entfernen?",
-			RemoveDetail:     "Der Zugang endet sofort, auch laufende Sitzungen. Was der Benutzer angelegt hat, bleibt erhalten.",
-			CreatedFlash:     "%s wurde hinzugefügt.",
-			RoleFlash:        "%s ist jetzt %s.",
-			RemovedFlash:     "%s wurde aus dem Konto entfernt.",
-			RevealTitle:      "Anfangspasswort",
-			RevealBody:       "Geben Sie dieses Passwort sicher weiter. Es wird nur dieses eine Mal angezeigt.",
-			RevealLabel:      "Anfangspasswort für %s",
+			Password:       "Anfangspasswort",
+			PasswordHint:   "Mindestens %d Zeichen. Leer lassen: Rundbrief erzeugt ein sicheres Passwort und zeigt es Ihnen einmal an.",
+			ChangeRole:     "Rolle ändern",
+			Remove:         "Entfernen",
+			RemoveQuestion: "%s aus dem Konto entfernen?",
+			RemoveDetail:   "Der Zugang endet sofort, auch laufende Sitzungen. Was der Benutzer angelegt hat, bleibt erhalten.",
+			CreatedFlash:   "%s wurde hinzugefügt.",
+			RoleFlash:      "%s ist jetzt %s.",
+			RemovedFlash:   "%s wurde aus dem Konto entfernt.",
+			RevealTitle:    "Anfangspasswort",
+			RevealBody:     "Geben Sie dieses Passwort sicher weiter. Es wird nur dieses eine Mal angezeigt.",
+			RevealLabel:    "Anfangspasswort für %s",
 		},
 		Outbox: OutboxText{
 			Title:      "Postausgang (Entwicklung)",
@@ -1961,7 +1946,6 @@ func German() Text {
 			OfSent:        "%s der versendeten E-Mails",
 			OfOpened:      "%s der Öffnenden",
 			OfAttempted:   "%s der Zustellversuche",
-			TotalClicks:   "%s Klicks insgesamt",
 			FiguresHead:   "Ergebnis",
 			TimelineTitle: "Verlauf pro Tag",
 			TimelineDesc:  "Versendete E-Mails, erste Öffnungen und erste Klicks des Newsletters „%s“ pro Tag.",

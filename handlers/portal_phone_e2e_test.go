@@ -1,0 +1,274 @@
+package handlers_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/rundbrief/rundbrief/handlers"
+	"github.com/rundbrief/rundbrief/handlers/api"
+	"github.com/rundbrief/rundbrief/handlers/portal"
+	"github.com/rundbrief/rundbrief/handlers/public"
+	"github.com/rundbrief/rundbrief/store"
+	"github.com/rundbrief/rundbrief/store/dbtest"
+	"github.com/rundbrief/rundbrief/store/services"
+)
+
+// phoneWidth is the CSS width of a common phone (iPhone 12 to 15).
+const phoneWidth = 390
+
+// fullServer is the application with every service that serve builds, so
+// that the pages of every feature exist; its workers do not run.
+func fullServer(t *testing.T) (*httptest.Server, *store.DB) {
+	t.Helper()
+	dbURL := dbtest.URL(t)
+	db := dbtest.Open(t, dbURL)
+	const base = "http://rundbrief.test"
+	set, err := services.New(db, services.Config{DatabaseURL: dbURL, BaseURL: base, Secret: "phone end-to-end secret, at least 32 characters", WebhookAllowPrivate: true, SMTPAllowPrivate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := portal.New(set, portal.Config{BaseURL: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := public.New(set, public.Config{BaseURL: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(handlers.New(api.New(set, api.Config{BaseURL: base, RateLimit: 1_000_000}), p, pub))
+	t.Cleanup(srv.Close)
+	return srv, db
+}
+
+// seedThroughAPI fills an account as a marketer's would look after a few
+// weeks, with long names and addresses where real data has them, so that the
+// pages show tables, details and badges rather than empty states.
+func seedThroughAPI(t *testing.T, base, key string) {
+	t.Helper()
+	call := func(method, path string, body any) map[string]any {
+		t.Helper()
+		b, _ := json.Marshal(body)
+		req, _ := http.NewRequest(method, base+"/v1"+path, bytes.NewReader(b))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var out map[string]any
+		_ = json.NewDecoder(res.Body).Decode(&out)
+		if res.StatusCode >= 300 {
+			t.Fatalf("%s %s: %d %v", method, path, res.StatusCode, out)
+		}
+		return out
+	}
+	id := func(m map[string]any) int64 {
+		if d, ok := m["data"].(map[string]any); ok {
+			m = d
+		}
+		f, _ := m["id"].(float64)
+		return int64(f)
+	}
+	list := id(call("POST", "/lists", map[string]any{"name": "Kundinnen und Kunden aus dem Onlineshop mit Newsletter-Einwilligung"}))
+	call("POST", "/lists", map[string]any{"name": "Presse"})
+	var contacts []map[string]any
+	for i := range 30 {
+		contacts = append(contacts, map[string]any{
+			"email":      fmt.Sprintf("maximiliane.mustermann-schoenberger.%02d@sehr-lange-firmendomain-beispiel.de", i),
+			"first_name": "Maximiliane", "last_name": "Mustermann-Schönberger",
+			"tags": []string{"stammkundschaft", "messe-2026-frankfurt"}, "list_ids": []int64{list},
+		})
+	}
+	call("POST", "/contacts/bulk", map[string]any{"contacts": contacts})
+	call("POST", "/newsletters", map[string]any{
+		"name": "Frühlingsaktion 2026 – alle Neuheiten aus der Backstube", "subject": "Unsere Frühlingsneuheiten sind da",
+		"markdown": "# Hallo {{first_name}}\n\nFrische Brötchen. [Zum Shop](https://example.com/shop)", "list_ids": []int64{list},
+	})
+	call("POST", "/forms", map[string]any{"name": "Anmeldung auf der Startseite der Website", "list_ids": []int64{list}})
+	call("POST", "/webhooks", map[string]any{"url": "http://127.0.0.1:9/rundbrief/empfaenger/ein/sehr/langer/pfad/zum/shop-system", "events": []string{"contact.created"}})
+}
+
+// TestPortalOnPhones visits every page of the portal that a signed-in owner
+// can reach by following links, at the width of a phone, and fails on any
+// page that scrolls sideways; it saves a screenshot of each as an artifact.
+// It also checks the navigation: folded behind the menu button on a phone,
+// and opened by it.
+func TestPortalOnPhones(t *testing.T) {
+	srv, db := fullServer(t)
+	ctx := context.Background()
+	acct, err := db.CreateAccount(ctx, store.NewAccount{Name: "Bäckerei Müller & Söhne Feinbackwaren GmbH", Email: "inhaberin@baeckerei-mueller-feinbackwaren.de", Password: "sauerteig-seit-1923", Plan: "business"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, key, err := db.CreateKey(ctx, acct.Account.ID, store.KeySettings{Name: "Onlineshop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seedThroughAPI(t, srv.URL, key)
+
+	b := newTab(t, phoneWidth, 844, 4*time.Minute)
+	b.signIn(srv.URL, "inhaberin@baeckerei-mueller-feinbackwaren.de", "sauerteig-seit-1923")
+
+	// The navigation is folded away until the menu button opens it.
+	navShown := `getComputedStyle(document.querySelector('[data-testid="sidebar"] nav')).display !== "none"`
+	if shown := b.read("nav folded", evalString(`String(`+navShown+`)`)); shown != "false" {
+		t.Errorf("on a phone the navigation shows before the menu is opened")
+	}
+	b.do("open the menu", chromedp.Click(tid("menu-toggle")), until(navShown))
+	if exp := b.read("menu state", evalString(`document.querySelector('[data-testid="menu-toggle"]').getAttribute("aria-expanded")`)); exp != "true" {
+		t.Errorf("menu button aria-expanded = %q after opening", exp)
+	}
+
+	visited := crawlPortal(t, b, srv.URL, 150)
+	var wide []string
+	for _, pg := range visited {
+		if pg.width > phoneWidth {
+			wide = append(wide, fmt.Sprintf("%s: %d px (widest: %s)", pg.path, pg.width, pg.culprit))
+		}
+	}
+	sort.Strings(wide)
+	if len(wide) > 0 {
+		t.Errorf("%d of %d pages scroll sideways at %d px:\n  %s", len(wide), len(visited), phoneWidth, strings.Join(wide, "\n  "))
+	}
+	// Every entry of the navigation was among the pages.
+	seen := map[string]bool{}
+	for _, pg := range visited {
+		seen[pg.path] = true
+	}
+	for _, href := range navHrefs(t, b) {
+		if !seen[href] {
+			t.Errorf("navigation entry %s was not visited", href)
+		}
+	}
+	if len(visited) < 25 {
+		t.Errorf("only %d pages visited; the crawl missed the portal", len(visited))
+	}
+}
+
+type phonePage struct {
+	path    string
+	width   int
+	culprit string
+}
+
+// widestScript reports the document's scroll width and, when it is wider than
+// the viewport, the element that reaches furthest right, so that a failure
+// names what to fix.
+const widestScript = `(function () {
+  var w = document.documentElement.scrollWidth, culprit = "";
+  if (w > window.innerWidth) {
+    var best = 0;
+    document.querySelectorAll("body *").forEach(function (el) {
+      var r = el.getBoundingClientRect();
+      if (r.right >= best && r.width > 0) {
+        best = r.right;
+        culprit = el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") +
+          (el.className && typeof el.className === "string" ? "." + el.className.trim().split(/\s+/).join(".") : "") +
+          " (" + Math.round(r.right) + " px)";
+      }
+    });
+  }
+  return JSON.stringify({width: w, culprit: culprit});
+})()`
+
+// crawlPortal follows the same-origin links of the portal breadth-first from
+// the dashboard, up to limit pages, and measures each at the tab's width.
+func crawlPortal(t *testing.T, b *tab, base string, limit int) []phonePage {
+	t.Helper()
+	queue := []string{"/dashboard"}
+	queued := map[string]bool{"/dashboard": true}
+	// One page per route is enough: /contacts/7 looks as /contacts/8 does.
+	routes := map[string]bool{}
+	var out []phonePage
+	for len(queue) > 0 && len(out) < limit {
+		path := queue[0]
+		queue = queue[1:]
+		b.do("visit "+path, chromedp.Navigate(base+path), chromedp.WaitReady(chromedp.CSS("body")))
+		var m struct {
+			Width   int    `json:"width"`
+			Culprit string `json:"culprit"`
+		}
+		if err := json.Unmarshal([]byte(b.read("measure "+path, evalString(widestScript))), &m); err != nil {
+			t.Fatalf("measure %s: %v", path, err)
+		}
+		out = append(out, phonePage{path: path, width: m.Width, culprit: m.Culprit})
+		name := strings.NewReplacer("/", "_", "?", "_", "=", "-", "&", "_").Replace(strings.TrimPrefix(path, "/"))
+		b.do("screenshot "+path, screenshot(t, b.dir, "phone-"+name))
+
+		hrefs, err := chromedp.Run(b.ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("a[href]")).map(function (a) { return a.href })`))
+		if err != nil {
+			t.Fatalf("links of %s: %v", path, err)
+		}
+		for _, h := range hrefs {
+			if p, ok := portalLink(base, h); ok && !queued[p] && !routes[routeOf(p)] {
+				queued[p] = true
+				routes[routeOf(p)] = true
+				queue = append(queue, p)
+			}
+		}
+	}
+	return out
+}
+
+// portalLink turns an absolute link into a portal path worth visiting: same
+// origin, a page rather than a file, an action or another surface; and only
+// the first page of a paged list.
+func portalLink(base, href string) (string, bool) {
+	u, err := url.Parse(href)
+	if err != nil || !strings.HasPrefix(href, base) {
+		return "", false
+	}
+	p := u.Path
+	for _, skip := range []string{"/v1", "/static", "/logout", "/subscribe/", "/confirm/", "/unsubscribe/", "/book/", "/hooks/", "/o/", "/c/"} {
+		if strings.HasPrefix(p, skip) {
+			return "", false
+		}
+	}
+	if strings.HasSuffix(p, ".csv") || strings.Contains(p, "/export") || strings.Contains(p, "/download") {
+		return "", false
+	}
+	q := u.Query()
+	q.Del("page")
+	q.Del("after")
+	q.Del("before")
+	if len(q) > 0 {
+		return p + "?" + q.Encode(), true
+	}
+	return p, true
+}
+
+// routeOf is the path with its numeric segments replaced, /contacts/{id}.
+func routeOf(p string) string {
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		if s != "" && strings.Trim(s, "0123456789") == "" {
+			segs[i] = "{id}"
+		}
+	}
+	return strings.Join(segs, "/")
+}
+
+// navHrefs are the paths of the sidebar's entries.
+func navHrefs(t *testing.T, b *tab) []string {
+	t.Helper()
+	hrefs, err := chromedp.Run(b.ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('[data-testid="sidebar"] nav a')).map(function (a) { return a.getAttribute("href") })`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hrefs
+}
+
+// evalString evaluates a JavaScript expression that yields a string.
+func evalString(expr string) chromedp.Action[string] { return chromedp.Evaluate[string](expr) }
