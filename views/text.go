@@ -169,6 +169,7 @@ type CommonText struct {
 	PageOf       string // %s, %s: page, pages (formatted numbers)
 	RangeOfTotal string // %s, %s, %s: first, last, total (formatted numbers)
 	RangeOfMore  string // %s, %s, %s: first, last, a count the total exceeds
+	RangeOfOne   string // the only entry of a listing
 	PageN        string // %s: page
 	Copy         string
 	Copied       string
@@ -268,6 +269,17 @@ type DashboardText struct {
 	NoFeatures   string
 	// FeatureLabels names the plan features (plans.features).
 	FeatureLabels map[string]string
+
+	OnboardingHead string
+	OnboardingLead string // %d done, %d steps
+	OnboardingDone string // the screen-reader word for a ticked step
+	OnboardingTodo string
+	Steps          map[string]OnboardingStepText // by step id
+}
+
+// OnboardingStepText is one step of the first-steps checklist.
+type OnboardingStepText struct {
+	Title, Hint, Action string
 }
 
 // KeysText holds the API keys pages.
@@ -595,6 +607,7 @@ type ListsText struct {
 	Delete, DeleteQ, DeleteDetail, DeleteOK, DeletedFlash          string // DeleteQ, DeletedFlash %s: name
 	LimitReached                                                   string // %d: max lists
 	MembersTitle, MembersLead, MembersCaption                      string // MembersTitle %s: name; MembersLead %d: count
+	MembersLeadOne                                                 string
 	MembersEmptyTitle, MembersEmptyBody                            string
 	AddMembers, AddMembersLabel, AddMembersHint, AddMembersSubmit  string
 	AddMembersEmpty, AddMembersTooMany                             string // AddMembersTooMany %d: max
@@ -841,9 +854,9 @@ func German() Text {
 			"mit einer vollständigen JSON-API.",
 		HomeFeaturesHead: "Was Rundbrief kann",
 		HomeFeatures: []Feature{
-			{"Kontakte und Listen", "Import, Tags, Aktivitätsverlauf, Abmeldungen und Double-Opt-in über gehostete Formulare."},
+			{"Kontakte und Listen", "Import, Schlagwörter, Aktivitätsverlauf, Austragen per Klick und Double-Opt-in über gehostete Formulare."},
 			{"Newsletter und Sequenzen", "Planen, pausieren, fortsetzen; Story-Sequenzen, die Tag für Tag zugestellt werden."},
-			{"A/B-Tests und Auswertung", "Öffnungen, Klicks und Zustellung je Kampagne, mit automatisch ermitteltem Gewinner."},
+			{"A/B-Tests und Statistik", "Öffnungen, Klicks und Zustellung je Kampagne, mit automatisch ermitteltem Gewinner."},
 			{"Posteingang mit KI", "Antworten im verbundenen Postfach lesen, Regeln anlegen und Antwortentwürfe erstellen lassen."},
 			{"Webhooks und Integrationen", "Signierte Ereignisse an Ihre Systeme; Käufe aus Stripe, Digistore24, CopeCart und PayPal."},
 			{"Terminbuchung", "Öffentliche Buchungsseite mit freien Zeitfenstern, Bestätigung per E-Mail."},
@@ -883,6 +896,7 @@ func German() Text {
 			PageOf:       "Seite %s von %s",
 			RangeOfTotal: "%s–%s von %s Einträgen",
 			RangeOfMore:  "%s–%s von mehr als %s Einträgen",
+			RangeOfOne:   "1 Eintrag",
 			PageN:        "Seite %s",
 			Copy:         "Kopieren",
 			Copied:       "In die Zwischenablage kopiert.",
@@ -951,6 +965,16 @@ func German() Text {
 			NoAccountYetDetail: "Der Betreiber legt Konten mit „rundbrief account create“ an.",
 		},
 		Dashboard: DashboardText{
+			OnboardingHead: "Erste Schritte",
+			OnboardingLead: "%d von %d erledigt. Jeder Schritt hakt sich selbst ab, sobald er getan ist.",
+			OnboardingDone: "Erledigt:",
+			OnboardingTodo: "Offen:",
+			Steps: map[string]OnboardingStepText{
+				"smtp":       {"Versand einrichten", "Tragen Sie den SMTP-Server ein, über den Ihre E-Mails hinausgehen.", "SMTP-Server eintragen"},
+				"audience":   {"Kontakte gewinnen", "Importieren Sie Ihre Kontakte als CSV oder legen Sie ein Anmeldeformular für Ihre Website an.", "Kontakte importieren"},
+				"newsletter": {"Ersten Newsletter schreiben", "Ein Entwurf genügt: Sie können ihn in Ruhe fertigstellen.", "Newsletter schreiben"},
+				"test":       {"Test-E-Mail senden", "Schicken Sie Ihren Newsletter zuerst an sich selbst und prüfen Sie ihn im eigenen Postfach.", "Zu den Newslettern"},
+			},
 			Title:        "Übersicht",
 			Greeting:     "Willkommen bei %s",
 			UsageHead:    "Tarif und Verbrauch",
@@ -1015,7 +1039,7 @@ func German() Text {
 			AnyIP:           "jede IP",
 			AnyOrigin:       "jeder Origin",
 			DefaultLimit:    "Standardlimit",
-			Created:         "Erstellt",
+			Created:         "Angelegt",
 			LastUsed:        "Zuletzt benutzt",
 			Status:          "Status",
 			Active:          "Aktiv",
@@ -1106,7 +1130,7 @@ func German() Text {
 			FromNameHint:        "Leer: der Absendername des SMTP-Servers.",
 			ReplyTo:             "Antwortadresse",
 			ReplyToHint:         "Optional: wohin Antworten gehen sollen.",
-			Tracking:            "Auswertung",
+			Tracking:            "Messung",
 			TrackOpens:          "Öffnungen messen",
 			TrackClicks:         "Klicks messen",
 			SectionContent:      "Inhalt",
@@ -1193,7 +1217,7 @@ func German() Text {
 			DeleteDetail:     "Der Entwurf wird endgültig gelöscht.",
 			DeleteConfirm:    "Endgültig löschen",
 			DeletedFlash:     "Der Entwurf „%s“ wurde gelöscht.",
-			Stats:            "Auswertung ansehen",
+			Stats:            "Statistik ansehen",
 			Progress:         "%s von %s E-Mails verschickt",
 			ProgressLabel:    "Versandfortschritt",
 			Recipients:       "Empfänger",
@@ -1203,7 +1227,7 @@ func German() Text {
 			StartedAt:        "Versand begonnen",
 			FinishedAt:       "Versand beendet",
 			LastError:        "Letzter Fehler",
-			Created:          "Erstellt",
+			Created:          "Angelegt",
 			Updated:          "Geändert",
 			Overview:         "Übersicht",
 			EditLink:         "Bearbeiten",
@@ -1229,7 +1253,7 @@ func German() Text {
 			DoubleOptInHint: "Neue Kontakte bestätigen ihre Anmeldung über einen Link per E-Mail (empfohlen).",
 			Fields:          "Weitere Felder",
 			FieldsHint:      "Die E-Mail-Adresse ist immer dabei; diese Felder sind für Besucher freiwillig.",
-			Tags:            "Tags",
+			Tags:            "Schlagwörter",
 			TagsHint:        "Werden jedem neuen Kontakt gegeben, durch Komma getrennt.",
 			SuccessRedirect: "Weiterleitung nach der Anmeldung",
 			RedirectHint:    "Optional: vollständige Adresse Ihrer Danke-Seite, z. B. https://example.com/danke.",
@@ -1245,7 +1269,7 @@ func German() Text {
 			CreatedFlash:    "Das Formular „%s“ wurde erstellt. Kopieren Sie jetzt den Einbettungscode.",
 			SavedFlash:      "Das Formular „%s“ wurde gespeichert.",
 			Submissions:     "Anmeldungen",
-			Created:         "Erstellt",
+			Created:         "Angelegt",
 			On:              "an",
 			Off:             "aus",
 			Embed:           "Einbetten",
@@ -1337,7 +1361,7 @@ func German() Text {
 			RemoveTag:      "Schlagwort „%s“ entfernen",
 			JoinList:       "Eintragen",
 			JoinListLabel:  "In Liste eintragen",
-			LeaveList:      "Aus „%s“ austragen",
+			LeaveList:      "Aus „%s“ entfernen",
 			AllJoined:      "Der Kontakt ist in allen Listen.",
 			Activity:       "Verlauf",
 			ActivityEmpty:  "Noch keine Einträge.",
@@ -1363,11 +1387,11 @@ func German() Text {
 				"system": "System",
 				"public": "Kontakt selbst",
 			},
-			Unsubscribe:       "Abmelden",
-			UnsubscribeQ:      "%s abmelden?",
+			Unsubscribe:       "Austragen",
+			UnsubscribeQ:      "%s austragen?",
 			UnsubscribeDetail: "Der Kontakt erhält keine E-Mails mehr; die Adresse kommt auf die Sperrliste. Erst eine neue Anmeldung mit Bestätigung hebt das auf.",
-			UnsubscribeOK:     "Jetzt abmelden",
-			UnsubscribedFlash: "%s wurde abgemeldet.",
+			UnsubscribeOK:     "Jetzt austragen",
+			UnsubscribedFlash: "%s wurde ausgetragen.",
 			Delete:            "Löschen",
 			DeleteQ:           "Kontakt %s löschen?",
 			DeleteDetail:      "Der Kontakt, seine Listen und sein Verlauf werden gelöscht. Eine gesperrte Adresse bleibt gesperrt. Das lässt sich nicht rückgängig machen.",
@@ -1411,6 +1435,7 @@ func German() Text {
 			LimitReached:      "Ihr Tarif erlaubt höchstens %d Listen. Löschen Sie eine Liste oder wechseln Sie den Tarif.",
 			MembersTitle:      "Liste „%s“",
 			MembersLead:       "%s Kontakte in dieser Liste.",
+			MembersLeadOne:    "1 Kontakt in dieser Liste.",
 			MembersCaption:    "Kontakte dieser Liste, neueste zuerst",
 			MembersEmptyTitle: "Noch keine Kontakte in dieser Liste",
 			MembersEmptyBody:  "Tragen Sie Kontakte per E-Mail-Adresse ein oder importieren Sie eine CSV-Datei in diese Liste.",
@@ -1422,8 +1447,8 @@ func German() Text {
 			AddMembersTooMany: "Höchstens %d Adressen auf einmal; für mehr nutzen Sie den CSV-Import.",
 			AddedFlash:        "%d eingetragen, %d neu angelegt, %d schon in der Liste, %d fehlgeschlagen.",
 			AddFailed:         "%s: %s",
-			Remove:            "Austragen",
-			RemovedFlash:      "%s wurde aus der Liste ausgetragen.",
+			Remove:            "Entfernen",
+			RemovedFlash:      "%s wurde aus der Liste entfernt.",
 		},
 		Import: ImportText{
 			Title:          "Kontakte importieren",
@@ -1673,7 +1698,7 @@ func German() Text {
 			EditTitle:       "Webhook „%s“ bearbeiten",
 			Create:          "Webhook anlegen",
 			EmptyTitle:      "Noch keine Webhooks",
-			EmptyBody:       "Legen Sie einen Webhook an, damit Ihr Shop, CRM oder Automatisierungsdienst von neuen Kontakten, Abmeldungen und Öffnungen erfährt.",
+			EmptyBody:       "Legen Sie einen Webhook an, damit Ihr Shop, CRM oder Automatisierungsdienst von neuen und ausgetragenen Kontakten und von Öffnungen erfährt.",
 			Caption:         "Webhooks dieses Kontos",
 			URL:             "URL",
 			URLHint:         "Eine öffentlich erreichbare https-Adresse, z. B. https://shop.example.com/hooks/rundbrief.",
@@ -1719,26 +1744,26 @@ func German() Text {
 				"gone":     "der Empfänger antwortete 410 Gone",
 			},
 			Failures:             "%d Fehlversuche in Folge",
-			PreviousSecret:       "Altes Secret signiert noch bis %s",
+			PreviousSecret:       "Der alte Signaturschlüssel signiert noch bis %s",
 			Deliveries:           "Zustellungen",
 			Pause:                "Pausieren",
 			Resume:               "Fortsetzen",
-			Rotate:               "Secret erneuern",
+			Rotate:               "Signaturschlüssel erneuern",
 			Delete:               "Löschen",
 			PausedFlash:          "Der Webhook %s ist pausiert. Neue Ereignisse werden gesammelt und nach dem Fortsetzen zugestellt.",
 			ResumedFlash:         "Der Webhook %s ist wieder aktiv.",
 			CreatedFlash:         "Der Webhook %s wurde angelegt.",
 			UpdatedFlash:         "Der Webhook %s wurde gespeichert.",
 			DeletedFlash:         "Der Webhook %s wurde gelöscht.",
-			RotateQuestion:       "Signatur-Secret von %s erneuern?",
-			RotateDetail:         "Sie erhalten ein neues Secret. Das bisherige signiert noch 24 Stunden mit, damit Sie Ihren Empfänger in Ruhe umstellen können.",
-			RotateConfirm:        "Secret erneuern",
+			RotateQuestion:       "Signaturschlüssel von %s erneuern?",
+			RotateDetail:         "Sie erhalten einen neuen Signaturschlüssel. Der bisherige signiert noch 24 Stunden mit, damit Sie Ihren Empfänger in Ruhe umstellen können.",
+			RotateConfirm:        "Signaturschlüssel erneuern",
 			DeleteQuestion:       "Webhook %s löschen?",
 			DeleteDetail:         "Der Webhook und sein Zustellprotokoll werden gelöscht; ausstehende Zustellungen entfallen.",
 			LimitReached:         "Ihr Tarif erlaubt höchstens %d Webhooks. Löschen Sie einen oder wechseln Sie den Tarif.",
-			RevealTitle:          "Ihr Signatur-Secret",
-			RevealBody:           "Kopieren Sie das Secret jetzt in Ihren Empfänger. Es wird nur dieses eine Mal angezeigt.",
-			RevealLabel:          "Signatur-Secret für %s",
+			RevealTitle:          "Ihr Signaturschlüssel",
+			RevealBody:           "Kopieren Sie den Signaturschlüssel jetzt in Ihren Empfänger. Er wird nur dieses eine Mal angezeigt.",
+			RevealLabel:          "Signaturschlüssel für %s",
 			RevealUsage:          "Jede Anfrage trägt X-Service-Signature (t=…,v1=…, HMAC-SHA256 wie bei Stripe) und die Standard-Webhooks-Kopfzeilen.",
 			DeliveriesTitle:      "Zustellungen",
 			BackToList:           "Zurück zu den Webhooks",
@@ -1850,7 +1875,7 @@ func German() Text {
 				"webhook.deleted":           "Webhook gelöscht",
 				"webhook.paused":            "Webhook pausiert",
 				"webhook.resumed":           "Webhook fortgesetzt",
-				"webhook.secret_rotated":    "Webhook-Secret erneuert",
+				"webhook.secret_rotated":    "Signaturschlüssel des Webhooks erneuert",
 				"user.created":              "Benutzer hinzugefügt",
 				"user.role_changed":         "Rolle geändert",
 				"user.removed":              "Benutzer entfernt",
@@ -1938,7 +1963,7 @@ func German() Text {
 			Sent:          "Versendet",
 			Opened:        "Geöffnet",
 			Clicked:       "Geklickt",
-			Unsubscribed:  "Abmeldungen",
+			Unsubscribed:  "Ausgetragen",
 			Bounced:       "Unzustellbar (Bounces)",
 			Failed:        "Fehlgeschlagen",
 			Skipped:       "Übersprungen (gesperrt oder abgemeldet)",
