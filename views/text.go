@@ -50,6 +50,8 @@ type Text struct {
 	Webhooks WebhooksText
 	// AB holds the A/B test pages.
 	AB ABText
+	// Blocked holds the blocked-address list.
+	Blocked BlockedText
 	// Activity holds the activity log, Users the user management.
 	Activity ActivityText
 	Users    UsersText
@@ -190,6 +192,8 @@ type NavText struct {
 	SectionAccount  string
 	Password        string
 	Plan            string
+	Blocked         string
+	DevOutbox       string
 	SectionSettings string
 	SMTP            string
 	Webhooks        string
@@ -246,6 +250,16 @@ type AuthText struct {
 	BackToStart        string
 	NoAccountYet       string
 	NoAccountYetDetail string
+}
+
+// BlockedText holds the blocked-address list.
+type BlockedText struct {
+	Title, Lead, AddHead, Emails, EmailsHint, File, FileHint, Add string
+	FileTooLarge, FileUnreadable                                  string
+	AddedOne, Added, RemovedFlash                                 string // Added %d: count; RemovedFlash %s: address
+	Search, SearchHint, Caption, Email, Source, Since, Remove     string
+	EmptyTitle, EmptyBody, NoMatchTitle, NoMatchBody              string
+	SourceLabels                                                  map[string]string // store.Unsub…
 }
 
 // DashboardText holds the dashboard.
@@ -915,6 +929,8 @@ func German() Text {
 			SectionAccount:  "Konto",
 			Password:        "Passwort ändern",
 			Plan:            "Tarif",
+			Blocked:         "Sperrliste",
+			DevOutbox:       "Postausgang",
 			SectionSettings: "Einstellungen",
 			SMTP:            "SMTP-Server",
 			Webhooks:        "Webhooks",
@@ -1600,6 +1616,41 @@ func German() Text {
 			CreatedFlash:        "Der SMTP-Server „%s“ wurde hinzugefügt. Testen Sie jetzt die Verbindung.",
 			UpdatedFlash:        "Der SMTP-Server „%s“ wurde gespeichert.",
 			DeletedFlash:        "Der SMTP-Server „%s“ wurde gelöscht.",
+		},
+		Blocked: BlockedText{
+			Title:          "Sperrliste",
+			Lead:           "An diese Adressen geht keine E-Mail mehr, auch wenn sie als Kontakt wieder auftauchen. Ausgetragene Kontakte und harte Unzustellbarkeiten landen von selbst hier.",
+			AddHead:        "Adressen sperren",
+			Emails:         "E-Mail-Adressen",
+			EmailsHint:     "Eine Adresse pro Zeile, oder durch Komma getrennt; höchstens 1.000 auf einmal.",
+			File:           "Oder aus einer Datei",
+			FileHint:       "Eine CSV- oder Textdatei; übernommen wird jede Zelle mit einer E-Mail-Adresse.",
+			Add:            "Sperren",
+			FileTooLarge:   "Die Datei ist größer als 1 MB. Teilen Sie sie bitte auf.",
+			FileUnreadable: "Die Datei ließ sich nicht lesen. Ist es eine CSV- oder Textdatei?",
+			AddedOne:       "1 Adresse steht auf der Sperrliste.",
+			Added:          "%d Adressen stehen auf der Sperrliste.",
+			RemovedFlash:   "%s steht nicht mehr auf der Sperrliste. Der Kontakt bleibt ausgetragen, bis er sich neu anmeldet.",
+			Search:         "Suche",
+			SearchHint:     "Adresse oder Teil davon",
+			Caption:        "Gesperrte Adressen",
+			Email:          "E-Mail-Adresse",
+			Source:         "Grund",
+			Since:          "Gesperrt seit",
+			Remove:         "Entsperren",
+			EmptyTitle:     "Die Sperrliste ist leer",
+			EmptyBody:      "Sobald sich jemand austrägt oder eine Adresse dauerhaft unzustellbar ist, steht sie hier. Adressen, die nie Post bekommen sollen, tragen Sie oben ein.",
+			NoMatchTitle:   "Keine Adresse gefunden",
+			NoMatchBody:    "Keine gesperrte Adresse enthält diesen Suchbegriff.",
+			SourceLabels: map[string]string{
+				"link":      "Über den Austragen-Link",
+				"one_click": "Per Ein-Klick-Austragung im Postfach",
+				"manual":    "Von Hand gesperrt",
+				"api":       "Über die API",
+				"import":    "Beim Import",
+				"bounce":    "Dauerhaft unzustellbar",
+				"complaint": "Als Spam gemeldet",
+			},
 		},
 		AB: ABText{
 			Title:             "A/B-Tests",
