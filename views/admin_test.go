@@ -181,7 +181,7 @@ func TestWebhookRowStatus(t *testing.T) {
 	later := now.Add(3 * time.Hour)
 	paused := renderRows(t, views.WebhookRow(store.Webhook{ID: 3, URL: "https://shop.example.com/h", Events: []string{"*"},
 		Status: store.WebhookPaused, PauseReason: store.PauseFailures, PreviousSecretExpiresAt: &later, CreatedAt: now}, now))
-	if got := text(tid(paused, "webhook-status")); got != "Pausiert nach 20 Fehlversuchen in Folge Altes Secret signiert noch bis 01.03.2026, 16:00" {
+	if got := text(tid(paused, "webhook-status")); got != "Pausiert nach 20 Fehlversuchen in Folge Der alte Signaturschlüssel signiert noch bis 01.03.2026, 16:00" {
 		t.Errorf("paused status %q", got)
 	}
 	if tid(paused, "webhook-resume").Length() != 1 || tid(paused, "webhook-pause").Length() != 0 || text(tid(paused, "webhook-events")) != "Alle Ereignisse" {

@@ -69,3 +69,6 @@ func formatEUR(tx Text, f float64) string {
 }
 
 func itoa64(n int64) string { return strconv.FormatInt(n, 10) }
+
+// boolAttr writes a boolean into a data attribute, for tests and scripts.
+func boolAttr(b bool) string { return strconv.FormatBool(b) }

@@ -35,3 +35,28 @@ func campaignStatusLabels() map[string]string {
 	}
 	return m
 }
+
+// PlanLabel is the display name of a plan: what a user reads, where the
+// database and the API keep the short name. An operator's own plan names
+// itself.
+func PlanLabel(name string) string {
+	switch name {
+	case "free":
+		return "Kostenlos"
+	case "starter":
+		return "Starter"
+	case "pro":
+		return "Pro"
+	case "business":
+		return "Business"
+	}
+	return name
+}
+
+// membersLead says how many contacts a list has, in the singular for one.
+func membersLead(t Text, n int64) string {
+	if n == 1 {
+		return t.Lists.MembersLeadOne
+	}
+	return sprintf(t.Lists.MembersLead, formatInt(t, n))
+}

@@ -906,7 +906,7 @@ func ListMembersPage(s Shell, m ListMembers) templ.Component {
 				}
 				return nil
 			})
-			templ_7745c5c3_Err = PageHeader(sprintf(t.Lists.MembersTitle, m.List.Name), sprintf(t.Lists.MembersLead, formatInt(t, m.List.MemberCount))).Render(templ.WithChildren(ctx, templ_7745c5c3_Var43), templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = PageHeader(sprintf(t.Lists.MembersTitle, m.List.Name), membersLead(t, m.List.MemberCount)).Render(templ.WithChildren(ctx, templ_7745c5c3_Var43), templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -19,6 +19,8 @@ const (
 	NavUsers       = "users"
 	NavABTests     = "ab-tests"
 	NavPlan        = "plan"
+	NavBlocked     = "blocked"
+	NavDevOutbox   = "dev-outbox"
 )
 
 // NavItem is one entry of the sidebar.
@@ -29,6 +31,9 @@ type NavItem struct {
 	Section string   // heading the entry is listed under; "" for the top group
 	Roles   []string // roles that see the entry; empty: every signed-in user
 	Icon    string   // name of an icon in navIcon; "" for none
+	// DevOutbox: shown only while the development outbox collects mail
+	// (no operator relay), to every role, since everyone's test mails land there.
+	DevOutbox bool
 }
 
 // Navigation is the portal's sidebar, top to bottom: the one place that lists its
@@ -42,9 +47,11 @@ func Navigation(t Text) []NavItem {
 		{ID: NavLists, Href: "/lists", Label: t.Nav.Lists, Icon: "lists"},
 		{ID: NavNewsletters, Href: "/newsletters", Label: t.Nav.Newsletters, Icon: "mail"},
 		{ID: NavForms, Href: "/forms", Label: t.Nav.Forms, Icon: "form"},
+		{ID: NavBlocked, Href: "/blocked", Label: t.Nav.Blocked, Icon: "block"},
 		{ID: NavABTests, Href: "/ab-tests", Label: t.Nav.ABTests, Icon: "split"},
 		{ID: NavAPIKeys, Href: "/api-keys", Label: t.Nav.APIKeys, Section: t.Nav.SectionDev, Roles: admins, Icon: "key"},
 		{ID: NavWebhooks, Href: "/webhooks", Label: t.Nav.Webhooks, Section: t.Nav.SectionDev, Roles: admins, Icon: "webhook"},
+		{ID: NavDevOutbox, Href: "/dev/outbox", Label: t.Nav.DevOutbox, Section: t.Nav.SectionDev, Icon: "mail", DevOutbox: true},
 		{ID: NavAPILog, Href: "/logs/api", Label: t.Nav.APILog, Section: t.Nav.SectionDev, Icon: "log"},
 		{ID: NavActivity, Href: "/logs/activity", Label: t.Nav.Activity, Section: t.Nav.SectionDev, Icon: "activity"},
 		{ID: NavSMTP, Href: "/smtp-servers", Label: t.Nav.SMTP, Section: t.Nav.SectionSettings, Roles: admins, Icon: "mail"},
@@ -62,10 +69,10 @@ type navSection struct {
 
 // navSections keeps the entries role may see, grouped by section in the order the
 // sections first appear.
-func navSections(items []NavItem, role string) []navSection {
+func navSections(items []NavItem, role string, devOutbox bool) []navSection {
 	var out []navSection
 	for _, it := range items {
-		if len(it.Roles) > 0 && !slices.Contains(it.Roles, role) {
+		if len(it.Roles) > 0 && !slices.Contains(it.Roles, role) || it.DevOutbox && !devOutbox {
 			continue
 		}
 		if n := len(out); n > 0 && out[n-1].Title == it.Section {
@@ -100,6 +107,8 @@ func iconPath(name string) string {
 		return "M7.5 9a3 3 0 1 0 0-6 3 3 0 0 0 0 6zM2 17c0-3 2.5-5 5.5-5s5.5 2 5.5 5M13 3.3a3 3 0 0 1 0 5.4M15 12.3c1.8.7 3 2.4 3 4.7"
 	case "split":
 		return "M3 16V9h4v7M8 16V4h4v12M13 16v-5h4v5M2 16.5h16"
+	case "block":
+		return "M10 17a7 7 0 1 0 0-14 7 7 0 0 0 0 14zM5 5l10 10"
 	case "menu":
 		return "M3 5.5h14M3 10h14M3 14.5h14"
 	case "lock":

@@ -53,7 +53,7 @@ func PlanPage(s Shell, c PlanChange) templ.Component {
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = PageHeader(t.Plan.Title, sprintf(t.Plan.Lead, c.Usage.Plan)).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = PageHeader(t.Plan.Title, sprintf(t.Plan.Lead, PlanLabel(c.Usage.Plan))).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -132,9 +132,9 @@ func PlanPage(s Shell, c PlanChange) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var7 string
-				templ_7745c5c3_Var7, templ_7745c5c3_Err = templ.JoinStringErrs(sprintf(t.Plan.AskOperator, c.AccountID, c.Usage.Plan))
+				templ_7745c5c3_Var7, templ_7745c5c3_Err = templ.JoinStringErrs(sprintf(t.Plan.AskOperator, c.AccountID, PlanLabel(c.Usage.Plan)))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/plan.templ`, Line: 26, Col: 92}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/plan.templ`, Line: 26, Col: 103}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var7))
 				if templ_7745c5c3_Err != nil {

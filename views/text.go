@@ -50,6 +50,8 @@ type Text struct {
 	Webhooks WebhooksText
 	// AB holds the A/B test pages.
 	AB ABText
+	// Blocked holds the blocked-address list.
+	Blocked BlockedText
 	// Activity holds the activity log, Users the user management.
 	Activity ActivityText
 	Users    UsersText
@@ -169,6 +171,7 @@ type CommonText struct {
 	PageOf       string // %s, %s: page, pages (formatted numbers)
 	RangeOfTotal string // %s, %s, %s: first, last, total (formatted numbers)
 	RangeOfMore  string // %s, %s, %s: first, last, a count the total exceeds
+	RangeOfOne   string // the only entry of a listing
 	PageN        string // %s: page
 	Copy         string
 	Copied       string
@@ -189,6 +192,8 @@ type NavText struct {
 	SectionAccount  string
 	Password        string
 	Plan            string
+	Blocked         string
+	DevOutbox       string
 	SectionSettings string
 	SMTP            string
 	Webhooks        string
@@ -247,6 +252,16 @@ type AuthText struct {
 	NoAccountYetDetail string
 }
 
+// BlockedText holds the blocked-address list.
+type BlockedText struct {
+	Title, Lead, AddHead, Emails, EmailsHint, File, FileHint, Add string
+	FileTooLarge, FileUnreadable                                  string
+	AddedOne, Added, RemovedFlash                                 string // Added %d: count; RemovedFlash %s: address
+	Search, SearchHint, Caption, Email, Source, Since, Remove     string
+	EmptyTitle, EmptyBody, NoMatchTitle, NoMatchBody              string
+	SourceLabels                                                  map[string]string // store.Unsub…
+}
+
 // DashboardText holds the dashboard.
 type DashboardText struct {
 	Title        string
@@ -268,6 +283,17 @@ type DashboardText struct {
 	NoFeatures   string
 	// FeatureLabels names the plan features (plans.features).
 	FeatureLabels map[string]string
+
+	OnboardingHead string
+	OnboardingLead string // %d done, %d steps
+	OnboardingDone string // the screen-reader word for a ticked step
+	OnboardingTodo string
+	Steps          map[string]OnboardingStepText // by step id
+}
+
+// OnboardingStepText is one step of the first-steps checklist.
+type OnboardingStepText struct {
+	Title, Hint, Action string
 }
 
 // KeysText holds the API keys pages.
@@ -595,6 +621,7 @@ type ListsText struct {
 	Delete, DeleteQ, DeleteDetail, DeleteOK, DeletedFlash          string // DeleteQ, DeletedFlash %s: name
 	LimitReached                                                   string // %d: max lists
 	MembersTitle, MembersLead, MembersCaption                      string // MembersTitle %s: name; MembersLead %d: count
+	MembersLeadOne                                                 string
 	MembersEmptyTitle, MembersEmptyBody                            string
 	AddMembers, AddMembersLabel, AddMembersHint, AddMembersSubmit  string
 	AddMembersEmpty, AddMembersTooMany                             string // AddMembersTooMany %d: max
@@ -841,9 +868,9 @@ func German() Text {
 			"mit einer vollständigen JSON-API.",
 		HomeFeaturesHead: "Was Rundbrief kann",
 		HomeFeatures: []Feature{
-			{"Kontakte und Listen", "Import, Tags, Aktivitätsverlauf, Abmeldungen und Double-Opt-in über gehostete Formulare."},
+			{"Kontakte und Listen", "Import, Schlagwörter, Aktivitätsverlauf, Austragen per Klick und Double-Opt-in über gehostete Formulare."},
 			{"Newsletter und Sequenzen", "Planen, pausieren, fortsetzen; Story-Sequenzen, die Tag für Tag zugestellt werden."},
-			{"A/B-Tests und Auswertung", "Öffnungen, Klicks und Zustellung je Kampagne, mit automatisch ermitteltem Gewinner."},
+			{"A/B-Tests und Statistik", "Öffnungen, Klicks und Zustellung je Kampagne, mit automatisch ermitteltem Gewinner."},
 			{"Posteingang mit KI", "Antworten im verbundenen Postfach lesen, Regeln anlegen und Antwortentwürfe erstellen lassen."},
 			{"Webhooks und Integrationen", "Signierte Ereignisse an Ihre Systeme; Käufe aus Stripe, Digistore24, CopeCart und PayPal."},
 			{"Terminbuchung", "Öffentliche Buchungsseite mit freien Zeitfenstern, Bestätigung per E-Mail."},
@@ -883,6 +910,7 @@ func German() Text {
 			PageOf:       "Seite %s von %s",
 			RangeOfTotal: "%s–%s von %s Einträgen",
 			RangeOfMore:  "%s–%s von mehr als %s Einträgen",
+			RangeOfOne:   "1 Eintrag",
 			PageN:        "Seite %s",
 			Copy:         "Kopieren",
 			Copied:       "In die Zwischenablage kopiert.",
@@ -901,6 +929,8 @@ func German() Text {
 			SectionAccount:  "Konto",
 			Password:        "Passwort ändern",
 			Plan:            "Tarif",
+			Blocked:         "Sperrliste",
+			DevOutbox:       "Postausgang",
 			SectionSettings: "Einstellungen",
 			SMTP:            "SMTP-Server",
 			Webhooks:        "Webhooks",
@@ -951,6 +981,16 @@ func German() Text {
 			NoAccountYetDetail: "Der Betreiber legt Konten mit „rundbrief account create“ an.",
 		},
 		Dashboard: DashboardText{
+			OnboardingHead: "Erste Schritte",
+			OnboardingLead: "%d von %d erledigt. Jeder Schritt hakt sich selbst ab, sobald er getan ist.",
+			OnboardingDone: "Erledigt:",
+			OnboardingTodo: "Offen:",
+			Steps: map[string]OnboardingStepText{
+				"smtp":       {"Versand einrichten", "Tragen Sie den SMTP-Server ein, über den Ihre E-Mails hinausgehen.", "SMTP-Server eintragen"},
+				"audience":   {"Kontakte gewinnen", "Importieren Sie Ihre Kontakte als CSV oder legen Sie ein Anmeldeformular für Ihre Website an.", "Kontakte importieren"},
+				"newsletter": {"Ersten Newsletter schreiben", "Ein Entwurf genügt: Sie können ihn in Ruhe fertigstellen.", "Newsletter schreiben"},
+				"test":       {"Test-E-Mail senden", "Schicken Sie Ihren Newsletter zuerst an sich selbst und prüfen Sie ihn im eigenen Postfach.", "Zu den Newslettern"},
+			},
 			Title:        "Übersicht",
 			Greeting:     "Willkommen bei %s",
 			UsageHead:    "Tarif und Verbrauch",
@@ -1015,7 +1055,7 @@ func German() Text {
 			AnyIP:           "jede IP",
 			AnyOrigin:       "jeder Origin",
 			DefaultLimit:    "Standardlimit",
-			Created:         "Erstellt",
+			Created:         "Angelegt",
 			LastUsed:        "Zuletzt benutzt",
 			Status:          "Status",
 			Active:          "Aktiv",
@@ -1106,7 +1146,7 @@ func German() Text {
 			FromNameHint:        "Leer: der Absendername des SMTP-Servers.",
 			ReplyTo:             "Antwortadresse",
 			ReplyToHint:         "Optional: wohin Antworten gehen sollen.",
-			Tracking:            "Auswertung",
+			Tracking:            "Messung",
 			TrackOpens:          "Öffnungen messen",
 			TrackClicks:         "Klicks messen",
 			SectionContent:      "Inhalt",
@@ -1193,7 +1233,7 @@ func German() Text {
 			DeleteDetail:     "Der Entwurf wird endgültig gelöscht.",
 			DeleteConfirm:    "Endgültig löschen",
 			DeletedFlash:     "Der Entwurf „%s“ wurde gelöscht.",
-			Stats:            "Auswertung ansehen",
+			Stats:            "Statistik ansehen",
 			Progress:         "%s von %s E-Mails verschickt",
 			ProgressLabel:    "Versandfortschritt",
 			Recipients:       "Empfänger",
@@ -1203,7 +1243,7 @@ func German() Text {
 			StartedAt:        "Versand begonnen",
 			FinishedAt:       "Versand beendet",
 			LastError:        "Letzter Fehler",
-			Created:          "Erstellt",
+			Created:          "Angelegt",
 			Updated:          "Geändert",
 			Overview:         "Übersicht",
 			EditLink:         "Bearbeiten",
@@ -1229,7 +1269,7 @@ func German() Text {
 			DoubleOptInHint: "Neue Kontakte bestätigen ihre Anmeldung über einen Link per E-Mail (empfohlen).",
 			Fields:          "Weitere Felder",
 			FieldsHint:      "Die E-Mail-Adresse ist immer dabei; diese Felder sind für Besucher freiwillig.",
-			Tags:            "Tags",
+			Tags:            "Schlagwörter",
 			TagsHint:        "Werden jedem neuen Kontakt gegeben, durch Komma getrennt.",
 			SuccessRedirect: "Weiterleitung nach der Anmeldung",
 			RedirectHint:    "Optional: vollständige Adresse Ihrer Danke-Seite, z. B. https://example.com/danke.",
@@ -1245,7 +1285,7 @@ func German() Text {
 			CreatedFlash:    "Das Formular „%s“ wurde erstellt. Kopieren Sie jetzt den Einbettungscode.",
 			SavedFlash:      "Das Formular „%s“ wurde gespeichert.",
 			Submissions:     "Anmeldungen",
-			Created:         "Erstellt",
+			Created:         "Angelegt",
 			On:              "an",
 			Off:             "aus",
 			Embed:           "Einbetten",
@@ -1337,7 +1377,7 @@ func German() Text {
 			RemoveTag:      "Schlagwort „%s“ entfernen",
 			JoinList:       "Eintragen",
 			JoinListLabel:  "In Liste eintragen",
-			LeaveList:      "Aus „%s“ austragen",
+			LeaveList:      "Aus „%s“ entfernen",
 			AllJoined:      "Der Kontakt ist in allen Listen.",
 			Activity:       "Verlauf",
 			ActivityEmpty:  "Noch keine Einträge.",
@@ -1363,11 +1403,11 @@ func German() Text {
 				"system": "System",
 				"public": "Kontakt selbst",
 			},
-			Unsubscribe:       "Abmelden",
-			UnsubscribeQ:      "%s abmelden?",
+			Unsubscribe:       "Austragen",
+			UnsubscribeQ:      "%s austragen?",
 			UnsubscribeDetail: "Der Kontakt erhält keine E-Mails mehr; die Adresse kommt auf die Sperrliste. Erst eine neue Anmeldung mit Bestätigung hebt das auf.",
-			UnsubscribeOK:     "Jetzt abmelden",
-			UnsubscribedFlash: "%s wurde abgemeldet.",
+			UnsubscribeOK:     "Jetzt austragen",
+			UnsubscribedFlash: "%s wurde ausgetragen.",
 			Delete:            "Löschen",
 			DeleteQ:           "Kontakt %s löschen?",
 			DeleteDetail:      "Der Kontakt, seine Listen und sein Verlauf werden gelöscht. Eine gesperrte Adresse bleibt gesperrt. Das lässt sich nicht rückgängig machen.",
@@ -1411,6 +1451,7 @@ func German() Text {
 			LimitReached:      "Ihr Tarif erlaubt höchstens %d Listen. Löschen Sie eine Liste oder wechseln Sie den Tarif.",
 			MembersTitle:      "Liste „%s“",
 			MembersLead:       "%s Kontakte in dieser Liste.",
+			MembersLeadOne:    "1 Kontakt in dieser Liste.",
 			MembersCaption:    "Kontakte dieser Liste, neueste zuerst",
 			MembersEmptyTitle: "Noch keine Kontakte in dieser Liste",
 			MembersEmptyBody:  "Tragen Sie Kontakte per E-Mail-Adresse ein oder importieren Sie eine CSV-Datei in diese Liste.",
@@ -1422,8 +1463,8 @@ func German() Text {
 			AddMembersTooMany: "Höchstens %d Adressen auf einmal; für mehr nutzen Sie den CSV-Import.",
 			AddedFlash:        "%d eingetragen, %d neu angelegt, %d schon in der Liste, %d fehlgeschlagen.",
 			AddFailed:         "%s: %s",
-			Remove:            "Austragen",
-			RemovedFlash:      "%s wurde aus der Liste ausgetragen.",
+			Remove:            "Entfernen",
+			RemovedFlash:      "%s wurde aus der Liste entfernt.",
 		},
 		Import: ImportText{
 			Title:          "Kontakte importieren",
@@ -1576,6 +1617,41 @@ func German() Text {
 			UpdatedFlash:        "Der SMTP-Server „%s“ wurde gespeichert.",
 			DeletedFlash:        "Der SMTP-Server „%s“ wurde gelöscht.",
 		},
+		Blocked: BlockedText{
+			Title:          "Sperrliste",
+			Lead:           "An diese Adressen geht keine E-Mail mehr, auch wenn sie als Kontakt wieder auftauchen. Ausgetragene Kontakte und harte Unzustellbarkeiten landen von selbst hier.",
+			AddHead:        "Adressen sperren",
+			Emails:         "E-Mail-Adressen",
+			EmailsHint:     "Eine Adresse pro Zeile, oder durch Komma getrennt; höchstens 1.000 auf einmal.",
+			File:           "Oder aus einer Datei",
+			FileHint:       "Eine CSV- oder Textdatei; übernommen wird jede Zelle mit einer E-Mail-Adresse.",
+			Add:            "Sperren",
+			FileTooLarge:   "Die Datei ist größer als 1 MB. Teilen Sie sie bitte auf.",
+			FileUnreadable: "Die Datei ließ sich nicht lesen. Ist es eine CSV- oder Textdatei?",
+			AddedOne:       "1 Adresse steht auf der Sperrliste.",
+			Added:          "%d Adressen stehen auf der Sperrliste.",
+			RemovedFlash:   "%s steht nicht mehr auf der Sperrliste. Der Kontakt bleibt ausgetragen, bis er sich neu anmeldet.",
+			Search:         "Suche",
+			SearchHint:     "Adresse oder Teil davon",
+			Caption:        "Gesperrte Adressen",
+			Email:          "E-Mail-Adresse",
+			Source:         "Grund",
+			Since:          "Gesperrt seit",
+			Remove:         "Entsperren",
+			EmptyTitle:     "Die Sperrliste ist leer",
+			EmptyBody:      "Sobald sich jemand austrägt oder eine Adresse dauerhaft unzustellbar ist, steht sie hier. Adressen, die nie Post bekommen sollen, tragen Sie oben ein.",
+			NoMatchTitle:   "Keine Adresse gefunden",
+			NoMatchBody:    "Keine gesperrte Adresse enthält diesen Suchbegriff.",
+			SourceLabels: map[string]string{
+				"link":      "Über den Austragen-Link",
+				"one_click": "Per Ein-Klick-Austragung im Postfach",
+				"manual":    "Von Hand gesperrt",
+				"api":       "Über die API",
+				"import":    "Beim Import",
+				"bounce":    "Dauerhaft unzustellbar",
+				"complaint": "Als Spam gemeldet",
+			},
+		},
 		AB: ABText{
 			Title:             "A/B-Tests",
 			PlanTitle:         "A/B-Tests gehören nicht zu Ihrem Tarif",
@@ -1673,7 +1749,7 @@ func German() Text {
 			EditTitle:       "Webhook „%s“ bearbeiten",
 			Create:          "Webhook anlegen",
 			EmptyTitle:      "Noch keine Webhooks",
-			EmptyBody:       "Legen Sie einen Webhook an, damit Ihr Shop, CRM oder Automatisierungsdienst von neuen Kontakten, Abmeldungen und Öffnungen erfährt.",
+			EmptyBody:       "Legen Sie einen Webhook an, damit Ihr Shop, CRM oder Automatisierungsdienst von neuen und ausgetragenen Kontakten und von Öffnungen erfährt.",
 			Caption:         "Webhooks dieses Kontos",
 			URL:             "URL",
 			URLHint:         "Eine öffentlich erreichbare https-Adresse, z. B. https://shop.example.com/hooks/rundbrief.",
@@ -1719,26 +1795,26 @@ func German() Text {
 				"gone":     "der Empfänger antwortete 410 Gone",
 			},
 			Failures:             "%d Fehlversuche in Folge",
-			PreviousSecret:       "Altes Secret signiert noch bis %s",
+			PreviousSecret:       "Der alte Signaturschlüssel signiert noch bis %s",
 			Deliveries:           "Zustellungen",
 			Pause:                "Pausieren",
 			Resume:               "Fortsetzen",
-			Rotate:               "Secret erneuern",
+			Rotate:               "Signaturschlüssel erneuern",
 			Delete:               "Löschen",
 			PausedFlash:          "Der Webhook %s ist pausiert. Neue Ereignisse werden gesammelt und nach dem Fortsetzen zugestellt.",
 			ResumedFlash:         "Der Webhook %s ist wieder aktiv.",
 			CreatedFlash:         "Der Webhook %s wurde angelegt.",
 			UpdatedFlash:         "Der Webhook %s wurde gespeichert.",
 			DeletedFlash:         "Der Webhook %s wurde gelöscht.",
-			RotateQuestion:       "Signatur-Secret von %s erneuern?",
-			RotateDetail:         "Sie erhalten ein neues Secret. Das bisherige signiert noch 24 Stunden mit, damit Sie Ihren Empfänger in Ruhe umstellen können.",
-			RotateConfirm:        "Secret erneuern",
+			RotateQuestion:       "Signaturschlüssel von %s erneuern?",
+			RotateDetail:         "Sie erhalten einen neuen Signaturschlüssel. Der bisherige signiert noch 24 Stunden mit, damit Sie Ihren Empfänger in Ruhe umstellen können.",
+			RotateConfirm:        "Signaturschlüssel erneuern",
 			DeleteQuestion:       "Webhook %s löschen?",
 			DeleteDetail:         "Der Webhook und sein Zustellprotokoll werden gelöscht; ausstehende Zustellungen entfallen.",
 			LimitReached:         "Ihr Tarif erlaubt höchstens %d Webhooks. Löschen Sie einen oder wechseln Sie den Tarif.",
-			RevealTitle:          "Ihr Signatur-Secret",
-			RevealBody:           "Kopieren Sie das Secret jetzt in Ihren Empfänger. Es wird nur dieses eine Mal angezeigt.",
-			RevealLabel:          "Signatur-Secret für %s",
+			RevealTitle:          "Ihr Signaturschlüssel",
+			RevealBody:           "Kopieren Sie den Signaturschlüssel jetzt in Ihren Empfänger. Er wird nur dieses eine Mal angezeigt.",
+			RevealLabel:          "Signaturschlüssel für %s",
 			RevealUsage:          "Jede Anfrage trägt X-Service-Signature (t=…,v1=…, HMAC-SHA256 wie bei Stripe) und die Standard-Webhooks-Kopfzeilen.",
 			DeliveriesTitle:      "Zustellungen",
 			BackToList:           "Zurück zu den Webhooks",
@@ -1850,7 +1926,7 @@ func German() Text {
 				"webhook.deleted":           "Webhook gelöscht",
 				"webhook.paused":            "Webhook pausiert",
 				"webhook.resumed":           "Webhook fortgesetzt",
-				"webhook.secret_rotated":    "Webhook-Secret erneuert",
+				"webhook.secret_rotated":    "Signaturschlüssel des Webhooks erneuert",
 				"user.created":              "Benutzer hinzugefügt",
 				"user.role_changed":         "Rolle geändert",
 				"user.removed":              "Benutzer entfernt",
@@ -1938,7 +2014,7 @@ func German() Text {
 			Sent:          "Versendet",
 			Opened:        "Geöffnet",
 			Clicked:       "Geklickt",
-			Unsubscribed:  "Abmeldungen",
+			Unsubscribed:  "Ausgetragen",
 			Bounced:       "Unzustellbar (Bounces)",
 			Failed:        "Fehlgeschlagen",
 			Skipped:       "Übersprungen (gesperrt oder abgemeldet)",

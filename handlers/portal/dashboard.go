@@ -19,10 +19,34 @@ type dashboardPanel func(ctx context.Context, v store.Viewer) (templ.Component, 
 // panel here (contacts over time, recent campaigns …).
 func (p *Portal) dashboardPanels() []dashboardPanel {
 	return []dashboardPanel{
+		p.onboardingPanel,
 		p.activityPanel,
 		p.campaignsPanel,
 		p.usagePanel,
 	}
+}
+
+// onboardingPanel is the first-steps checklist of a new account, ticked from
+// its data; once every step is done it disappears.
+func (p *Portal) onboardingPanel(ctx context.Context, v store.Viewer) (templ.Component, error) {
+	o, err := p.db.Onboarding(ctx, v.Account.ID)
+	if err != nil {
+		return nil, err
+	}
+	// The operator's relay sends for accounts without an SMTP server of their own.
+	relay := p.mail != nil && !p.mail.DevOutboxEnabled()
+	steps := []views.OnboardingStep{
+		{ID: "smtp", Href: "/smtp-servers/new", Done: o.SMTPServer || relay},
+		{ID: "audience", Href: "/contacts/import", Done: o.Audience},
+		{ID: "newsletter", Href: "/newsletters/new", Done: o.Newsletter},
+		{ID: "test", Href: "/newsletters", Done: o.Sent},
+	}
+	for _, st := range steps {
+		if !st.Done {
+			return views.OnboardingPanel(steps), nil
+		}
+	}
+	return templ.NopComponent, nil
 }
 
 // activityDays is the period of the dashboard's activity panel.
@@ -57,10 +81,11 @@ func (p *Portal) activityPanel(ctx context.Context, v store.Viewer) (templ.Compo
 	return views.ActivityPanel(views.ActivitySummary{Days: activityDays, Overview: o, Contacts: chart}), nil
 }
 
-// campaignsPanel shows the last campaigns with their open and click rates
-// (the figures of GET /v1/campaigns), oldest to newest in the chart.
+// campaignsPanel shows the last sent campaigns with their open and click rates
+// (the figures of GET /v1/campaigns), oldest to newest in the chart. Drafts and
+// scheduled mail have no rates yet and would only show as empty bars.
 func (p *Portal) campaignsPanel(ctx context.Context, v store.Viewer) (templ.Component, error) {
-	list, _, err := p.db.ListCampaigns(ctx, v.Account.ID, store.CampaignFilter{}, store.Page{Page: 1, PerPage: recentCampaigns})
+	list, _, err := p.db.ListCampaigns(ctx, v.Account.ID, store.CampaignFilter{Status: store.CampaignSent}, store.Page{Page: 1, PerPage: recentCampaigns})
 	if err != nil {
 		return nil, err
 	}

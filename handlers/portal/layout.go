@@ -183,6 +183,7 @@ func (p *Portal) shellFor(r *http.Request, v store.Viewer, title, active string)
 	s := views.Shell{
 		Title: title, Active: active,
 		Account: v.Account.Name, User: v.User.Email, Role: v.User.Role,
+		DevOutbox: p.devOutboxEnabled(),
 	}
 	if !isHTMX(r) { // a fragment has no room for the flash: keep it for the next page
 		s.Flash = p.popFlash(r.Context())

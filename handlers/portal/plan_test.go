@@ -71,7 +71,7 @@ func TestUpgradeURLIsThePlanPage(t *testing.T) {
 		t.Errorf("limits or features missing:\n%s", r.Body)
 	}
 	// Without RUNDBRIEF_UPGRADE_URL the page names the operator and the account.
-	if op := text(r.find("plan-operator")); !strings.Contains(op, "Betreiber") || !strings.Contains(op, "free") ||
+	if op := text(r.find("plan-operator")); !strings.Contains(op, "Betreiber") || !strings.Contains(op, "„Kostenlos“") ||
 		r.find("plan-change-link").Length() != 0 {
 		t.Errorf("how to change the plan: %q", op)
 	}

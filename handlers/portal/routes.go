@@ -204,6 +204,11 @@ func (p *Portal) Routes(r chi.Router) {
 			r.Get("/forms/{id}/delete", p.handle(p.confirmDeleteForm))
 			r.Post("/forms/{id}/delete", p.handle(p.deleteForm))
 
+			// The blocked-address list (the API's /unsubscribes).
+			r.Get("/blocked", p.handle(p.listBlocked))
+			r.Post("/blocked", p.handle(p.blockAddresses))
+			r.Post("/blocked/remove", p.handle(p.unblockAddress))
+
 			// A/B tests of newsletters: create from a draft, results, winner (issue 6).
 			r.Get("/ab-tests", p.needAB(p.listABTests))
 			r.Get("/ab-tests/new", p.needAB(p.newABForm))

@@ -274,7 +274,7 @@ func (p *Portal) devOutbox(w http.ResponseWriter, r *http.Request) error {
 	}
 	l.Pager.Page, l.Pager.PerPage, l.Pager.Target = page, outboxPerPage, "#dev-outbox"
 	l.Pager.URL = func(n int) string { return pageURL("/dev/outbox", nil, n) }
-	s := p.shell(r, views.TextFor(r.Context()).Outbox.Title, views.NavSMTP)
+	s := p.shell(r, views.TextFor(r.Context()).Outbox.Title, views.NavDevOutbox)
 	p.page(w, r, http.StatusOK, views.OutboxPage(s, l), views.OutboxSection(l))
 	return nil
 }
@@ -284,7 +284,7 @@ func (p *Portal) devOutboxMail(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s := p.shell(r, views.TextFor(r.Context()).Outbox.Title, views.NavSMTP)
+	s := p.shell(r, views.TextFor(r.Context()).Outbox.Title, views.NavDevOutbox)
 	p.render(w, r, http.StatusOK, views.OutboxMailPage(s, m, msg, readErr))
 	return nil
 }

@@ -270,6 +270,9 @@ func TestDevOutboxPages(t *testing.T) {
 	if l := pc.get("/smtp-servers"); l.find("dev-outbox-note").Length() != 0 {
 		t.Error("the SMTP page points to an outbox that does not exist")
 	}
+	if pc.get("/dashboard").find("nav-dev-outbox").Length() != 0 {
+		t.Error("the navigation offers an outbox that does not exist")
+	}
 }
 
 // Members see neither the SMTP pages nor run tests.
@@ -281,9 +284,15 @@ func TestMemberCannotManageSMTP(t *testing.T) {
 	}
 	c := newClient(t, s)
 	c.signIn("member-smtp@example.com", "member password")
-	if c.get("/dashboard").find("nav-smtp-servers").Length() != 0 {
+	dash := c.get("/dashboard")
+	if dash.find("nav-smtp-servers").Length() != 0 {
 		t.Error("members see the SMTP entry")
 	}
+	// The development outbox is everyone's: members' test mails land there too.
+	if dash.find("nav-dev-outbox").Length() != 1 {
+		t.Error("members do not see the development outbox")
+	}
+	wantStatus(t, c.get("/dev/outbox"), http.StatusOK)
 	for _, path := range []string{"/smtp-servers", "/smtp-servers/new", "/smtp-servers/1/edit"} {
 		wantStatus(t, c.get(path), http.StatusForbidden)
 	}

@@ -157,7 +157,16 @@ func TestDashboardAnalytics(t *testing.T) {
 	}
 
 	id := sentNewsletter(t, s, acct.ID, "Herbst")
+	// A draft written after it has no rates: the panel leaves it out.
+	draftName := "Winterentwurf"
+	draft, err := s.db.CreateNewsletter(context.Background(), acct.ID, store.Actor{Type: store.ActorSystem}, store.NewsletterInput{Name: &draftName})
+	if err != nil {
+		t.Fatal(err)
+	}
 	r = c.get("/dashboard")
+	if r.find(fmt.Sprintf("campaign-%d", draft.ID)).Length() != 0 {
+		t.Error("the dashboard's last campaigns show a draft")
+	}
 	wantStatus(t, r, http.StatusOK)
 	for id, want := range map[string]string{"sent": "10", "open-rate": "40 %", "click-rate": "20 %", "new-contacts": "10"} {
 		if got := statValue(r, id); got != want {
@@ -192,4 +201,47 @@ func TestDashboardAnalytics(t *testing.T) {
 // rowCells is a table row's cells, each with its text normalised, joined by |.
 func rowCells(row *goquery.Selection) string {
 	return strings.Join(row.First().Children().Map(func(_ int, c *goquery.Selection) string { return text(c) }), "|")
+}
+
+// TestDashboardOnboarding: a new account sees its first steps, each ticked
+// from its data as it happens, and the checklist goes away once all are done.
+func TestDashboardOnboarding(t *testing.T) {
+	s := newServer(t, dbtest.URL(t), nil, base)
+	acct := newAccount(t, s.db, "")
+	c := newClient(t, s)
+	c.signIn(acct.Email, acct.Password)
+	ctx := context.Background()
+	actor := store.Actor{Type: store.ActorSystem}
+
+	steps := func() map[string]string {
+		r := c.get("/dashboard")
+		wantStatus(t, r, http.StatusOK)
+		out := map[string]string{}
+		r.find("onboarding-panel").Find("li").Each(func(_ int, li *goquery.Selection) {
+			out[strings.TrimPrefix(li.AttrOr("data-testid", ""), "onboarding-")] = li.AttrOr("data-done", "")
+		})
+		return out
+	}
+	got := steps()
+	for _, id := range []string{"smtp", "audience", "newsletter", "test"} {
+		if got[id] != "false" {
+			t.Errorf("new account: step %s is %q, want open", id, got[id])
+		}
+	}
+	if _, err := s.db.UpsertContact(ctx, acct.ID, actor, store.ContactInput{Email: "erste@example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	name := "Erster Entwurf"
+	if _, err := s.db.CreateNewsletter(ctx, acct.ID, actor, store.NewsletterInput{Name: &name}); err != nil {
+		t.Fatal(err)
+	}
+	got = steps()
+	if got["audience"] != "true" || got["newsletter"] != "true" || got["smtp"] != "false" || got["test"] != "false" {
+		t.Errorf("after a contact and a draft: %v", got)
+	}
+	// A sent newsletter brings an SMTP server and the first sends: all done.
+	sentNewsletter(t, s, acct.ID, "Herbst")
+	if got := steps(); len(got) != 0 {
+		t.Errorf("every step done, the checklist still shows: %v", got)
+	}
 }

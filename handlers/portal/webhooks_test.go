@@ -251,7 +251,7 @@ func TestWebhookPages(t *testing.T) {
 	wantRedirect(t, c.post("/webhooks/"+id+"/rotate", nil), "/webhooks")
 	list = c.get("/webhooks")
 	rotated := list.find("webhook-secret").AttrOr("value", "")
-	if rotated == "" || rotated == secret || !strings.Contains(text(list.find("webhook-status")), "Altes Secret signiert noch bis") {
+	if rotated == "" || rotated == secret || !strings.Contains(text(list.find("webhook-status")), "Der alte Signaturschlüssel signiert noch bis") {
 		t.Fatalf("rotated secret %q:\n%s", rotated, text(list.find("webhook-row")))
 	}
 
