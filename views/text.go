@@ -404,18 +404,20 @@ type LogsText struct {
 // NewslettersText holds the newsletter pages: the list, the editor with its
 // live preview and placeholder picker, test mails, sending and scheduling.
 type NewslettersText struct {
-	Title        string
-	Lead         string
-	New          string
-	NewTitle     string
-	EditTitle    string // %s: newsletter name
-	Caption      string
-	EmptyTitle   string
-	EmptyBody    string
-	NoMatchTitle string
-	NoMatchBody  string
-	StatusFilter string
-	AllStatuses  string
+	// OpenRate and ClickRate head the list's rate columns.
+	OpenRate, ClickRate string
+	Title               string
+	Lead                string
+	New                 string
+	NewTitle            string
+	EditTitle           string // %s: newsletter name
+	Caption             string
+	EmptyTitle          string
+	EmptyBody           string
+	NoMatchTitle        string
+	NoMatchBody         string
+	StatusFilter        string
+	AllStatuses         string
 	// StatusLabels names the statuses (store.Campaign…), as the API's status_label.
 	StatusLabels map[string]string
 
@@ -1127,6 +1129,8 @@ func German() Text {
 		Newsletters: NewslettersText{
 			Title:        "Newsletter",
 			Open:         "Öffnen",
+			OpenRate:     "Öffnungsrate",
+			ClickRate:    "Klickrate",
 			Lead:         "Schreiben, testen und versenden Sie Newsletter an Ihre Listen – sofort oder zu einem geplanten Zeitpunkt.",
 			New:          "Neuer Newsletter",
 			NewTitle:     "Neuer Newsletter",
