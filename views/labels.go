@@ -60,3 +60,11 @@ func membersLead(t Text, n int64) string {
 	}
 	return sprintf(t.Lists.MembersLead, formatInt(t, n))
 }
+
+// FeatureLabel is the German name of a plan feature (plans.features).
+func FeatureLabel(t Text, f string) string {
+	if l := t.Dashboard.FeatureLabels[f]; l != "" {
+		return l
+	}
+	return f
+}

@@ -21,6 +21,7 @@ const (
 	NavPlan        = "plan"
 	NavBlocked     = "blocked"
 	NavDevOutbox   = "dev-outbox"
+	NavAIUsage     = "ai-usage"
 )
 
 // NavItem is one entry of the sidebar.
@@ -57,6 +58,7 @@ func Navigation(t Text) []NavItem {
 		{ID: NavSMTP, Href: "/smtp-servers", Label: t.Nav.SMTP, Section: t.Nav.SectionSettings, Roles: admins, Icon: "mail"},
 		{ID: NavUsers, Href: "/users", Label: t.Nav.Users, Section: t.Nav.SectionSettings, Roles: admins, Icon: "users"},
 		{ID: NavPlan, Href: "/settings/plan", Label: t.Nav.Plan, Section: t.Nav.SectionAccount, Icon: "activity"},
+		{ID: NavAIUsage, Href: "/ai/usage", Label: t.Nav.AIUsage, Section: t.Nav.SectionAccount, Icon: "spark"},
 		{ID: NavPassword, Href: "/account/password", Label: t.Nav.Password, Section: t.Nav.SectionAccount, Icon: "lock"},
 	}
 }
@@ -107,6 +109,8 @@ func iconPath(name string) string {
 		return "M7.5 9a3 3 0 1 0 0-6 3 3 0 0 0 0 6zM2 17c0-3 2.5-5 5.5-5s5.5 2 5.5 5M13 3.3a3 3 0 0 1 0 5.4M15 12.3c1.8.7 3 2.4 3 4.7"
 	case "split":
 		return "M3 16V9h4v7M8 16V4h4v12M13 16v-5h4v5M2 16.5h16"
+	case "spark":
+		return "M10 2.5v4M10 13.5v4M2.5 10h4M13.5 10h4M5 5l2.5 2.5M12.5 12.5 15 15M15 5l-2.5 2.5M7.5 12.5 5 15"
 	case "block":
 		return "M10 17a7 7 0 1 0 0-14 7 7 0 0 0 0 14zM5 5l10 10"
 	case "menu":

@@ -26,7 +26,17 @@ func TestNewsletterRowStatusLabels(t *testing.T) {
 		if tc.stats {
 			c.StartedAt = &started
 		}
-		doc := renderRows(t, views.NewsletterRow(c))
+		doc := renderRows(t, views.NewsletterRow(store.CampaignSummary{Campaign: c, Engagement: store.Engagement{Sent: c.SentCount, Opens: 400, Clicks: 125}}))
+		wantOpen, wantClick := "–", "–"
+		if tc.stats {
+			wantOpen, wantClick = "40 %", "12,5 %"
+		}
+		if got := text(tid(doc, "newsletter-open-rate")); got != wantOpen {
+			t.Errorf("%s: open rate %q, want %q", tc.status, got, wantOpen)
+		}
+		if got := text(tid(doc, "newsletter-click-rate")); got != wantClick {
+			t.Errorf("%s: click rate %q, want %q", tc.status, got, wantClick)
+		}
 		if got := text(tid(doc, "newsletter-status")); got != tc.label {
 			t.Errorf("%s: label %q, want %q", tc.status, got, tc.label)
 		}

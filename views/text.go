@@ -52,6 +52,8 @@ type Text struct {
 	AB ABText
 	// Blocked holds the blocked-address list.
 	Blocked BlockedText
+	// AIUsage holds the AI usage and credit page.
+	AIUsage AIUsageText
 	// Activity holds the activity log, Users the user management.
 	Activity ActivityText
 	Users    UsersText
@@ -194,6 +196,7 @@ type NavText struct {
 	Plan            string
 	Blocked         string
 	DevOutbox       string
+	AIUsage         string
 	SectionSettings string
 	SMTP            string
 	Webhooks        string
@@ -212,6 +215,18 @@ type PlanText struct {
 	// AskOperator is shown without RUNDBRIEF_UPGRADE_URL: %d the account's
 	// number, %s the current plan.
 	AskOperator string
+	// FeatureTitle and FeatureBody answer a page of a feature the plan lacks
+	// (402, as the API): FeatureBody %s is the feature's name.
+	FeatureTitle, FeatureBody string
+}
+
+// AIUsageText holds the AI usage and credit page.
+type AIUsageText struct {
+	Title, Lead                                        string
+	Balance, BalanceHint, SpentMonth, RequestsMonth    string // SpentMonth, RequestsMonth %s: the month
+	LedgerHead, Caption, Time, Action, Model, Tokens   string
+	Amount, TopUp, Fallback, FallbackHint              string
+	EmptyTitle, EmptyBody, NoCreditTitle, NoCreditBody string
 }
 
 // ShellText holds the app shell's own strings.
@@ -389,18 +404,20 @@ type LogsText struct {
 // NewslettersText holds the newsletter pages: the list, the editor with its
 // live preview and placeholder picker, test mails, sending and scheduling.
 type NewslettersText struct {
-	Title        string
-	Lead         string
-	New          string
-	NewTitle     string
-	EditTitle    string // %s: newsletter name
-	Caption      string
-	EmptyTitle   string
-	EmptyBody    string
-	NoMatchTitle string
-	NoMatchBody  string
-	StatusFilter string
-	AllStatuses  string
+	// OpenRate and ClickRate head the list's rate columns.
+	OpenRate, ClickRate string
+	Title               string
+	Lead                string
+	New                 string
+	NewTitle            string
+	EditTitle           string // %s: newsletter name
+	Caption             string
+	EmptyTitle          string
+	EmptyBody           string
+	NoMatchTitle        string
+	NoMatchBody         string
+	StatusFilter        string
+	AllStatuses         string
 	// StatusLabels names the statuses (store.Campaign…), as the API's status_label.
 	StatusLabels map[string]string
 
@@ -931,6 +948,7 @@ func German() Text {
 			Plan:            "Tarif",
 			Blocked:         "Sperrliste",
 			DevOutbox:       "Postausgang",
+			AIUsage:         "KI-Nutzung",
 			SectionSettings: "Einstellungen",
 			SMTP:            "SMTP-Server",
 			Webhooks:        "Webhooks",
@@ -939,12 +957,14 @@ func German() Text {
 			Users:           "Benutzer",
 		},
 		Plan: PlanText{
-			Title:       "Tarif",
-			Lead:        "Ihr Konto nutzt den Tarif „%s“.",
-			ChangeHead:  "Tarif wechseln",
-			ChangeLead:  "Mehr Kontakte, höhere Limits oder weitere Funktionen: Den Tarif wechseln Sie beim Betreiber dieser Rundbrief-Installation.",
-			ChangeLink:  "Zum Tarifwechsel",
-			AskOperator: "Den Tarif ändert der Betreiber dieser Rundbrief-Installation. Bitte wenden Sie sich an ihn und nennen Sie Ihre Kontonummer %d und den gewünschten Tarif (derzeit „%s“).",
+			Title:        "Tarif",
+			FeatureTitle: "Nicht in Ihrem Tarif enthalten",
+			FeatureBody:  "„%s“ gehört nicht zu Ihrem Tarif. Auf der Seite „Tarif“ sehen Sie, was Ihr Tarif umfasst und wie Sie ihn wechseln.",
+			Lead:         "Ihr Konto nutzt den Tarif „%s“.",
+			ChangeHead:   "Tarif wechseln",
+			ChangeLead:   "Mehr Kontakte, höhere Limits oder weitere Funktionen: Den Tarif wechseln Sie beim Betreiber dieser Rundbrief-Installation.",
+			ChangeLink:   "Zum Tarifwechsel",
+			AskOperator:  "Den Tarif ändert der Betreiber dieser Rundbrief-Installation. Bitte wenden Sie sich an ihn und nennen Sie Ihre Kontonummer %d und den gewünschten Tarif (derzeit „%s“).",
 		},
 		Shell: ShellText{
 			Account:    "Benutzerkonto",
@@ -1109,6 +1129,8 @@ func German() Text {
 		Newsletters: NewslettersText{
 			Title:        "Newsletter",
 			Open:         "Öffnen",
+			OpenRate:     "Öffnungsrate",
+			ClickRate:    "Klickrate",
 			Lead:         "Schreiben, testen und versenden Sie Newsletter an Ihre Listen – sofort oder zu einem geplanten Zeitpunkt.",
 			New:          "Neuer Newsletter",
 			NewTitle:     "Neuer Newsletter",
@@ -1616,6 +1638,28 @@ func German() Text {
 			CreatedFlash:        "Der SMTP-Server „%s“ wurde hinzugefügt. Testen Sie jetzt die Verbindung.",
 			UpdatedFlash:        "Der SMTP-Server „%s“ wurde gespeichert.",
 			DeletedFlash:        "Der SMTP-Server „%s“ wurde gelöscht.",
+		},
+		AIUsage: AIUsageText{
+			Title:         "KI-Nutzung",
+			Lead:          "Was die KI-Funktionen gekostet haben und wie viel Guthaben bleibt. Abgerechnet wird je Anfrage nach den Tokens des Modells.",
+			Balance:       "Guthaben",
+			BalanceHint:   "Das Guthaben lädt der Betreiber auf.",
+			SpentMonth:    "Verbraucht im %s",
+			RequestsMonth: "Anfragen im %s",
+			LedgerHead:    "Verlauf",
+			Caption:       "Anfragen und Aufladungen, neueste zuerst",
+			Time:          "Zeitpunkt",
+			Action:        "Aufgabe",
+			Model:         "Modell",
+			Tokens:        "Tokens (ein/aus)",
+			Amount:        "Betrag",
+			TopUp:         "Aufladung",
+			Fallback:      "Ersatzmodell",
+			FallbackHint:  "Das gewählte Modell war nicht erreichbar; ein anderes hat geantwortet.",
+			EmptyTitle:    "Noch keine KI-Anfragen",
+			EmptyBody:     "Im Newsletter-Editor schlägt die KI Betreffzeilen und Vorschautexte vor und überarbeitet Texte. Jede Anfrage erscheint hier mit ihren Kosten.",
+			NoCreditTitle: "Kein Guthaben",
+			NoCreditBody:  "Ohne Guthaben sind die KI-Funktionen gesperrt. Bitten Sie den Betreiber, Ihr Guthaben aufzuladen.",
 		},
 		Blocked: BlockedText{
 			Title:          "Sperrliste",

@@ -63,7 +63,11 @@ func (p *Portal) listNewsletters(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	l := views.NewsletterList{Items: items, Status: status, Pager: views.Pager{
+	withRates, err := p.db.Summarize(r.Context(), accountID(r), items)
+	if err != nil {
+		return err
+	}
+	l := views.NewsletterList{Items: withRates, Status: status, Pager: views.Pager{
 		Page: page, PerPage: newsletterPerPage, Total: total, Target: "#newsletters",
 		URL: func(n int) string { return newslettersURL(status, n) },
 	}}

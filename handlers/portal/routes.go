@@ -204,6 +204,9 @@ func (p *Portal) Routes(r chi.Router) {
 			r.Get("/forms/{id}/delete", p.handle(p.confirmDeleteForm))
 			r.Post("/forms/{id}/delete", p.handle(p.deleteForm))
 
+			// AI credit and what each request cost (the API's /ai/usage and /ai/credit).
+			r.Get("/ai/usage", p.needFeature("ai", p.aiUsage))
+
 			// The blocked-address list (the API's /unsubscribes).
 			r.Get("/blocked", p.handle(p.listBlocked))
 			r.Post("/blocked", p.handle(p.blockAddresses))

@@ -216,3 +216,12 @@ func maxTokens(a action, source string) int {
 	n := est*a.growth/2 + 512
 	return min(max(n, 1024), 8192)
 }
+
+// ActionLabel is the German name of an action, as the editor offers it; an
+// unknown one (an action since retired) names itself.
+func ActionLabel(name string) string {
+	if a, ok := lookupAction(name); ok {
+		return a.label
+	}
+	return name
+}
