@@ -22,6 +22,8 @@ const (
 	NavBlocked     = "blocked"
 	NavDevOutbox   = "dev-outbox"
 	NavAIUsage     = "ai-usage"
+	NavEmails      = "emails"
+	NavCampaigns   = "campaigns"
 )
 
 // NavItem is one entry of the sidebar.
@@ -47,6 +49,8 @@ func Navigation(t Text) []NavItem {
 		{ID: NavContacts, Href: "/contacts", Label: t.Nav.Contacts, Icon: "users"},
 		{ID: NavLists, Href: "/lists", Label: t.Nav.Lists, Icon: "lists"},
 		{ID: NavNewsletters, Href: "/newsletters", Label: t.Nav.Newsletters, Icon: "mail"},
+		{ID: NavEmails, Href: "/emails", Label: t.Nav.Emails, Icon: "mail"},
+		{ID: NavCampaigns, Href: "/campaigns", Label: t.Nav.Campaigns, Icon: "activity"},
 		{ID: NavForms, Href: "/forms", Label: t.Nav.Forms, Icon: "form"},
 		{ID: NavBlocked, Href: "/blocked", Label: t.Nav.Blocked, Icon: "block"},
 		{ID: NavABTests, Href: "/ab-tests", Label: t.Nav.ABTests, Icon: "split"},

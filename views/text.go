@@ -54,6 +54,9 @@ type Text struct {
 	Blocked BlockedText
 	// AIUsage holds the AI usage and credit page.
 	AIUsage AIUsageText
+	// Emails holds the single-email pages, Campaigns the overview of all.
+	Emails    EmailsText
+	Campaigns CampaignsText
 	// Activity holds the activity log, Users the user management.
 	Activity ActivityText
 	Users    UsersText
@@ -197,6 +200,8 @@ type NavText struct {
 	Blocked         string
 	DevOutbox       string
 	AIUsage         string
+	Emails          string
+	Campaigns       string
 	SectionSettings string
 	SMTP            string
 	Webhooks        string
@@ -265,6 +270,23 @@ type AuthText struct {
 	BackToStart        string
 	NoAccountYet       string
 	NoAccountYetDetail string
+}
+
+// EmailsText holds the single-email pages.
+type EmailsText struct {
+	Title, Lead, New, NewTitle, NewLead, Caption, EmptyTitle, EmptyBody                     string
+	Subject, Status, Sent, Created, To, ToHint, ToLists, ToMore, Content, ContentHint       string // ToMore %s: first addresses, %d: the rest
+	Type, TypeHint, ScheduleAt, ScheduleHint, Send, Cancel, Outcome, OutcomeLine, LastError string // OutcomeLine %d sent, failed, skipped
+	Recipients, Address, SentAt, OpenedAt, ClickedAt, OutcomeFilter                         string
+	NoRecipientsTitle, NoRecipientsBody                                                     string
+	SentFlash, SkippedFlash, AllSkippedFlash, ScheduledFlash, CancelledFlash                string // SentFlash %d; SkippedFlash %d, %d; AllSkippedFlash %d
+	TypeLabels, Outcomes, RecipientStatus                                                   map[string]string
+}
+
+// CampaignsText holds the campaigns overview.
+type CampaignsText struct {
+	Title, Lead, Caption, Name, BounceRate, UnsubscribeRate, KindFilter, EmptyTitle, EmptyBody string
+	Kinds, KindLabels                                                                          map[string]string
 }
 
 // BlockedText holds the blocked-address list.
@@ -949,6 +971,8 @@ func German() Text {
 			Blocked:         "Sperrliste",
 			DevOutbox:       "Postausgang",
 			AIUsage:         "KI-Nutzung",
+			Emails:          "E-Mails",
+			Campaigns:       "Kampagnen",
 			SectionSettings: "Einstellungen",
 			SMTP:            "SMTP-Server",
 			Webhooks:        "Webhooks",
@@ -1638,6 +1662,87 @@ func German() Text {
 			CreatedFlash:        "Der SMTP-Server „%s“ wurde hinzugefügt. Testen Sie jetzt die Verbindung.",
 			UpdatedFlash:        "Der SMTP-Server „%s“ wurde gespeichert.",
 			DeletedFlash:        "Der SMTP-Server „%s“ wurde gelöscht.",
+		},
+		Emails: EmailsText{
+			Title:             "E-Mails",
+			Lead:              "Einzelne E-Mails an bestimmte Adressen: Folge-E-Mails nach einem Gespräch oder Kauf, Belege und Bestätigungen.",
+			New:               "Neue E-Mail",
+			NewTitle:          "E-Mail schreiben",
+			NewLead:           "Geht sofort hinaus oder zum gewählten Zeitpunkt. Gesperrte Adressen werden bei Folge-E-Mails übersprungen.",
+			Caption:           "Einzelne E-Mails, neueste zuerst",
+			EmptyTitle:        "Noch keine einzelnen E-Mails",
+			EmptyBody:         "Schreiben Sie eine E-Mail an einzelne Adressen, oder senden Sie sie aus Ihrem Shop über die API (POST /v1/emails/send).",
+			Subject:           "Betreff",
+			Status:            "Status",
+			Sent:              "Versendet",
+			Created:           "Angelegt",
+			To:                "An",
+			ToHint:            "Eine Adresse pro Zeile oder durch Komma getrennt; höchstens 1.000.",
+			ToLists:           "Listen und Kontakte",
+			ToMore:            "%s und %d weitere",
+			Content:           "Inhalt (HTML)",
+			ContentHint:       "Platzhalter wie {{vorname}} werden je Empfänger ersetzt.",
+			Type:              "Art",
+			TypeHint:          "Transaktionale E-Mails gehen auch an gesperrte Adressen und ohne Austragen-Zeile: nur für Belege, Bestätigungen und Passwörter.",
+			ScheduleAt:        "Zeitpunkt",
+			ScheduleHint:      "Leer: sofort. Deutsche Zeit.",
+			Send:              "Senden",
+			Cancel:            "Planung aufheben",
+			Outcome:           "Ergebnis",
+			OutcomeLine:       "%d versendet, %d fehlgeschlagen, %d übersprungen",
+			LastError:         "Letzter Fehler",
+			Recipients:        "Empfänger",
+			Address:           "Adresse",
+			SentAt:            "Versendet",
+			OpenedAt:          "Geöffnet",
+			ClickedAt:         "Geklickt",
+			OutcomeFilter:     "Empfänger filtern",
+			NoRecipientsTitle: "Keine Empfänger",
+			NoRecipientsBody:  "In dieser Auswahl ist niemand. Geplante E-Mails haben ihre Empfänger erst beim Versand.",
+			SentFlash:         "Die E-Mail geht an %d Empfänger hinaus.",
+			SkippedFlash:      "Die E-Mail geht an %d Empfänger hinaus; %d waren gesperrt oder nicht angemeldet.",
+			AllSkippedFlash:   "Nichts versendet: alle %d Empfänger sind gesperrt oder nicht angemeldet.",
+			ScheduledFlash:    "Die E-Mail ist geplant.",
+			CancelledFlash:    "Die Planung ist aufgehoben; die E-Mail wird nicht versendet.",
+			TypeLabels: map[string]string{
+				"follow_up":     "Folge-E-Mail",
+				"transactional": "Transaktional",
+				"newsletter":    "Newsletter",
+			},
+			Outcomes: map[string]string{
+				"":        "Alle",
+				"opened":  "Geöffnet",
+				"clicked": "Geklickt",
+				"failed":  "Fehlgeschlagen",
+				"skipped": "Übersprungen",
+			},
+			RecipientStatus: map[string]string{
+				"queued":  "In der Warteschlange",
+				"sending": "Wird versendet",
+				"sent":    "Versendet",
+				"failed":  "Fehlgeschlagen",
+				"skipped": "Übersprungen",
+			},
+		},
+		Campaigns: CampaignsText{
+			Title:           "Kampagnen",
+			Lead:            "Alles, was Rundbrief verschickt hat, nebeneinander: Newsletter und einzelne E-Mails mit ihren Raten.",
+			Caption:         "Kampagnen, neueste zuerst",
+			Name:            "Name",
+			BounceRate:      "Unzustellbar",
+			UnsubscribeRate: "Ausgetragen",
+			KindFilter:      "Nach Art filtern",
+			EmptyTitle:      "Noch nichts verschickt",
+			EmptyBody:       "Sobald ein Newsletter oder eine E-Mail hinausgeht, steht sie hier mit Öffnungen, Klicks und Austragungen.",
+			Kinds: map[string]string{
+				"":           "Alle",
+				"newsletter": "Newsletter",
+				"email":      "Einzelne E-Mails",
+			},
+			KindLabels: map[string]string{
+				"newsletter": "Newsletter",
+				"email":      "Einzelne E-Mail",
+			},
 		},
 		AIUsage: AIUsageText{
 			Title:         "KI-Nutzung",

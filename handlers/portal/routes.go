@@ -207,6 +207,14 @@ func (p *Portal) Routes(r chi.Router) {
 			// AI credit and what each request cost (the API's /ai/usage and /ai/credit).
 			r.Get("/ai/usage", p.needFeature("ai", p.aiUsage))
 
+			// Single emails (the API's /emails) and the overview of all campaigns.
+			r.Get("/emails", p.handle(p.listEmails))
+			r.Get("/emails/new", p.handle(p.newEmail))
+			r.Post("/emails/new", p.handle(p.sendEmail))
+			r.Get("/emails/{id}", p.handle(p.showEmail))
+			r.Post("/emails/{id}/cancel", p.handle(p.cancelEmail))
+			r.Get("/campaigns", p.handle(p.listCampaigns))
+
 			// The blocked-address list (the API's /unsubscribes).
 			r.Get("/blocked", p.handle(p.listBlocked))
 			r.Post("/blocked", p.handle(p.blockAddresses))
