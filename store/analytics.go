@@ -269,18 +269,7 @@ func (db *DB) CampaignRecipients(ctx context.Context, accountID, campaignID int6
 	if err := f.Validate(); err != nil {
 		return nil, 0, err
 	}
-	where := []string{"campaign_id = $1", "account_id = $2"}
-	args := []any{campaignID, accountID}
-	if f.Status != "" {
-		args = append(args, f.Status)
-		where = append(where, fmt.Sprintf("status = $%d", len(args)))
-	}
-	if f.Opened != nil {
-		where = append(where, map[bool]string{true: "opened_at IS NOT NULL", false: "opened_at IS NULL"}[*f.Opened])
-	}
-	if f.Clicked != nil {
-		where = append(where, map[bool]string{true: "clicked_at IS NOT NULL", false: "clicked_at IS NULL"}[*f.Clicked])
-	}
+	where, args := f.conds([]string{"campaign_id = $1", "account_id = $2"}, []any{campaignID, accountID})
 	cond := strings.Join(where, " AND ")
 	var (
 		out   []CampaignRecipient
@@ -301,6 +290,22 @@ func (db *DB) CampaignRecipients(ctx context.Context, accountID, campaignID int6
 		return nil
 	})
 	return out, total, err
+}
+
+// conds adds the filter's conditions on campaign_recipients to where, with
+// their arguments numbered after args.
+func (f RecipientFilter) conds(where []string, args []any) ([]string, []any) {
+	if f.Status != "" {
+		args = append(args, f.Status)
+		where = append(where, fmt.Sprintf("status = $%d", len(args)))
+	}
+	if f.Opened != nil {
+		where = append(where, map[bool]string{true: "opened_at IS NOT NULL", false: "opened_at IS NULL"}[*f.Opened])
+	}
+	if f.Clicked != nil {
+		where = append(where, map[bool]string{true: "clicked_at IS NOT NULL", false: "clicked_at IS NULL"}[*f.Clicked])
+	}
+	return where, args
 }
 
 func campaignExists(ctx context.Context, q sqlx.QueryerContext, accountID, id int64) error {

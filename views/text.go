@@ -85,39 +85,40 @@ type ChartsText struct {
 
 // StatsText holds a newsletter's statistics page.
 type StatsText struct {
-	Title         string // %s: the newsletter's name
-	Lead          string // %s: subject
-	Back          string
-	Status        string
-	Started       string
-	Finished      string
-	NotYet        string
-	Recipients    string
-	Sent          string
-	Opened        string
-	Clicked       string
-	Unsubscribed  string
-	Bounced       string
-	Failed        string
-	Skipped       string
-	Waiting       string
-	OfSent        string // %s: a rate, "of sent mail"
-	OfOpened      string // %s: a rate, "of openers"
-	OfAttempted   string // %s: a rate of sent + failed
-	FiguresHead   string
-	TimelineTitle string
-	TimelineDesc  string // %s: name
-	Day           string
-	LinksHead     string
-	LinksCaption  string
-	URL           string
-	UniqueClicks  string
-	Clicks        string
-	ClickRate     string
-	NoLinks       string
-	NotSentTitle  string
-	NotSentBody   string
-	Note          string
+	HoursTitle, HoursDesc, Hour, ExportCSV string
+	Title                                  string // %s: the newsletter's name
+	Lead                                   string // %s: subject
+	Back                                   string
+	Status                                 string
+	Started                                string
+	Finished                               string
+	NotYet                                 string
+	Recipients                             string
+	Sent                                   string
+	Opened                                 string
+	Clicked                                string
+	Unsubscribed                           string
+	Bounced                                string
+	Failed                                 string
+	Skipped                                string
+	Waiting                                string
+	OfSent                                 string // %s: a rate, "of sent mail"
+	OfOpened                               string // %s: a rate, "of openers"
+	OfAttempted                            string // %s: a rate of sent + failed
+	FiguresHead                            string
+	TimelineTitle                          string
+	TimelineDesc                           string // %s: name
+	Day                                    string
+	LinksHead                              string
+	LinksCaption                           string
+	URL                                    string
+	UniqueClicks                           string
+	Clicks                                 string
+	ClickRate                              string
+	NoLinks                                string
+	NotSentTitle                           string
+	NotSentBody                            string
+	Note                                   string
 	// StatusLabels names the campaign statuses.
 	StatusLabels map[string]string
 }
@@ -2152,6 +2153,10 @@ func German() Text {
 			ShowTable: "Werte als Tabelle",
 		},
 		Stats: StatsText{
+			HoursTitle:    "Die ersten 48 Stunden",
+			HoursDesc:     "Erste Öffnungen und Klicks je Stunde nach dem Versandstart",
+			Hour:          "Stunde",
+			ExportCSV:     "Als CSV herunterladen",
 			Title:         "Statistik: %s",
 			Lead:          "Betreff: %s",
 			Back:          "Zurück zum Newsletter",

@@ -130,19 +130,7 @@ func (p *Portal) showEmail(w http.ResponseWriter, r *http.Request) error {
 // recipientsOf is one page of a campaign's recipients under the ?outcome=
 // filter (opened, clicked, failed, skipped), for its detail page at path.
 func (p *Portal) recipientsOf(r *http.Request, campaignID int64, path, target string) (views.RecipientTable, error) {
-	outcome := r.URL.Query().Get("outcome")
-	f := store.RecipientFilter{}
-	yes := true
-	switch outcome {
-	case "opened":
-		f.Opened = &yes
-	case "clicked":
-		f.Clicked = &yes
-	case store.RecipientFailed, store.RecipientSkipped:
-		f.Status = outcome
-	default:
-		outcome = ""
-	}
+	f, outcome := recipientFilter(r.URL.Query().Get("outcome"))
 	page := queryPage(r)
 	rows, total, err := p.db.CampaignRecipients(r.Context(), accountID(r), campaignID, f, store.Page{Page: page, PerPage: emailsPerPage})
 	if err != nil {
@@ -150,6 +138,21 @@ func (p *Portal) recipientsOf(r *http.Request, campaignID int64, path, target st
 	}
 	return views.RecipientTable{Path: path, Outcome: outcome, Rows: rows, Pager: views.Pager{Page: page, PerPage: emailsPerPage, Total: total,
 		Target: target, URL: func(n int) string { return pageURL(path, url.Values{"outcome": {outcome}}, n) }}}, nil
+}
+
+// recipientFilter reads an outcome filter (opened, clicked, failed,
+// skipped); anything else is every recipient ("").
+func recipientFilter(outcome string) (store.RecipientFilter, string) {
+	yes := true
+	switch outcome {
+	case "opened":
+		return store.RecipientFilter{Opened: &yes}, outcome
+	case "clicked":
+		return store.RecipientFilter{Clicked: &yes}, outcome
+	case store.RecipientFailed, store.RecipientSkipped:
+		return store.RecipientFilter{Status: outcome}, outcome
+	}
+	return store.RecipientFilter{}, ""
 }
 
 func (p *Portal) cancelEmail(w http.ResponseWriter, r *http.Request) error {

@@ -193,6 +193,7 @@ func (p *Portal) Routes(r chi.Router) {
 			r.Post("/newsletters/{id}/delete", p.handle(p.deleteNewsletter))
 			// Its statistics: the figures of GET /v1/newsletters/{id}/stats, over time, per link.
 			r.Get("/newsletters/{id}/stats", p.handle(p.newsletterStats))
+			r.Get("/newsletters/{id}/recipients.csv", p.handle(p.exportRecipients))
 
 			// Sign-up forms (issue 7): create, embed code, preview.
 			r.Get("/forms", p.handle(p.listForms))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -244,4 +245,51 @@ func TestDashboardOnboarding(t *testing.T) {
 	if got := steps(); len(got) != 0 {
 		t.Errorf("every step done, the checklist still shows: %v", got)
 	}
+}
+
+// TestNewsletterStatsWhoOpened: the first 48 hours as an hourly curve, who
+// opened and clicked (paged, filtered) and the same lists as CSV; another
+// account gets none of it.
+func TestNewsletterStatsWhoOpened(t *testing.T) {
+	s := newServer(t, dbtest.URL(t), nil, base)
+	acct := newAccount(t, s.db, "")
+	c := newClient(t, s)
+	c.signIn(acct.Email, acct.Password)
+	id := sentNewsletter(t, s, acct.ID, "Sommer")
+	path := fmt.Sprintf("/newsletters/%d/stats", id)
+
+	r := c.get(path)
+	wantStatus(t, r, http.StatusOK)
+	rows := r.find("chart-hours").Find(`[data-testid="chart-table"] tbody tr`)
+	if rows.Length() != 48 {
+		t.Fatalf("hourly curve: %d rows, want 48", rows.Length())
+	}
+	opens := 0
+	rows.Each(func(_ int, tr *goquery.Selection) {
+		cells := strings.Split(rowCells(tr), "|")
+		n, _ := strconv.Atoi(cells[1])
+		opens += n
+	})
+	if opens != 4 {
+		t.Errorf("the curve counts %d first opens, want 4", opens)
+	}
+	if n := r.find("recipient-row").Length(); n != 10 {
+		t.Errorf("%d recipients listed, want 10", n)
+	}
+	for outcome, want := range map[string]int{"opened": 4, "clicked": 2} {
+		if n := c.get(path + "?outcome=" + outcome).find("recipient-row").Length(); n != want {
+			t.Errorf("%s: %d rows, want %d", outcome, n, want)
+		}
+		csv := c.get(fmt.Sprintf("/newsletters/%d/recipients.csv?outcome=%s", id, outcome))
+		wantStatus(t, csv, http.StatusOK)
+		lines := strings.Split(strings.TrimSpace(strings.TrimPrefix(csv.Body, "\xef\xbb\xbf")), "\n")
+		if csv.Header.Get("Content-Type") != "text/csv; charset=utf-8" || len(lines) != want+1 ||
+			lines[0] != "email,status,sent_at,opened_at,clicked_at,error" || !strings.Contains(lines[1], "@example.com,sent,") {
+			t.Errorf("%s CSV (%s):\n%s", outcome, csv.Header.Get("Content-Type"), csv.Body)
+		}
+	}
+	other := newAccount(t, s.db, "")
+	oc := newClient(t, s)
+	oc.signIn(other.Email, other.Password)
+	wantStatus(t, oc.get(fmt.Sprintf("/newsletters/%d/recipients.csv", id)), http.StatusNotFound)
 }
