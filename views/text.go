@@ -273,6 +273,15 @@ type AuthText struct {
 	NoAccountYetDetail string
 }
 
+// SendCheckText words the pre-send checklist.
+type SendCheckText struct {
+	Head, Warning                                                 string
+	SubjectOK, SubjectMissing, SubjectTooLong, SubjectShouting    string
+	PreheaderOK, PreheaderMissing, SenderOK, SenderMissing        string // SenderOK %s: the route
+	UnsubscribeOwn, UnsubscribeAppended                           string
+	LinksOK, LinksBad, ImagesOK, ImagesNoAlt, WordsOK, WordsFound string // LinksOK %d; LinksBad %s; ImagesOK %d; ImagesNoAlt %d of %d; WordsFound %s
+}
+
 // EmailsText holds the single-email pages.
 type EmailsText struct {
 	Title, Lead, New, NewTitle, NewLead, Caption, EmptyTitle, EmptyBody                     string
@@ -427,6 +436,8 @@ type LogsText struct {
 // NewslettersText holds the newsletter pages: the list, the editor with its
 // live preview and placeholder picker, test mails, sending and scheduling.
 type NewslettersText struct {
+	// Checks words the pre-send checklist of the send confirmation.
+	Checks SendCheckText
 	// OpenRate and ClickRate head the list's rate columns.
 	OpenRate, ClickRate string
 	Title               string
@@ -1152,9 +1163,29 @@ func German() Text {
 			Capped:        "Das Protokoll hat mehr Einträge: Hier blättern Sie durch die neuesten %s. Ältere finden Sie mit einem Filter oder über die API (GET /v1/logs/api).",
 		},
 		Newsletters: NewslettersText{
-			Title:        "Newsletter",
-			Open:         "Öffnen",
-			OpenRate:     "Öffnungsrate",
+			Title:    "Newsletter",
+			Open:     "Öffnen",
+			OpenRate: "Öffnungsrate",
+			Checks: SendCheckText{
+				Head:                "Vor dem Versand geprüft",
+				Warning:             "Bitte prüfen:",
+				SubjectOK:           "Betreff gesetzt, kurz genug und ohne Großbuchstaben-Geschrei.",
+				SubjectMissing:      "Kein Betreff.",
+				SubjectTooLong:      "Der Betreff ist länger als 70 Zeichen; auf dem Handy wird er abgeschnitten.",
+				SubjectShouting:     "Der Betreff enthält Wörter in Großbuchstaben oder „!!“; das wirkt wie Werbung und landet eher im Spam.",
+				PreheaderOK:         "Vorschautext gesetzt.",
+				PreheaderMissing:    "Kein Vorschautext: Postfächer zeigen dann den Anfang des Inhalts neben dem Betreff.",
+				SenderOK:            "Absender: %s.",
+				SenderMissing:       "Kein Absender eingerichtet.",
+				UnsubscribeOwn:      "Der Austragen-Link steht im Inhalt.",
+				UnsubscribeAppended: "Die Austragen-Zeile wird unten angehängt.",
+				LinksOK:             "%d Links, alle vollständige Adressen.",
+				LinksBad:            "Diese Links führen ins Leere, weil ihnen https:// oder die Domain fehlt: %s",
+				ImagesOK:            "%d Bilder, alle mit Alternativtext.",
+				ImagesNoAlt:         "%d von %d Bildern haben keinen Alternativtext; wer Bilder blockiert, sieht dann nichts.",
+				WordsOK:             "Keine Wörter, auf die Spamfilter anspringen.",
+				WordsFound:          "Spamfilter reagieren auf: %s",
+			},
 			ClickRate:    "Klickrate",
 			Lead:         "Schreiben, testen und versenden Sie Newsletter an Ihre Listen – sofort oder zu einem geplanten Zeitpunkt.",
 			New:          "Neuer Newsletter",

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/views"
 )
@@ -377,7 +378,7 @@ func (p *Portal) sendNewsletter(w http.ResponseWriter, r *http.Request) error {
 // newsletterSend gathers the send confirmation: what is missing (the
 // campaign's own ReadyErrors), whom it reaches and through which route.
 func (p *Portal) newsletterSend(r *http.Request, c store.Campaign) (views.NewsletterSend, error) {
-	v := views.NewsletterSend{Newsletter: c, Problems: c.ReadyErrors()}
+	v := views.NewsletterSend{Newsletter: c, Problems: c.ReadyErrors(), Checks: mailer.CheckContent(c)}
 	aud, err := p.db.NewsletterAudience(r.Context(), accountID(r), c.ListIDs)
 	if err != nil {
 		return v, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/PuerkitoBio/goquery"
 
 	"github.com/rundbrief/rundbrief/mailer/smtptest"
 	"github.com/rundbrief/rundbrief/store"
@@ -273,6 +276,17 @@ func TestNewsletterTestSendAndSend(t *testing.T) {
 	}
 	if !strings.Contains(text(r.find("send-confirm")), "Standard des Kontos: Versand (news@baeckerei.test)") {
 		t.Errorf("confirmation does not name the SMTP route: %q", text(r.find("send-confirm")))
+	}
+	// The pre-send checklist: this draft passes every check (the failures are
+	// mailer.TestCheckContent's).
+	checks := map[string]string{}
+	r.find("send-checklist").Find("li").Each(func(_ int, li *goquery.Selection) {
+		checks[li.AttrOr("data-testid", "")] = li.AttrOr("data-ok", "")
+	})
+	want := map[string]string{"check-subject": "true", "check-preheader": "true", "check-sender": "true",
+		"check-unsubscribe": "true", "check-links": "true", "check-images": "true", "check-words": "true"}
+	if !maps.Equal(checks, want) {
+		t.Errorf("pre-send checklist %v, want %v", checks, want)
 	}
 	r = e.c.post(path+"/send", nil)
 	wantRedirect(t, r, path)
