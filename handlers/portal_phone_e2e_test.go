@@ -272,3 +272,28 @@ func navHrefs(t *testing.T, b *tab) []string {
 
 // evalString evaluates a JavaScript expression that yields a string.
 func evalString(expr string) chromedp.Action[string] { return chromedp.Evaluate[string](expr) }
+
+// TestNewsletterPreviewWidths: the editor's preview shows the mail at the
+// 600 px of a desktop mail client, and at a phone's width after one click.
+func TestNewsletterPreviewWidths(t *testing.T) {
+	srv, db := fullServer(t)
+	ctx := context.Background()
+	acct, err := db.CreateAccount(ctx, store.NewAccount{Name: "Bäckerei", Email: "vorschau@baeckerei.example", Password: "sauerteig-seit-1923", Plan: "business"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, key, err := db.CreateKey(ctx, acct.Account.ID, store.KeySettings{Name: "Test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seedThroughAPI(t, srv.URL, key)
+	b := newTab(t, 1440, 900, time.Minute)
+	b.signIn(srv.URL, "vorschau@baeckerei.example", "sauerteig-seit-1923")
+	width := `String(Math.round(document.querySelector('[data-testid="preview-iframe"]').getBoundingClientRect().width))`
+	b.do("open the draft", chromedp.Navigate(srv.URL+"/newsletters"), chromedp.Click(tid("newsletter-name")),
+		chromedp.WaitVisible(tid("preview-iframe")))
+	if got := b.read("desktop width", evalString(width)); got != "600" {
+		t.Errorf("preview is %s px wide, want 600", got)
+	}
+	b.do("switch to mobile", chromedp.Click(chromedp.CSS(`label:has(#preview-mobile)`)), until(width+` === "375"`))
+}

@@ -440,18 +440,20 @@ type NewslettersText struct {
 	Checks SendCheckText
 	// OpenRate and ClickRate head the list's rate columns.
 	OpenRate, ClickRate string
-	Title               string
-	Lead                string
-	New                 string
-	NewTitle            string
-	EditTitle           string // %s: newsletter name
-	Caption             string
-	EmptyTitle          string
-	EmptyBody           string
-	NoMatchTitle        string
-	NoMatchBody         string
-	StatusFilter        string
-	AllStatuses         string
+	// The preview's width switch: a desktop client (600 px) or a phone.
+	PreviewWidth, PreviewDesktop, PreviewMobile string
+	Title                                       string
+	Lead                                        string
+	New                                         string
+	NewTitle                                    string
+	EditTitle                                   string // %s: newsletter name
+	Caption                                     string
+	EmptyTitle                                  string
+	EmptyBody                                   string
+	NoMatchTitle                                string
+	NoMatchBody                                 string
+	StatusFilter                                string
+	AllStatuses                                 string
 	// StatusLabels names the statuses (store.Campaign…), as the API's status_label.
 	StatusLabels map[string]string
 
