@@ -1165,9 +1165,12 @@ func German() Text {
 			Capped:        "Das Protokoll hat mehr Einträge: Hier blättern Sie durch die neuesten %s. Ältere finden Sie mit einem Filter oder über die API (GET /v1/logs/api).",
 		},
 		Newsletters: NewslettersText{
-			Title:    "Newsletter",
-			Open:     "Öffnen",
-			OpenRate: "Öffnungsrate",
+			Title:          "Newsletter",
+			Open:           "Öffnen",
+			OpenRate:       "Öffnungsrate",
+			PreviewWidth:   "Breite der Vorschau",
+			PreviewDesktop: "Desktop",
+			PreviewMobile:  "Handy",
 			Checks: SendCheckText{
 				Head:                "Vor dem Versand geprüft",
 				Warning:             "Bitte prüfen:",
