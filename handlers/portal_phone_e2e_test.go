@@ -102,7 +102,8 @@ func seedThroughAPI(t *testing.T, base, key string) {
 
 // TestPortalOnPhones visits every page of the portal that a signed-in owner
 // can reach by following links, at the width of a phone, and fails on any
-// page that scrolls sideways; it saves a screenshot of each as an artifact.
+// page that scrolls sideways or uses an id twice; it saves a screenshot of
+// each as an artifact.
 // It also checks the navigation: folded behind the menu button on a phone,
 // and opened by it.
 func TestPortalOnPhones(t *testing.T) {
@@ -132,11 +133,19 @@ func TestPortalOnPhones(t *testing.T) {
 	}
 
 	visited := crawlPortal(t, b, srv.URL, 150)
-	var wide []string
+	var wide, dups []string
 	for _, pg := range visited {
 		if pg.width > phoneWidth {
 			wide = append(wide, fmt.Sprintf("%s: %d px (widest: %s)", pg.path, pg.width, pg.culprit))
 		}
+		if len(pg.dupIDs) > 0 {
+			dups = append(dups, pg.path+": "+strings.Join(pg.dupIDs, ", "))
+		}
+	}
+	// An id names one element: labels, aria references and fragment links
+	// find the first of two, and the second is unreachable.
+	if len(dups) > 0 {
+		t.Errorf("ids used twice on one page:\n  %s", strings.Join(dups, "\n  "))
 	}
 	sort.Strings(wide)
 	if len(wide) > 0 {
@@ -161,6 +170,7 @@ type phonePage struct {
 	path    string
 	width   int
 	culprit string
+	dupIDs  []string // ids that more than one element carries
 }
 
 // widestScript reports the document's scroll width and, when it is wider than
@@ -180,7 +190,12 @@ const widestScript = `(function () {
       }
     });
   }
-  return JSON.stringify({width: w, culprit: culprit});
+  var seen = {}, dups = [];
+  document.querySelectorAll("[id]").forEach(function (el) {
+    if (seen[el.id] && dups.indexOf(el.id) < 0) dups.push(el.id);
+    seen[el.id] = true;
+  });
+  return JSON.stringify({width: w, culprit: culprit, dups: dups});
 })()`
 
 // crawlPortal follows the same-origin links of the portal breadth-first from
@@ -197,13 +212,14 @@ func crawlPortal(t *testing.T, b *tab, base string, limit int) []phonePage {
 		queue = queue[1:]
 		b.do("visit "+path, chromedp.Navigate(base+path), chromedp.WaitReady(chromedp.CSS("body")))
 		var m struct {
-			Width   int    `json:"width"`
-			Culprit string `json:"culprit"`
+			Width   int      `json:"width"`
+			Culprit string   `json:"culprit"`
+			Dups    []string `json:"dups"`
 		}
 		if err := json.Unmarshal([]byte(b.read("measure "+path, evalString(widestScript))), &m); err != nil {
 			t.Fatalf("measure %s: %v", path, err)
 		}
-		out = append(out, phonePage{path: path, width: m.Width, culprit: m.Culprit})
+		out = append(out, phonePage{path: path, width: m.Width, culprit: m.Culprit, dupIDs: m.Dups})
 		name := strings.NewReplacer("/", "_", "?", "_", "=", "-", "&", "_").Replace(strings.TrimPrefix(path, "/"))
 		b.do("screenshot "+path, screenshot(t, b.dir, "phone-"+name))
 

@@ -1389,7 +1389,7 @@ func DeliveriesPage(s Shell, l DeliveryList, now time.Time) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = Select(Field{Name: "event", Label: t.Webhooks.TestEvent}, testEventOptions(t, l.Webhook)).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = Select(Field{Name: "event", ID: "test_event", Label: t.Webhooks.TestEvent}, testEventOptions(t, l.Webhook)).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
