@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/lib/pq"
 )
 
 // HourEngagement is one hour after a send: recipients who opened or clicked
@@ -68,4 +70,31 @@ func (db *DB) ExportCampaignRecipients(ctx context.Context, accountID, campaignI
 		}
 		args[2] = batch[len(batch)-1].ID
 	}
+}
+
+// CampaignRef is how a campaign is named where something refers to it.
+type CampaignRef struct {
+	ID      int64  `db:"id"`
+	Kind    string `db:"kind"`
+	Name    string `db:"name"`
+	Subject string `db:"subject"`
+}
+
+const selectCampaignRefs = `SELECT id, kind, name, subject FROM campaigns WHERE account_id = $1 AND id = ANY($2)`
+
+// CampaignRefs names the account's campaigns among ids (one statement), for a
+// timeline that mentions them; ids of other accounts are left out.
+func (db *DB) CampaignRefs(ctx context.Context, accountID int64, ids []int64) (map[int64]CampaignRef, error) {
+	out := make(map[int64]CampaignRef, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var rows []CampaignRef
+	if err := db.SelectContext(ctx, &rows, selectCampaignRefs, accountID, pq.Int64Array(ids)); err != nil {
+		return nil, fmt.Errorf("store: campaign names: %w", err)
+	}
+	for _, r := range rows {
+		out[r.ID] = r
+	}
+	return out, nil
 }

@@ -150,6 +150,10 @@ func (p *Portal) contactDetail(r *http.Request, c store.Contact) (views.ContactD
 		return d, err
 	}
 	d.Activities, d.ActivityTotal, err = p.db.ContactActivities(r.Context(), accountID(r), c.ID, store.Page{Page: 1, PerPage: activitiesShown})
+	if err != nil {
+		return d, err
+	}
+	d.Campaigns, err = p.db.CampaignRefs(r.Context(), accountID(r), views.ActivityCampaignIDs(d.Activities))
 	return d, err
 }
 

@@ -293,3 +293,38 @@ func TestNewsletterStatsWhoOpened(t *testing.T) {
 	oc.signIn(other.Email, other.Password)
 	wantStatus(t, oc.get(fmt.Sprintf("/newsletters/%d/recipients.csv", id)), http.StatusNotFound)
 }
+
+// TestContactTimelineNamesTheMail: an open and a click in a contact's timeline
+// name the newsletter (linked to its statistics) and the link clicked.
+func TestContactTimelineNamesTheMail(t *testing.T) {
+	s := newServer(t, dbtest.URL(t), nil, base)
+	acct := newAccount(t, s.db, "")
+	c := newClient(t, s)
+	c.signIn(acct.Email, acct.Password)
+	id := sentNewsletter(t, s, acct.ID, "Winter")
+	k, err := s.db.ContactByEmail(context.Background(), acct.ID, "winter1@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.get(fmt.Sprintf("/contacts/%d", k.ID))
+	wantStatus(t, r, http.StatusOK)
+	var opened, clicked *goquery.Selection
+	r.find("activity").Each(func(_ int, li *goquery.Selection) {
+		switch li.AttrOr("data-action", "") {
+		case "email.opened":
+			opened = li
+		case "email.clicked":
+			clicked = li
+		}
+	})
+	if opened == nil || clicked == nil {
+		t.Fatalf("timeline lacks the open or the click:\n%s", text(r.find("contact-activity")))
+	}
+	mail := opened.Find(`[data-testid="activity-mail"] a`)
+	if mail.Text() != "Winter" || mail.AttrOr("href", "") != fmt.Sprintf("/newsletters/%d/stats", id) {
+		t.Errorf("the open names %q (%s)", mail.Text(), mail.AttrOr("href", ""))
+	}
+	if got := text(clicked.Find(`[data-testid="activity-url"]`)); !strings.HasPrefix(got, "https://shop.example.com/") {
+		t.Errorf("the click names the link %q", got)
+	}
+}
