@@ -313,3 +313,29 @@ func TestNewsletterPreviewWidths(t *testing.T) {
 	}
 	b.do("switch to mobile", chromedp.Click(chromedp.CSS(`label:has(#preview-mobile)`)), until(width+` === "375"`))
 }
+
+// TestABFormShowsTheChosenType: the A/B form shows the variant-B fields of the
+// chosen test type and the settings of the chosen mode, nothing else.
+func TestABFormShowsTheChosenType(t *testing.T) {
+	srv, db := fullServer(t)
+	ctx := context.Background()
+	acct, err := db.CreateAccount(ctx, store.NewAccount{Name: "Bäckerei", Email: "abtest@baeckerei.example", Password: "sauerteig-seit-1923", Plan: "business"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, key, err := db.CreateKey(ctx, acct.Account.ID, store.KeySettings{Name: "Test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seedThroughAPI(t, srv.URL, key)
+	b := newTab(t, 1280, 900, time.Minute)
+	b.signIn(srv.URL, "abtest@baeckerei.example", "sauerteig-seit-1923")
+	shown := func(name string) string {
+		return `(document.querySelector('[name="` + name + `"]').offsetParent !== null)`
+	}
+	b.do("open the form", chromedp.Navigate(srv.URL+"/ab-tests/new"), chromedp.WaitVisible(tid("ab-form")),
+		chromedp.SetValue(chromedp.CSS(`#field-test_type`), "sender"), chromedp.SetValue(chromedp.CSS(`#field-mode`), "winner"),
+		until(shown("b_from_name")+` && !`+shown("b_subject")+` && !`+shown("b_html")+` && `+shown("wait_hours")+` && !`+shown("split_a")))
+	b.do("switch to content, split", chromedp.SetValue(chromedp.CSS(`#field-test_type`), "content"), chromedp.SetValue(chromedp.CSS(`#field-mode`), "split"),
+		until(shown("b_html")+` && !`+shown("b_from_name")+` && `+shown("split_a")+` && !`+shown("wait_hours")))
+}
