@@ -637,6 +637,7 @@ type FormsText struct {
 
 // ContactsText holds the contact pages: table, detail, form, confirmations.
 type ContactsText struct {
+	TagSuggestion                                               string // %s: tag, %s: contacts with it
 	ActivityMail                                                string // before the mail an activity names: "in „Herbst“"
 	Title, Lead, New, Import, Export, Caption                   string
 	Search, SearchHint, List, AnyList, Tag, TagHint, Status     string
@@ -1393,21 +1394,22 @@ func German() Text {
 			ProtectionNone:  "keiner",
 		},
 		Contacts: ContactsText{
-			ActivityMail: "in",
-			Title:        "Kontakte",
-			Lead:         "Alle Kontakte Ihres Kontos: suchen, filtern, bearbeiten, importieren und exportieren.",
-			New:          "Neuer Kontakt",
-			Import:       "CSV importieren",
-			Export:       "Als CSV exportieren",
-			Caption:      "Kontakte, neueste zuerst",
-			Search:       "Suche",
-			SearchHint:   "E-Mail-Adresse oder Name",
-			List:         "Liste",
-			AnyList:      "Alle Listen",
-			Tag:          "Schlagwort",
-			TagHint:      "z. B. kunde",
-			Status:       "Status",
-			AnyStatus:    "Jeder Status",
+			TagSuggestion: "%s (%s Kontakte)",
+			ActivityMail:  "in",
+			Title:         "Kontakte",
+			Lead:          "Alle Kontakte Ihres Kontos: suchen, filtern, bearbeiten, importieren und exportieren.",
+			New:           "Neuer Kontakt",
+			Import:        "CSV importieren",
+			Export:        "Als CSV exportieren",
+			Caption:       "Kontakte, neueste zuerst",
+			Search:        "Suche",
+			SearchHint:    "E-Mail-Adresse oder Name",
+			List:          "Liste",
+			AnyList:       "Alle Listen",
+			Tag:           "Schlagwort",
+			TagHint:       "z. B. kunde",
+			Status:        "Status",
+			AnyStatus:     "Jeder Status",
 			StatusLabels: map[string]string{
 				"subscribed":   "Angemeldet",
 				"unsubscribed": "Abgemeldet",

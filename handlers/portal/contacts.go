@@ -70,6 +70,9 @@ const contactCountCap = 1000
 // views.ContactSection alone. A filter's matches are counted up to
 // contactCountCap only, so that the page renders fast for any account; the
 // pagination then loads the exact count after the page.
+// tagSuggestions bounds the tags the filter suggests.
+const tagSuggestions = 500
+
 func (p *Portal) listContacts(w http.ResponseWriter, r *http.Request) error {
 	t := views.TextFor(r.Context())
 	f, sf := readContactFilter(r)
@@ -79,6 +82,11 @@ func (p *Portal) listContacts(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	l := views.ContactList{Lists: lists, Filter: f}
+	// The tag filter suggests the account's tags (from the maintained counts:
+	// the cost grows with the tags, not the contacts).
+	if l.Tags, _, err = p.db.Tags(r.Context(), accountID(r), store.Page{Page: 1, PerPage: tagSuggestions}); err != nil {
+		return err
+	}
 	if len(f.Errors) == 0 {
 		var res store.ContactPage
 		res, err = p.db.ContactsUpTo(r.Context(), accountID(r), sf, store.Page{Page: page, PerPage: contactsPerPage}, contactCountCap)

@@ -116,6 +116,12 @@ func TestContactsTableFilterAndPaging(t *testing.T) {
 			t.Errorf("%s: %d rows, want %d", tc.query, n, tc.want)
 		}
 	}
+	// The tag filter suggests the account's tags with their counts.
+	sugg := c.get("/contacts").find("tag-suggestions").Find("option")
+	if vip := sugg.FilterFunction(func(_ int, o *goquery.Selection) bool { return o.AttrOr("value", "") == "vip" }); vip.Length() != 1 ||
+		!strings.Contains(vip.Text(), "10 Kontakte") {
+		t.Errorf("tag suggestions: %q", sugg.Text())
+	}
 	none := c.get("/contacts?q=niemand")
 	if none.find("contacts-empty").Length() != 1 || !strings.Contains(text(none.find("contacts-empty")), "Keine passenden") ||
 		none.find("contact-filter-reset").Length() != 1 {
