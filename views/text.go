@@ -410,6 +410,7 @@ type APIDocsText struct {
 
 // LogsText holds the API log page.
 type LogsText struct {
+	DocsLink      string
 	Title         string
 	Lead          string
 	Caption       string
@@ -832,6 +833,7 @@ type UsersText struct {
 
 // OutboxText holds the development outbox.
 type OutboxText struct {
+	ToNewsletters                               string
 	Title, Lead, Caption, EmptyTitle, EmptyBody string
 	Time, Subject, From, To, Size, NoSubject    string
 	MailLead                                    string // %s recipient, %s time
@@ -1144,6 +1146,7 @@ func German() Text {
 			NoScript:    "Die Referenz braucht JavaScript. Ohne JavaScript lesen Sie die maschinenlesbare Beschreibung:",
 		},
 		Logs: LogsText{
+			DocsLink:      "API-Dokumentation öffnen",
 			Title:         "API-Protokoll",
 			Lead:          "Jede Anfrage an die API mit Zeit, Schlüssel, IP-Adresse und Ergebnis. Einträge werden 90 Tage aufbewahrt.",
 			Caption:       "API-Anfragen, neueste zuerst",
@@ -2158,24 +2161,25 @@ func German() Text {
 			RevealLabel:    "Anfangspasswort für %s",
 		},
 		Outbox: OutboxText{
-			Title:      "Postausgang (Entwicklung)",
-			Lead:       "Im Entwicklungsmodus werden E-Mails ohne eigenen SMTP-Server hier gesammelt statt verschickt. Es bleiben die letzten 1.000.",
-			Caption:    "Gesammelte E-Mails, neueste zuerst",
-			EmptyTitle: "Der Postausgang ist leer",
-			EmptyBody:  "Sobald Rundbrief eine E-Mail verschickt (Test, Newsletter, Double-Opt-in), erscheint sie hier.",
-			Time:       "Zeit",
-			Subject:    "Betreff",
-			From:       "Von",
-			To:         "An",
-			Size:       "Größe",
-			NoSubject:  "(ohne Betreff)",
-			MailLead:   "An %s, gesammelt am %s",
-			Back:       "Zurück zum Postausgang",
-			Headers:    "Kopfzeilen",
-			TextPart:   "Textfassung",
-			HTMLPart:   "HTML-Fassung",
-			HTMLNote:   "Abgeschirmt angezeigt: ohne Skripte und ohne Bilder von außen (die sonst z. B. eine Öffnung zählen würden).",
-			ReadError:  "Die E-Mail ließ sich nicht vollständig zerlegen; angezeigt wird, was lesbar war.",
+			ToNewsletters: "Test-E-Mail aus einem Newsletter senden",
+			Title:         "Postausgang (Entwicklung)",
+			Lead:          "Im Entwicklungsmodus werden E-Mails ohne eigenen SMTP-Server hier gesammelt statt verschickt. Es bleiben die letzten 1.000.",
+			Caption:       "Gesammelte E-Mails, neueste zuerst",
+			EmptyTitle:    "Der Postausgang ist leer",
+			EmptyBody:     "Sobald Rundbrief eine E-Mail verschickt (Test, Newsletter, Double-Opt-in), erscheint sie hier.",
+			Time:          "Zeit",
+			Subject:       "Betreff",
+			From:          "Von",
+			To:            "An",
+			Size:          "Größe",
+			NoSubject:     "(ohne Betreff)",
+			MailLead:      "An %s, gesammelt am %s",
+			Back:          "Zurück zum Postausgang",
+			Headers:       "Kopfzeilen",
+			TextPart:      "Textfassung",
+			HTMLPart:      "HTML-Fassung",
+			HTMLNote:      "Abgeschirmt angezeigt: ohne Skripte und ohne Bilder von außen (die sonst z. B. eine Öffnung zählen würden).",
+			ReadError:     "Die E-Mail ließ sich nicht vollständig zerlegen; angezeigt wird, was lesbar war.",
 		},
 		Unsubscribe: UnsubscribeText{
 			Title:        "Abmelden",
