@@ -17,7 +17,7 @@ const MaxEmailRecipients = MaxBatch
 // create contacts; a recipient that is a known contact is personalised with
 // that contact's fields.
 type EmailInput struct {
-	To           []string
+	To            []string
 	Subject       string
 	Preheader     string
 	HTML          string
@@ -25,16 +25,16 @@ type EmailInput struct {
 	Markdown      string
 	TemplateKey   string
 	AttachmentIDs []int64
-	Placeholders map[string]string // validated by the caller (mailer.ValidateCustom)
-	FromName     string
-	ReplyTo      string
-	TrackOpens   bool
-	TrackClicks  bool
-	ScheduledAt  *time.Time // nil: send now
-	Type         string     // TypeFollowUp (the default) or TypeTransactional
-	ListIDs      []int64    // follow-ups only
-	ContactIDs   []int64    // follow-ups only
-	SMTPServerID *int64
+	Placeholders  map[string]string // validated by the caller (mailer.ValidateCustom)
+	FromName      string
+	ReplyTo       string
+	TrackOpens    bool
+	TrackClicks   bool
+	ScheduledAt   *time.Time // nil: send now
+	Type          string     // TypeFollowUp (the default) or TypeTransactional
+	ListIDs       []int64    // follow-ups only
+	ContactIDs    []int64    // follow-ups only
+	SMTPServerID  *int64
 }
 
 // Normalize trims and checks the input; now is for scheduled_at. Without a

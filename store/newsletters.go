@@ -13,20 +13,20 @@ import (
 // NewsletterInput is what a caller may write of a newsletter; nil fields are
 // not given (PATCH keeps them).
 type NewsletterInput struct {
-	Name         *string
-	Subject      *string
-	Preheader    *string
-	HTML         *string
-	Text         *string
-	Markdown     *string
+	Name          *string
+	Subject       *string
+	Preheader     *string
+	HTML          *string
+	Text          *string
+	Markdown      *string
 	TemplateKey   *string
 	AttachmentIDs *[]int64
 	ListIDs       *[]int64
-	FromName     *string
-	ReplyTo      *string
-	SMTPServerID *int64 // 0 clears the choice (the account's default route)
-	TrackOpens   *bool
-	TrackClicks  *bool
+	FromName      *string
+	ReplyTo       *string
+	SMTPServerID  *int64 // 0 clears the choice (the account's default route)
+	TrackOpens    *bool
+	TrackClicks   *bool
 }
 
 // Normalize trims and checks the input.
