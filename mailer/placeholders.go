@@ -562,13 +562,17 @@ func (t *Template) AppendTo(dst []byte, v *Values) ([]byte, error) {
 // appendLinesHTML appends multi-line text escaped for HTML, its line breaks
 // as <br>.
 func appendLinesHTML(dst []byte, text string) []byte {
-	for i, line := range strings.Split(text, "\n") {
-		if i > 0 {
+	for first := true; ; first = false {
+		line, rest, more := strings.Cut(text, "\n")
+		if !first {
 			dst = append(dst, "<br>"...)
 		}
 		dst = appendEscaped(dst, strings.TrimRight(line, "\r"), escHTML)
+		if !more {
+			return dst
+		}
+		text = rest
 	}
-	return dst
 }
 
 // RenderString compiles src and renders it once, for one-off texts such as a
