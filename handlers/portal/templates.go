@@ -290,7 +290,9 @@ func (p *Portal) storeUpload(r *http.Request) (kind, msg string, err error) {
 	}
 }
 
-func formatStorage(ctx context.Context, n int64) string { return views.FormatBytes(views.TextFor(ctx), n) }
+func formatStorage(ctx context.Context, n int64) string {
+	return views.FormatBytes(views.TextFor(ctx), n)
+}
 
 func (p *Portal) downloadAttachment(w http.ResponseWriter, r *http.Request) error {
 	id, err := templateID(r)
