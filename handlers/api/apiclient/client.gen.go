@@ -3771,6 +3771,21 @@ func (e GetAccountSettings403JSONResponseBodyErrorCode) Valid() bool {
 	}
 }
 
+// Defines values for GetAccountSettings422JSONResponseBodyErrorCode.
+const (
+	GetAccountSettings422JSONResponseBodyErrorCodeValidationError GetAccountSettings422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the GetAccountSettings422JSONResponseBodyErrorCode enum.
+func (e GetAccountSettings422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetAccountSettings422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GetAccountSettings429JSONResponseBodyErrorCode.
 const (
 	GetAccountSettings429JSONResponseBodyErrorCodeRateLimited GetAccountSettings429JSONResponseBodyErrorCode = "rate_limited"
@@ -18235,6 +18250,9 @@ type GetAccountSettings402JSONResponseBodyErrorCode string
 
 // GetAccountSettings403JSONResponseBodyErrorCode defines parameters for GetAccountSettings.
 type GetAccountSettings403JSONResponseBodyErrorCode string
+
+// GetAccountSettings422JSONResponseBodyErrorCode defines parameters for GetAccountSettings.
+type GetAccountSettings422JSONResponseBodyErrorCode string
 
 // GetAccountSettings429JSONResponseBodyErrorCode defines parameters for GetAccountSettings.
 type GetAccountSettings429JSONResponseBodyErrorCode string
@@ -33998,6 +34016,11 @@ type GetAccountSettingsResponse403Headers struct {
 	XRequestId          string
 }
 
+// GetAccountSettingsResponse422Headers the declared response headers of an HTTP 422 response for GetAccountSettings
+type GetAccountSettingsResponse422Headers struct {
+	XRequestId string
+}
+
 // GetAccountSettingsResponse429Headers the declared response headers of an HTTP 429 response for GetAccountSettings
 type GetAccountSettingsResponse429Headers struct {
 	RetryAfter          int
@@ -34028,6 +34051,8 @@ type GetAccountSettingsResponse struct {
 	JSON402 *PlanRequired
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -34040,6 +34065,8 @@ type GetAccountSettingsResponse struct {
 	Headers402 *GetAccountSettingsResponse402Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *GetAccountSettingsResponse403Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *GetAccountSettingsResponse422Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetAccountSettingsResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -34069,6 +34096,11 @@ func (r GetAccountSettingsResponse) GetJSON402() *PlanRequired {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r GetAccountSettingsResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r GetAccountSettingsResponse) GetJSON422() *ValidationError {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -55339,6 +55371,13 @@ func ParseGetAccountSettingsResponse(rsp *http.Response) (*GetAccountSettingsRes
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -55445,6 +55484,16 @@ func ParseGetAccountSettingsResponse(rsp *http.Response) (*GetAccountSettingsRes
 			headers.XRequestId = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 422:
+		var headers GetAccountSettingsResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetAccountSettingsResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
