@@ -250,7 +250,7 @@ func (p *Portal) scheduleNewsletter(w http.ResponseWriter, r *http.Request, c st
 		}
 		return err
 	}
-	p.flash(r.Context(), "success", sprintf(t.Newsletters.ScheduledFlash, views.FormatTime(t, *c.ScheduledAt)))
+	p.sendFlash(r, sprintf(t.Newsletters.ScheduledFlash, views.FormatTime(t, *c.ScheduledAt)))
 	p.redirect(w, r, views.NewsletterURL(c.ID, ""))
 	return nil
 }
@@ -385,7 +385,7 @@ func (p *Portal) sendNewsletter(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	}
-	p.flash(r.Context(), "success", sprintf(t.Newsletters.SendStartedFlash, res.Campaign.Name))
+	p.sendFlash(r, sprintf(t.Newsletters.SendStartedFlash, res.Campaign.Name))
 	p.redirect(w, r, views.NewsletterURL(id, ""))
 	return nil
 }

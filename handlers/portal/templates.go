@@ -381,3 +381,18 @@ func (p *Portal) senderNoticePanel(ctx context.Context, v store.Viewer) (templ.C
 	}
 	return views.NoPostalAddressNotice(), nil
 }
+
+// sendFlash confirms a send or schedule; while the account has no postal
+// address the confirmation is a warning that says so.
+func (p *Portal) sendFlash(r *http.Request, msg string) {
+	warnings, err := p.db.SendWarnings(r.Context(), accountID(r), false)
+	if err != nil {
+		p.log.Warn("send warnings", "err", err)
+	}
+	if slices.Contains(warnings, store.WarningNoPostalAddress) {
+		t := views.TextFor(r.Context()).Templates
+		p.flash(r.Context(), "warning", msg+" "+t.NoPostalTitle+": "+t.NoPostal)
+		return
+	}
+	p.flash(r.Context(), "success", msg)
+}

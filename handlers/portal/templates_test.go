@@ -159,6 +159,20 @@ func TestTemplatesPortal(t *testing.T) {
 	if r := c.get(fmt.Sprintf("/newsletters/%d/send", nid)); r.find("no-postal-address").Length() != 1 {
 		t.Errorf("send confirmation lacks the postal address notice")
 	}
+	// Sending it: the confirmation warns, and the mails carry the layout and the file.
+	r = c.post(fmt.Sprintf("/newsletters/%d/send", nid), nil)
+	if r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("send: %d\n%s", r.StatusCode, r.Body)
+	}
+	if r = c.get(r.Header.Get("Location")); !strings.Contains(r.find("flash").Text(), "Postanschrift fehlt") {
+		t.Errorf("send flash: %q", r.find("flash").Text())
+	}
+	second := c.post("/newsletters/new", draftForm(e.listID, "Zweiter", "Hallo"))
+	nm = newsletterPath.FindStringSubmatch(second.Header.Get("Location"))
+	if nm == nil {
+		t.Fatalf("second draft: %d", second.StatusCode)
+	}
+	nid, _ = strconv.ParseInt(nm[1], 10, 64)
 
 	// The sender settings: saved, and the notices are gone.
 	r = c.post("/settings/sender", url.Values{"company": {"Bäckerei Müller"}, "postal_address": {"Hauptstr. 1\n10115 Berlin"},
