@@ -42,6 +42,11 @@ type mimeWriter struct {
 	from      Address
 	fromValue string
 	valid     validAddresses
+	// splitTail leaves a message's encoded attachments (the same block for
+	// every message of a send) out of the output and sets tail to them
+	// instead: the SMTP sender writes them straight from the block.
+	splitTail bool
+	tail      []byte
 }
 
 func newMIMEWriter() *mimeWriter {
@@ -55,6 +60,7 @@ const (
 
 // appendMessage prepares m (MessageID, Date, validation) and appends it.
 func (w *mimeWriter) appendMessage(dst []byte, m *Message) ([]byte, error) {
+	w.tail = nil
 	if err := m.prepare(&w.valid); err != nil {
 		return dst, err
 	}
@@ -101,6 +107,12 @@ func (w *mimeWriter) appendMessage(dst []byte, m *Message) ([]byte, error) {
 		dst = append(dst, m.attachments.boundary...)
 		dst = append(dst, "\r\n"...)
 		dst = w.appendBody(dst, m)
+		if w.splitTail {
+			// The sender writes the shared block itself (smtpwire.go), so a
+			// message never copies it.
+			w.tail = m.attachments.block
+			return dst, nil
+		}
 		return append(dst, m.attachments.block...), nil
 	}
 	return w.appendBody(dst, m), nil
