@@ -307,7 +307,10 @@ func (s *Service) PreviewCampaign(ctx context.Context, c store.Campaign, contact
 	if !c.HasContent() {
 		return Preview{}, store.Invalid("html", "Der Newsletter hat noch keinen Inhalt.")
 	}
-	assets, err := mailer.LoadAssets(ctx, s.db, accountID, c.Content())
+	// A preview shows no attachments: it need not read and encode them.
+	mc := c.Content()
+	mc.AttachmentIDs = nil
+	assets, err := mailer.LoadAssets(ctx, s.db, accountID, mc)
 	if err != nil {
 		return Preview{}, err
 	}
