@@ -412,8 +412,12 @@ func compileCampaign(c store.Campaign, opts composeOptions) (*compiledCampaign, 
 			cc.openPixel = true
 		}
 		cc.html = Compile(htmlSrc, KindHTML, appendUnsub)
+		cc.html.BakeSender(assets.Identity)
 	}
 	cc.text = Compile(textSrc, KindText, appendUnsub)
+	cc.text.BakeSender(assets.Identity)
+	cc.subject.BakeSender(assets.Identity)
+	cc.preheader.BakeSender(assets.Identity)
 	return cc, nil
 }
 

@@ -559,6 +559,33 @@ func (t *Template) AppendTo(dst []byte, v *Values) ([]byte, error) {
 	return dst, nil
 }
 
+// BakeSender fills the company and imprint placeholders once for a whole
+// send: they are the same for every recipient, so they become literal text
+// (escaped for their spot) and cost nothing per recipient. An empty value is
+// left to the per-recipient fallbacks.
+func (t *Template) BakeSender(id Identity) {
+	if id.Company == "" && id.Imprint == "" {
+		return
+	}
+	v := &Values{Sender: id}
+	for i := range t.segs {
+		s := &t.segs[i]
+		if (s.builtin != bCompany || id.Company == "") && (s.builtin != bImprint || id.Imprint == "") {
+			continue
+		}
+		val, _ := resolve(s, v)
+		var out []byte
+		if s.builtin == bImprint && s.mode == escHTML {
+			out = appendLinesHTML(nil, val.a)
+		} else {
+			out = val.appendTo(nil, s.mode)
+		}
+		*s = segment{text: string(out)}
+	}
+	t.sizeHint = 0
+	t.computeSizeHint()
+}
+
 // appendLinesHTML appends multi-line text escaped for HTML, its line breaks
 // as <br>.
 func appendLinesHTML(dst []byte, text string) []byte {
@@ -833,8 +860,11 @@ func appendURLPart(dst []byte, s string) []byte {
 // breaks inside a scheme ("java\nscript:").
 func safeURLStart(s string) bool {
 	// Browsers ignore leading spaces and control characters in a URL.
-	s = strings.TrimLeft(s, "\x00\x01\x02\x03\x04\x05\x06\x07\x08\t\n\x0b\f\r\x0e\x0f"+
-		"\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f ")
+	// (Every byte up to the space; a loop, since strings.TrimLeft would build
+	// its character set on every call of this per-recipient path.)
+	for len(s) > 0 && s[0] <= ' ' {
+		s = s[1:]
+	}
 	for i := 0; i < len(s); i++ {
 		switch s[i] {
 		case ':':

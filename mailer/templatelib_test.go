@@ -125,3 +125,28 @@ func TestLibraryDesignsRender(t *testing.T) {
 		}
 	}
 }
+
+// TestBakeSender: the company and imprint placeholders rendered once per
+// send give what rendering them per recipient gives.
+func TestBakeSender(t *testing.T) {
+	src := `<title>{{firma}}</title><p>{{ Firma }} &amp; {{impressum}}</p><a href="https://x.test/?f={{company}}">x</a>{{imprint|Kein}}`
+	id := Identity{Company: "Müller & Söhne", Imprint: "Zeile 1\n<Zeile 2>"}
+	for _, kind := range []Kind{KindHTML, KindText} {
+		want, err := RenderString(src, kind, CompileOptions{}, &Values{Sender: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tm := Compile(src, kind, CompileOptions{})
+		tm.BakeSender(id)
+		got, err := tm.AppendTo(nil, &Values{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != want {
+			t.Errorf("kind %d: baked %q, rendered %q", kind, got, want)
+		}
+		if kind == KindHTML && !strings.Contains(want, "Zeile 1<br>&lt;Zeile 2&gt;") {
+			t.Errorf("imprint in HTML: %q", want)
+		}
+	}
+}
