@@ -24,6 +24,9 @@ const (
 	NavAIUsage     = "ai-usage"
 	NavEmails      = "emails"
 	NavCampaigns   = "campaigns"
+	NavTemplates   = "templates"
+	NavAttachments = "attachments"
+	NavSender      = "sender"
 )
 
 // NavItem is one entry of the sidebar.
@@ -54,6 +57,8 @@ func Navigation(t Text) []NavItem {
 		{ID: NavForms, Href: "/forms", Label: t.Nav.Forms, Icon: "form"},
 		{ID: NavBlocked, Href: "/blocked", Label: t.Nav.Blocked, Icon: "block"},
 		{ID: NavABTests, Href: "/ab-tests", Label: t.Nav.ABTests, Icon: "split"},
+		{ID: NavTemplates, Href: "/templates", Label: t.Templates.NavTemplates, Icon: "form"},
+		{ID: NavAttachments, Href: "/attachments", Label: t.Templates.NavAttachments, Icon: "lists"},
 		{ID: NavAPIKeys, Href: "/api-keys", Label: t.Nav.APIKeys, Section: t.Nav.SectionDev, Roles: admins, Icon: "key"},
 		{ID: NavWebhooks, Href: "/webhooks", Label: t.Nav.Webhooks, Section: t.Nav.SectionDev, Roles: admins, Icon: "webhook"},
 		{ID: NavDevOutbox, Href: "/dev/outbox", Label: t.Nav.DevOutbox, Section: t.Nav.SectionDev, Icon: "mail", DevOutbox: true},
@@ -61,6 +66,7 @@ func Navigation(t Text) []NavItem {
 		{ID: NavActivity, Href: "/logs/activity", Label: t.Nav.Activity, Section: t.Nav.SectionDev, Icon: "activity"},
 		{ID: NavSMTP, Href: "/smtp-servers", Label: t.Nav.SMTP, Section: t.Nav.SectionSettings, Roles: admins, Icon: "mail"},
 		{ID: NavUsers, Href: "/users", Label: t.Nav.Users, Section: t.Nav.SectionSettings, Roles: admins, Icon: "users"},
+		{ID: NavSender, Href: "/settings/sender", Label: t.Templates.NavSender, Section: t.Nav.SectionSettings, Icon: "mail"},
 		{ID: NavPlan, Href: "/settings/plan", Label: t.Nav.Plan, Section: t.Nav.SectionAccount, Icon: "activity"},
 		{ID: NavAIUsage, Href: "/ai/usage", Label: t.Nav.AIUsage, Section: t.Nav.SectionAccount, Icon: "spark"},
 		{ID: NavPassword, Href: "/account/password", Label: t.Nav.Password, Section: t.Nav.SectionAccount, Icon: "lock"},

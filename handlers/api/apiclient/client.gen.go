@@ -438,6 +438,21 @@ func (e AbTestWriteWinnerMetric) Valid() bool {
 	}
 }
 
+// Defines values for AccountSettingsWarnings.
+const (
+	AccountSettingsWarningsNoPostalAddress AccountSettingsWarnings = "no_postal_address"
+)
+
+// Valid indicates whether the value is a known member of the AccountSettingsWarnings enum.
+func (e AccountSettingsWarnings) Valid() bool {
+	switch e {
+	case AccountSettingsWarningsNoPostalAddress:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ActivityActorType.
 const (
 	Key    ActivityActorType = "key"
@@ -1302,6 +1317,42 @@ func (e FormWriteFields) Valid() bool {
 	}
 }
 
+// Defines values for LibraryTemplateCategory.
+const (
+	LibraryTemplateCategoryAnnouncement  LibraryTemplateCategory = "announcement"
+	LibraryTemplateCategoryDigest        LibraryTemplateCategory = "digest"
+	LibraryTemplateCategoryEvent         LibraryTemplateCategory = "event"
+	LibraryTemplateCategoryNewsletter    LibraryTemplateCategory = "newsletter"
+	LibraryTemplateCategoryProductLaunch LibraryTemplateCategory = "product_launch"
+	LibraryTemplateCategoryReengagement  LibraryTemplateCategory = "reengagement"
+	LibraryTemplateCategoryStory         LibraryTemplateCategory = "story"
+	LibraryTemplateCategoryWelcome       LibraryTemplateCategory = "welcome"
+)
+
+// Valid indicates whether the value is a known member of the LibraryTemplateCategory enum.
+func (e LibraryTemplateCategory) Valid() bool {
+	switch e {
+	case LibraryTemplateCategoryAnnouncement:
+		return true
+	case LibraryTemplateCategoryDigest:
+		return true
+	case LibraryTemplateCategoryEvent:
+		return true
+	case LibraryTemplateCategoryNewsletter:
+		return true
+	case LibraryTemplateCategoryProductLaunch:
+		return true
+	case LibraryTemplateCategoryReengagement:
+		return true
+	case LibraryTemplateCategoryStory:
+		return true
+	case LibraryTemplateCategoryWelcome:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListMembersResultResultsResult.
 const (
 	ListMembersResultResultsResultAdded         ListMembersResultResultsResult = "added"
@@ -1464,6 +1515,21 @@ func (e NewsletterTestResultResultsStatus) Valid() bool {
 	case NewsletterTestResultResultsStatusFailed:
 		return true
 	case NewsletterTestResultResultsStatusSent:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SendWarningCode.
+const (
+	SendWarningCodeNoPostalAddress SendWarningCode = "no_postal_address"
+)
+
+// Valid indicates whether the value is a known member of the SendWarningCode enum.
+func (e SendWarningCode) Valid() bool {
+	switch e {
+	case SendWarningCodeNoPostalAddress:
 		return true
 	default:
 		return false
@@ -3657,6 +3723,207 @@ func (e SetAbTestWinner503JSONResponseBodyErrorCode) Valid() bool {
 	}
 }
 
+// Defines values for GetAccountSettings401JSONResponseBodyErrorCode.
+const (
+	GetAccountSettings401JSONResponseBodyErrorCodeUnauthorized GetAccountSettings401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the GetAccountSettings401JSONResponseBodyErrorCode enum.
+func (e GetAccountSettings401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetAccountSettings401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetAccountSettings402JSONResponseBodyErrorCode.
+const (
+	GetAccountSettings402JSONResponseBodyErrorCodeLimitReached GetAccountSettings402JSONResponseBodyErrorCode = "limit_reached"
+	GetAccountSettings402JSONResponseBodyErrorCodePlanRequired GetAccountSettings402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the GetAccountSettings402JSONResponseBodyErrorCode enum.
+func (e GetAccountSettings402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetAccountSettings402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case GetAccountSettings402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetAccountSettings403JSONResponseBodyErrorCode.
+const (
+	GetAccountSettings403JSONResponseBodyErrorCodeForbidden GetAccountSettings403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the GetAccountSettings403JSONResponseBodyErrorCode enum.
+func (e GetAccountSettings403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetAccountSettings403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetAccountSettings422JSONResponseBodyErrorCode.
+const (
+	GetAccountSettings422JSONResponseBodyErrorCodeValidationError GetAccountSettings422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the GetAccountSettings422JSONResponseBodyErrorCode enum.
+func (e GetAccountSettings422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetAccountSettings422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetAccountSettings429JSONResponseBodyErrorCode.
+const (
+	GetAccountSettings429JSONResponseBodyErrorCodeRateLimited GetAccountSettings429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the GetAccountSettings429JSONResponseBodyErrorCode enum.
+func (e GetAccountSettings429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetAccountSettings429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetAccountSettings500JSONResponseBodyErrorCode.
+const (
+	GetAccountSettings500JSONResponseBodyErrorCodeServerError GetAccountSettings500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the GetAccountSettings500JSONResponseBodyErrorCode enum.
+func (e GetAccountSettings500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetAccountSettings500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PutAccountSettings400JSONResponseBodyErrorCode.
+const (
+	PutAccountSettings400JSONResponseBodyErrorCodeBadRequest PutAccountSettings400JSONResponseBodyErrorCode = "bad_request"
+)
+
+// Valid indicates whether the value is a known member of the PutAccountSettings400JSONResponseBodyErrorCode enum.
+func (e PutAccountSettings400JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case PutAccountSettings400JSONResponseBodyErrorCodeBadRequest:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PutAccountSettings401JSONResponseBodyErrorCode.
+const (
+	PutAccountSettings401JSONResponseBodyErrorCodeUnauthorized PutAccountSettings401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the PutAccountSettings401JSONResponseBodyErrorCode enum.
+func (e PutAccountSettings401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case PutAccountSettings401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PutAccountSettings402JSONResponseBodyErrorCode.
+const (
+	PutAccountSettings402JSONResponseBodyErrorCodeLimitReached PutAccountSettings402JSONResponseBodyErrorCode = "limit_reached"
+	PutAccountSettings402JSONResponseBodyErrorCodePlanRequired PutAccountSettings402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the PutAccountSettings402JSONResponseBodyErrorCode enum.
+func (e PutAccountSettings402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case PutAccountSettings402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case PutAccountSettings402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PutAccountSettings403JSONResponseBodyErrorCode.
+const (
+	PutAccountSettings403JSONResponseBodyErrorCodeForbidden PutAccountSettings403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the PutAccountSettings403JSONResponseBodyErrorCode enum.
+func (e PutAccountSettings403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case PutAccountSettings403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PutAccountSettings422JSONResponseBodyErrorCode.
+const (
+	PutAccountSettings422JSONResponseBodyErrorCodeValidationError PutAccountSettings422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the PutAccountSettings422JSONResponseBodyErrorCode enum.
+func (e PutAccountSettings422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case PutAccountSettings422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PutAccountSettings429JSONResponseBodyErrorCode.
+const (
+	PutAccountSettings429JSONResponseBodyErrorCodeRateLimited PutAccountSettings429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the PutAccountSettings429JSONResponseBodyErrorCode enum.
+func (e PutAccountSettings429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case PutAccountSettings429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PutAccountSettings500JSONResponseBodyErrorCode.
+const (
+	PutAccountSettings500JSONResponseBodyErrorCodeServerError PutAccountSettings500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the PutAccountSettings500JSONResponseBodyErrorCode enum.
+func (e PutAccountSettings500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case PutAccountSettings500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GetAiCredit401JSONResponseBodyErrorCode.
 const (
 	GetAiCredit401JSONResponseBodyErrorCodeUnauthorized GetAiCredit401JSONResponseBodyErrorCode = "unauthorized"
@@ -4215,6 +4482,576 @@ const (
 func (e GetAnalyticsTimeseries500JSONResponseBodyErrorCode) Valid() bool {
 	switch e {
 	case GetAnalyticsTimeseries500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListAttachments401JSONResponseBodyErrorCode.
+const (
+	ListAttachments401JSONResponseBodyErrorCodeUnauthorized ListAttachments401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the ListAttachments401JSONResponseBodyErrorCode enum.
+func (e ListAttachments401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListAttachments401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListAttachments402JSONResponseBodyErrorCode.
+const (
+	ListAttachments402JSONResponseBodyErrorCodeLimitReached ListAttachments402JSONResponseBodyErrorCode = "limit_reached"
+	ListAttachments402JSONResponseBodyErrorCodePlanRequired ListAttachments402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the ListAttachments402JSONResponseBodyErrorCode enum.
+func (e ListAttachments402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListAttachments402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case ListAttachments402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListAttachments403JSONResponseBodyErrorCode.
+const (
+	ListAttachments403JSONResponseBodyErrorCodeForbidden ListAttachments403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the ListAttachments403JSONResponseBodyErrorCode enum.
+func (e ListAttachments403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListAttachments403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListAttachments422JSONResponseBodyErrorCode.
+const (
+	ListAttachments422JSONResponseBodyErrorCodeValidationError ListAttachments422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the ListAttachments422JSONResponseBodyErrorCode enum.
+func (e ListAttachments422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListAttachments422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListAttachments429JSONResponseBodyErrorCode.
+const (
+	ListAttachments429JSONResponseBodyErrorCodeRateLimited ListAttachments429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the ListAttachments429JSONResponseBodyErrorCode enum.
+func (e ListAttachments429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListAttachments429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListAttachments500JSONResponseBodyErrorCode.
+const (
+	ListAttachments500JSONResponseBodyErrorCodeServerError ListAttachments500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the ListAttachments500JSONResponseBodyErrorCode enum.
+func (e ListAttachments500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListAttachments500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UploadAttachment400JSONResponseBodyErrorCode.
+const (
+	UploadAttachment400JSONResponseBodyErrorCodeBadRequest UploadAttachment400JSONResponseBodyErrorCode = "bad_request"
+)
+
+// Valid indicates whether the value is a known member of the UploadAttachment400JSONResponseBodyErrorCode enum.
+func (e UploadAttachment400JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case UploadAttachment400JSONResponseBodyErrorCodeBadRequest:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UploadAttachment401JSONResponseBodyErrorCode.
+const (
+	UploadAttachment401JSONResponseBodyErrorCodeUnauthorized UploadAttachment401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the UploadAttachment401JSONResponseBodyErrorCode enum.
+func (e UploadAttachment401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case UploadAttachment401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UploadAttachment402JSONResponseBodyErrorCode.
+const (
+	UploadAttachment402JSONResponseBodyErrorCodeLimitReached UploadAttachment402JSONResponseBodyErrorCode = "limit_reached"
+	UploadAttachment402JSONResponseBodyErrorCodePlanRequired UploadAttachment402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the UploadAttachment402JSONResponseBodyErrorCode enum.
+func (e UploadAttachment402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case UploadAttachment402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case UploadAttachment402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UploadAttachment403JSONResponseBodyErrorCode.
+const (
+	UploadAttachment403JSONResponseBodyErrorCodeForbidden UploadAttachment403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the UploadAttachment403JSONResponseBodyErrorCode enum.
+func (e UploadAttachment403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case UploadAttachment403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UploadAttachment409JSONResponseBodyErrorCode.
+const (
+	UploadAttachment409JSONResponseBodyErrorCodeConflict UploadAttachment409JSONResponseBodyErrorCode = "conflict"
+)
+
+// Valid indicates whether the value is a known member of the UploadAttachment409JSONResponseBodyErrorCode enum.
+func (e UploadAttachment409JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case UploadAttachment409JSONResponseBodyErrorCodeConflict:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UploadAttachment413JSONResponseBodyErrorCode.
+const (
+	UploadAttachment413JSONResponseBodyErrorCodePayloadTooLarge UploadAttachment413JSONResponseBodyErrorCode = "payload_too_large"
+)
+
+// Valid indicates whether the value is a known member of the UploadAttachment413JSONResponseBodyErrorCode enum.
+func (e UploadAttachment413JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case UploadAttachment413JSONResponseBodyErrorCodePayloadTooLarge:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UploadAttachment422JSONResponseBodyErrorCode.
+const (
+	UploadAttachment422JSONResponseBodyErrorCodeValidationError UploadAttachment422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the UploadAttachment422JSONResponseBodyErrorCode enum.
+func (e UploadAttachment422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case UploadAttachment422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UploadAttachment429JSONResponseBodyErrorCode.
+const (
+	UploadAttachment429JSONResponseBodyErrorCodeRateLimited UploadAttachment429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the UploadAttachment429JSONResponseBodyErrorCode enum.
+func (e UploadAttachment429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case UploadAttachment429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UploadAttachment500JSONResponseBodyErrorCode.
+const (
+	UploadAttachment500JSONResponseBodyErrorCodeServerError UploadAttachment500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the UploadAttachment500JSONResponseBodyErrorCode enum.
+func (e UploadAttachment500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case UploadAttachment500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeleteAttachment401JSONResponseBodyErrorCode.
+const (
+	DeleteAttachment401JSONResponseBodyErrorCodeUnauthorized DeleteAttachment401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the DeleteAttachment401JSONResponseBodyErrorCode enum.
+func (e DeleteAttachment401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteAttachment401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeleteAttachment402JSONResponseBodyErrorCode.
+const (
+	DeleteAttachment402JSONResponseBodyErrorCodeLimitReached DeleteAttachment402JSONResponseBodyErrorCode = "limit_reached"
+	DeleteAttachment402JSONResponseBodyErrorCodePlanRequired DeleteAttachment402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the DeleteAttachment402JSONResponseBodyErrorCode enum.
+func (e DeleteAttachment402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteAttachment402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case DeleteAttachment402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeleteAttachment403JSONResponseBodyErrorCode.
+const (
+	DeleteAttachment403JSONResponseBodyErrorCodeForbidden DeleteAttachment403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the DeleteAttachment403JSONResponseBodyErrorCode enum.
+func (e DeleteAttachment403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteAttachment403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeleteAttachment404JSONResponseBodyErrorCode.
+const (
+	DeleteAttachment404JSONResponseBodyErrorCodeNotFound DeleteAttachment404JSONResponseBodyErrorCode = "not_found"
+)
+
+// Valid indicates whether the value is a known member of the DeleteAttachment404JSONResponseBodyErrorCode enum.
+func (e DeleteAttachment404JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteAttachment404JSONResponseBodyErrorCodeNotFound:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeleteAttachment409JSONResponseBodyErrorCode.
+const (
+	DeleteAttachment409JSONResponseBodyErrorCodeConflict DeleteAttachment409JSONResponseBodyErrorCode = "conflict"
+)
+
+// Valid indicates whether the value is a known member of the DeleteAttachment409JSONResponseBodyErrorCode enum.
+func (e DeleteAttachment409JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteAttachment409JSONResponseBodyErrorCodeConflict:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeleteAttachment422JSONResponseBodyErrorCode.
+const (
+	DeleteAttachment422JSONResponseBodyErrorCodeValidationError DeleteAttachment422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the DeleteAttachment422JSONResponseBodyErrorCode enum.
+func (e DeleteAttachment422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteAttachment422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeleteAttachment429JSONResponseBodyErrorCode.
+const (
+	DeleteAttachment429JSONResponseBodyErrorCodeRateLimited DeleteAttachment429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the DeleteAttachment429JSONResponseBodyErrorCode enum.
+func (e DeleteAttachment429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteAttachment429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeleteAttachment500JSONResponseBodyErrorCode.
+const (
+	DeleteAttachment500JSONResponseBodyErrorCodeServerError DeleteAttachment500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the DeleteAttachment500JSONResponseBodyErrorCode enum.
+func (e DeleteAttachment500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteAttachment500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetAttachment401JSONResponseBodyErrorCode.
+const (
+	GetAttachment401JSONResponseBodyErrorCodeUnauthorized GetAttachment401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the GetAttachment401JSONResponseBodyErrorCode enum.
+func (e GetAttachment401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetAttachment401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetAttachment402JSONResponseBodyErrorCode.
+const (
+	GetAttachment402JSONResponseBodyErrorCodeLimitReached GetAttachment402JSONResponseBodyErrorCode = "limit_reached"
+	GetAttachment402JSONResponseBodyErrorCodePlanRequired GetAttachment402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the GetAttachment402JSONResponseBodyErrorCode enum.
+func (e GetAttachment402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetAttachment402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case GetAttachment402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetAttachment403JSONResponseBodyErrorCode.
+const (
+	GetAttachment403JSONResponseBodyErrorCodeForbidden GetAttachment403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the GetAttachment403JSONResponseBodyErrorCode enum.
+func (e GetAttachment403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetAttachment403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetAttachment404JSONResponseBodyErrorCode.
+const (
+	GetAttachment404JSONResponseBodyErrorCodeNotFound GetAttachment404JSONResponseBodyErrorCode = "not_found"
+)
+
+// Valid indicates whether the value is a known member of the GetAttachment404JSONResponseBodyErrorCode enum.
+func (e GetAttachment404JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetAttachment404JSONResponseBodyErrorCodeNotFound:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetAttachment422JSONResponseBodyErrorCode.
+const (
+	GetAttachment422JSONResponseBodyErrorCodeValidationError GetAttachment422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the GetAttachment422JSONResponseBodyErrorCode enum.
+func (e GetAttachment422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetAttachment422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetAttachment429JSONResponseBodyErrorCode.
+const (
+	GetAttachment429JSONResponseBodyErrorCodeRateLimited GetAttachment429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the GetAttachment429JSONResponseBodyErrorCode enum.
+func (e GetAttachment429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetAttachment429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetAttachment500JSONResponseBodyErrorCode.
+const (
+	GetAttachment500JSONResponseBodyErrorCodeServerError GetAttachment500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the GetAttachment500JSONResponseBodyErrorCode enum.
+func (e GetAttachment500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetAttachment500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DownloadAttachment401JSONResponseBodyErrorCode.
+const (
+	DownloadAttachment401JSONResponseBodyErrorCodeUnauthorized DownloadAttachment401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the DownloadAttachment401JSONResponseBodyErrorCode enum.
+func (e DownloadAttachment401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DownloadAttachment401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DownloadAttachment402JSONResponseBodyErrorCode.
+const (
+	DownloadAttachment402JSONResponseBodyErrorCodeLimitReached DownloadAttachment402JSONResponseBodyErrorCode = "limit_reached"
+	DownloadAttachment402JSONResponseBodyErrorCodePlanRequired DownloadAttachment402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the DownloadAttachment402JSONResponseBodyErrorCode enum.
+func (e DownloadAttachment402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DownloadAttachment402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case DownloadAttachment402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DownloadAttachment403JSONResponseBodyErrorCode.
+const (
+	DownloadAttachment403JSONResponseBodyErrorCodeForbidden DownloadAttachment403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the DownloadAttachment403JSONResponseBodyErrorCode enum.
+func (e DownloadAttachment403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DownloadAttachment403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DownloadAttachment404JSONResponseBodyErrorCode.
+const (
+	DownloadAttachment404JSONResponseBodyErrorCodeNotFound DownloadAttachment404JSONResponseBodyErrorCode = "not_found"
+)
+
+// Valid indicates whether the value is a known member of the DownloadAttachment404JSONResponseBodyErrorCode enum.
+func (e DownloadAttachment404JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DownloadAttachment404JSONResponseBodyErrorCodeNotFound:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DownloadAttachment422JSONResponseBodyErrorCode.
+const (
+	DownloadAttachment422JSONResponseBodyErrorCodeValidationError DownloadAttachment422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the DownloadAttachment422JSONResponseBodyErrorCode enum.
+func (e DownloadAttachment422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DownloadAttachment422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DownloadAttachment429JSONResponseBodyErrorCode.
+const (
+	DownloadAttachment429JSONResponseBodyErrorCodeRateLimited DownloadAttachment429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the DownloadAttachment429JSONResponseBodyErrorCode enum.
+func (e DownloadAttachment429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DownloadAttachment429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DownloadAttachment500JSONResponseBodyErrorCode.
+const (
+	DownloadAttachment500JSONResponseBodyErrorCodeServerError DownloadAttachment500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the DownloadAttachment500JSONResponseBodyErrorCode enum.
+func (e DownloadAttachment500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DownloadAttachment500JSONResponseBodyErrorCodeServerError:
 		return true
 	default:
 		return false
@@ -12003,6 +12840,822 @@ func (e ListTags500JSONResponseBodyErrorCode) Valid() bool {
 	}
 }
 
+// Defines values for ListTemplateLibrary401JSONResponseBodyErrorCode.
+const (
+	ListTemplateLibrary401JSONResponseBodyErrorCodeUnauthorized ListTemplateLibrary401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the ListTemplateLibrary401JSONResponseBodyErrorCode enum.
+func (e ListTemplateLibrary401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListTemplateLibrary401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListTemplateLibrary402JSONResponseBodyErrorCode.
+const (
+	ListTemplateLibrary402JSONResponseBodyErrorCodeLimitReached ListTemplateLibrary402JSONResponseBodyErrorCode = "limit_reached"
+	ListTemplateLibrary402JSONResponseBodyErrorCodePlanRequired ListTemplateLibrary402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the ListTemplateLibrary402JSONResponseBodyErrorCode enum.
+func (e ListTemplateLibrary402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListTemplateLibrary402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case ListTemplateLibrary402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListTemplateLibrary403JSONResponseBodyErrorCode.
+const (
+	ListTemplateLibrary403JSONResponseBodyErrorCodeForbidden ListTemplateLibrary403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the ListTemplateLibrary403JSONResponseBodyErrorCode enum.
+func (e ListTemplateLibrary403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListTemplateLibrary403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListTemplateLibrary422JSONResponseBodyErrorCode.
+const (
+	ListTemplateLibrary422JSONResponseBodyErrorCodeValidationError ListTemplateLibrary422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the ListTemplateLibrary422JSONResponseBodyErrorCode enum.
+func (e ListTemplateLibrary422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListTemplateLibrary422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListTemplateLibrary429JSONResponseBodyErrorCode.
+const (
+	ListTemplateLibrary429JSONResponseBodyErrorCodeRateLimited ListTemplateLibrary429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the ListTemplateLibrary429JSONResponseBodyErrorCode enum.
+func (e ListTemplateLibrary429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListTemplateLibrary429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListTemplateLibrary500JSONResponseBodyErrorCode.
+const (
+	ListTemplateLibrary500JSONResponseBodyErrorCodeServerError ListTemplateLibrary500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the ListTemplateLibrary500JSONResponseBodyErrorCode enum.
+func (e ListTemplateLibrary500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListTemplateLibrary500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CopyLibraryTemplate401JSONResponseBodyErrorCode.
+const (
+	CopyLibraryTemplate401JSONResponseBodyErrorCodeUnauthorized CopyLibraryTemplate401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the CopyLibraryTemplate401JSONResponseBodyErrorCode enum.
+func (e CopyLibraryTemplate401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CopyLibraryTemplate401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CopyLibraryTemplate402JSONResponseBodyErrorCode.
+const (
+	CopyLibraryTemplate402JSONResponseBodyErrorCodeLimitReached CopyLibraryTemplate402JSONResponseBodyErrorCode = "limit_reached"
+	CopyLibraryTemplate402JSONResponseBodyErrorCodePlanRequired CopyLibraryTemplate402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the CopyLibraryTemplate402JSONResponseBodyErrorCode enum.
+func (e CopyLibraryTemplate402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CopyLibraryTemplate402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case CopyLibraryTemplate402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CopyLibraryTemplate403JSONResponseBodyErrorCode.
+const (
+	CopyLibraryTemplate403JSONResponseBodyErrorCodeForbidden CopyLibraryTemplate403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the CopyLibraryTemplate403JSONResponseBodyErrorCode enum.
+func (e CopyLibraryTemplate403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CopyLibraryTemplate403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CopyLibraryTemplate404JSONResponseBodyErrorCode.
+const (
+	CopyLibraryTemplate404JSONResponseBodyErrorCodeNotFound CopyLibraryTemplate404JSONResponseBodyErrorCode = "not_found"
+)
+
+// Valid indicates whether the value is a known member of the CopyLibraryTemplate404JSONResponseBodyErrorCode enum.
+func (e CopyLibraryTemplate404JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CopyLibraryTemplate404JSONResponseBodyErrorCodeNotFound:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CopyLibraryTemplate422JSONResponseBodyErrorCode.
+const (
+	CopyLibraryTemplate422JSONResponseBodyErrorCodeValidationError CopyLibraryTemplate422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the CopyLibraryTemplate422JSONResponseBodyErrorCode enum.
+func (e CopyLibraryTemplate422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CopyLibraryTemplate422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CopyLibraryTemplate429JSONResponseBodyErrorCode.
+const (
+	CopyLibraryTemplate429JSONResponseBodyErrorCodeRateLimited CopyLibraryTemplate429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the CopyLibraryTemplate429JSONResponseBodyErrorCode enum.
+func (e CopyLibraryTemplate429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CopyLibraryTemplate429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CopyLibraryTemplate500JSONResponseBodyErrorCode.
+const (
+	CopyLibraryTemplate500JSONResponseBodyErrorCodeServerError CopyLibraryTemplate500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the CopyLibraryTemplate500JSONResponseBodyErrorCode enum.
+func (e CopyLibraryTemplate500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CopyLibraryTemplate500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListTemplates401JSONResponseBodyErrorCode.
+const (
+	ListTemplates401JSONResponseBodyErrorCodeUnauthorized ListTemplates401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the ListTemplates401JSONResponseBodyErrorCode enum.
+func (e ListTemplates401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListTemplates401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListTemplates402JSONResponseBodyErrorCode.
+const (
+	ListTemplates402JSONResponseBodyErrorCodeLimitReached ListTemplates402JSONResponseBodyErrorCode = "limit_reached"
+	ListTemplates402JSONResponseBodyErrorCodePlanRequired ListTemplates402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the ListTemplates402JSONResponseBodyErrorCode enum.
+func (e ListTemplates402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListTemplates402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case ListTemplates402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListTemplates403JSONResponseBodyErrorCode.
+const (
+	ListTemplates403JSONResponseBodyErrorCodeForbidden ListTemplates403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the ListTemplates403JSONResponseBodyErrorCode enum.
+func (e ListTemplates403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListTemplates403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListTemplates422JSONResponseBodyErrorCode.
+const (
+	ListTemplates422JSONResponseBodyErrorCodeValidationError ListTemplates422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the ListTemplates422JSONResponseBodyErrorCode enum.
+func (e ListTemplates422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListTemplates422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListTemplates429JSONResponseBodyErrorCode.
+const (
+	ListTemplates429JSONResponseBodyErrorCodeRateLimited ListTemplates429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the ListTemplates429JSONResponseBodyErrorCode enum.
+func (e ListTemplates429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListTemplates429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListTemplates500JSONResponseBodyErrorCode.
+const (
+	ListTemplates500JSONResponseBodyErrorCodeServerError ListTemplates500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the ListTemplates500JSONResponseBodyErrorCode enum.
+func (e ListTemplates500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListTemplates500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateTemplate400JSONResponseBodyErrorCode.
+const (
+	CreateTemplate400JSONResponseBodyErrorCodeBadRequest CreateTemplate400JSONResponseBodyErrorCode = "bad_request"
+)
+
+// Valid indicates whether the value is a known member of the CreateTemplate400JSONResponseBodyErrorCode enum.
+func (e CreateTemplate400JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CreateTemplate400JSONResponseBodyErrorCodeBadRequest:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateTemplate401JSONResponseBodyErrorCode.
+const (
+	CreateTemplate401JSONResponseBodyErrorCodeUnauthorized CreateTemplate401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the CreateTemplate401JSONResponseBodyErrorCode enum.
+func (e CreateTemplate401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CreateTemplate401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateTemplate402JSONResponseBodyErrorCode.
+const (
+	CreateTemplate402JSONResponseBodyErrorCodeLimitReached CreateTemplate402JSONResponseBodyErrorCode = "limit_reached"
+	CreateTemplate402JSONResponseBodyErrorCodePlanRequired CreateTemplate402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the CreateTemplate402JSONResponseBodyErrorCode enum.
+func (e CreateTemplate402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CreateTemplate402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case CreateTemplate402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateTemplate403JSONResponseBodyErrorCode.
+const (
+	CreateTemplate403JSONResponseBodyErrorCodeForbidden CreateTemplate403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the CreateTemplate403JSONResponseBodyErrorCode enum.
+func (e CreateTemplate403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CreateTemplate403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateTemplate409JSONResponseBodyErrorCode.
+const (
+	CreateTemplate409JSONResponseBodyErrorCodeConflict CreateTemplate409JSONResponseBodyErrorCode = "conflict"
+)
+
+// Valid indicates whether the value is a known member of the CreateTemplate409JSONResponseBodyErrorCode enum.
+func (e CreateTemplate409JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CreateTemplate409JSONResponseBodyErrorCodeConflict:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateTemplate413JSONResponseBodyErrorCode.
+const (
+	CreateTemplate413JSONResponseBodyErrorCodePayloadTooLarge CreateTemplate413JSONResponseBodyErrorCode = "payload_too_large"
+)
+
+// Valid indicates whether the value is a known member of the CreateTemplate413JSONResponseBodyErrorCode enum.
+func (e CreateTemplate413JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CreateTemplate413JSONResponseBodyErrorCodePayloadTooLarge:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateTemplate422JSONResponseBodyErrorCode.
+const (
+	CreateTemplate422JSONResponseBodyErrorCodeValidationError CreateTemplate422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the CreateTemplate422JSONResponseBodyErrorCode enum.
+func (e CreateTemplate422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CreateTemplate422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateTemplate429JSONResponseBodyErrorCode.
+const (
+	CreateTemplate429JSONResponseBodyErrorCodeRateLimited CreateTemplate429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the CreateTemplate429JSONResponseBodyErrorCode enum.
+func (e CreateTemplate429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CreateTemplate429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateTemplate500JSONResponseBodyErrorCode.
+const (
+	CreateTemplate500JSONResponseBodyErrorCodeServerError CreateTemplate500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the CreateTemplate500JSONResponseBodyErrorCode enum.
+func (e CreateTemplate500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CreateTemplate500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeleteTemplate401JSONResponseBodyErrorCode.
+const (
+	DeleteTemplate401JSONResponseBodyErrorCodeUnauthorized DeleteTemplate401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the DeleteTemplate401JSONResponseBodyErrorCode enum.
+func (e DeleteTemplate401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteTemplate401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeleteTemplate402JSONResponseBodyErrorCode.
+const (
+	DeleteTemplate402JSONResponseBodyErrorCodeLimitReached DeleteTemplate402JSONResponseBodyErrorCode = "limit_reached"
+	DeleteTemplate402JSONResponseBodyErrorCodePlanRequired DeleteTemplate402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the DeleteTemplate402JSONResponseBodyErrorCode enum.
+func (e DeleteTemplate402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteTemplate402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case DeleteTemplate402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeleteTemplate403JSONResponseBodyErrorCode.
+const (
+	DeleteTemplate403JSONResponseBodyErrorCodeForbidden DeleteTemplate403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the DeleteTemplate403JSONResponseBodyErrorCode enum.
+func (e DeleteTemplate403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteTemplate403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeleteTemplate404JSONResponseBodyErrorCode.
+const (
+	DeleteTemplate404JSONResponseBodyErrorCodeNotFound DeleteTemplate404JSONResponseBodyErrorCode = "not_found"
+)
+
+// Valid indicates whether the value is a known member of the DeleteTemplate404JSONResponseBodyErrorCode enum.
+func (e DeleteTemplate404JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteTemplate404JSONResponseBodyErrorCodeNotFound:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeleteTemplate409JSONResponseBodyErrorCode.
+const (
+	DeleteTemplate409JSONResponseBodyErrorCodeConflict DeleteTemplate409JSONResponseBodyErrorCode = "conflict"
+)
+
+// Valid indicates whether the value is a known member of the DeleteTemplate409JSONResponseBodyErrorCode enum.
+func (e DeleteTemplate409JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteTemplate409JSONResponseBodyErrorCodeConflict:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeleteTemplate422JSONResponseBodyErrorCode.
+const (
+	DeleteTemplate422JSONResponseBodyErrorCodeValidationError DeleteTemplate422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the DeleteTemplate422JSONResponseBodyErrorCode enum.
+func (e DeleteTemplate422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteTemplate422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeleteTemplate429JSONResponseBodyErrorCode.
+const (
+	DeleteTemplate429JSONResponseBodyErrorCodeRateLimited DeleteTemplate429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the DeleteTemplate429JSONResponseBodyErrorCode enum.
+func (e DeleteTemplate429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteTemplate429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeleteTemplate500JSONResponseBodyErrorCode.
+const (
+	DeleteTemplate500JSONResponseBodyErrorCodeServerError DeleteTemplate500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the DeleteTemplate500JSONResponseBodyErrorCode enum.
+func (e DeleteTemplate500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteTemplate500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetTemplate401JSONResponseBodyErrorCode.
+const (
+	GetTemplate401JSONResponseBodyErrorCodeUnauthorized GetTemplate401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the GetTemplate401JSONResponseBodyErrorCode enum.
+func (e GetTemplate401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetTemplate401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetTemplate402JSONResponseBodyErrorCode.
+const (
+	GetTemplate402JSONResponseBodyErrorCodeLimitReached GetTemplate402JSONResponseBodyErrorCode = "limit_reached"
+	GetTemplate402JSONResponseBodyErrorCodePlanRequired GetTemplate402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the GetTemplate402JSONResponseBodyErrorCode enum.
+func (e GetTemplate402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetTemplate402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case GetTemplate402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetTemplate403JSONResponseBodyErrorCode.
+const (
+	GetTemplate403JSONResponseBodyErrorCodeForbidden GetTemplate403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the GetTemplate403JSONResponseBodyErrorCode enum.
+func (e GetTemplate403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetTemplate403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetTemplate404JSONResponseBodyErrorCode.
+const (
+	GetTemplate404JSONResponseBodyErrorCodeNotFound GetTemplate404JSONResponseBodyErrorCode = "not_found"
+)
+
+// Valid indicates whether the value is a known member of the GetTemplate404JSONResponseBodyErrorCode enum.
+func (e GetTemplate404JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetTemplate404JSONResponseBodyErrorCodeNotFound:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetTemplate422JSONResponseBodyErrorCode.
+const (
+	GetTemplate422JSONResponseBodyErrorCodeValidationError GetTemplate422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the GetTemplate422JSONResponseBodyErrorCode enum.
+func (e GetTemplate422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetTemplate422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetTemplate429JSONResponseBodyErrorCode.
+const (
+	GetTemplate429JSONResponseBodyErrorCodeRateLimited GetTemplate429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the GetTemplate429JSONResponseBodyErrorCode enum.
+func (e GetTemplate429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetTemplate429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetTemplate500JSONResponseBodyErrorCode.
+const (
+	GetTemplate500JSONResponseBodyErrorCodeServerError GetTemplate500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the GetTemplate500JSONResponseBodyErrorCode enum.
+func (e GetTemplate500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetTemplate500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpdateTemplate400JSONResponseBodyErrorCode.
+const (
+	UpdateTemplate400JSONResponseBodyErrorCodeBadRequest UpdateTemplate400JSONResponseBodyErrorCode = "bad_request"
+)
+
+// Valid indicates whether the value is a known member of the UpdateTemplate400JSONResponseBodyErrorCode enum.
+func (e UpdateTemplate400JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case UpdateTemplate400JSONResponseBodyErrorCodeBadRequest:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpdateTemplate401JSONResponseBodyErrorCode.
+const (
+	UpdateTemplate401JSONResponseBodyErrorCodeUnauthorized UpdateTemplate401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the UpdateTemplate401JSONResponseBodyErrorCode enum.
+func (e UpdateTemplate401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case UpdateTemplate401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpdateTemplate402JSONResponseBodyErrorCode.
+const (
+	UpdateTemplate402JSONResponseBodyErrorCodeLimitReached UpdateTemplate402JSONResponseBodyErrorCode = "limit_reached"
+	UpdateTemplate402JSONResponseBodyErrorCodePlanRequired UpdateTemplate402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the UpdateTemplate402JSONResponseBodyErrorCode enum.
+func (e UpdateTemplate402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case UpdateTemplate402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case UpdateTemplate402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpdateTemplate403JSONResponseBodyErrorCode.
+const (
+	UpdateTemplate403JSONResponseBodyErrorCodeForbidden UpdateTemplate403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the UpdateTemplate403JSONResponseBodyErrorCode enum.
+func (e UpdateTemplate403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case UpdateTemplate403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpdateTemplate404JSONResponseBodyErrorCode.
+const (
+	UpdateTemplate404JSONResponseBodyErrorCodeNotFound UpdateTemplate404JSONResponseBodyErrorCode = "not_found"
+)
+
+// Valid indicates whether the value is a known member of the UpdateTemplate404JSONResponseBodyErrorCode enum.
+func (e UpdateTemplate404JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case UpdateTemplate404JSONResponseBodyErrorCodeNotFound:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpdateTemplate409JSONResponseBodyErrorCode.
+const (
+	UpdateTemplate409JSONResponseBodyErrorCodeConflict UpdateTemplate409JSONResponseBodyErrorCode = "conflict"
+)
+
+// Valid indicates whether the value is a known member of the UpdateTemplate409JSONResponseBodyErrorCode enum.
+func (e UpdateTemplate409JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case UpdateTemplate409JSONResponseBodyErrorCodeConflict:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpdateTemplate413JSONResponseBodyErrorCode.
+const (
+	UpdateTemplate413JSONResponseBodyErrorCodePayloadTooLarge UpdateTemplate413JSONResponseBodyErrorCode = "payload_too_large"
+)
+
+// Valid indicates whether the value is a known member of the UpdateTemplate413JSONResponseBodyErrorCode enum.
+func (e UpdateTemplate413JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case UpdateTemplate413JSONResponseBodyErrorCodePayloadTooLarge:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpdateTemplate422JSONResponseBodyErrorCode.
+const (
+	UpdateTemplate422JSONResponseBodyErrorCodeValidationError UpdateTemplate422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the UpdateTemplate422JSONResponseBodyErrorCode enum.
+func (e UpdateTemplate422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case UpdateTemplate422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpdateTemplate429JSONResponseBodyErrorCode.
+const (
+	UpdateTemplate429JSONResponseBodyErrorCodeRateLimited UpdateTemplate429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the UpdateTemplate429JSONResponseBodyErrorCode enum.
+func (e UpdateTemplate429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case UpdateTemplate429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpdateTemplate500JSONResponseBodyErrorCode.
+const (
+	UpdateTemplate500JSONResponseBodyErrorCodeServerError UpdateTemplate500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the UpdateTemplate500JSONResponseBodyErrorCode enum.
+func (e UpdateTemplate500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case UpdateTemplate500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListUnsubscribes401JSONResponseBodyErrorCode.
 const (
 	ListUnsubscribes401JSONResponseBodyErrorCodeUnauthorized ListUnsubscribes401JSONResponseBodyErrorCode = "unauthorized"
@@ -14000,6 +15653,38 @@ type AbTestWriteTestType string
 // AbTestWriteWinnerMetric defines model for AbTestWrite.WinnerMetric.
 type AbTestWriteWinnerMetric string
 
+// AccountSettings defines model for AccountSettings.
+type AccountSettings struct {
+	// Company `{{firma}}` / `{{company}}`
+	Company string `json:"company"`
+
+	// FromName Standard-Absendername / default From name.
+	FromName string `json:"from_name"`
+
+	// Imprint `{{impressum}}` / `{{imprint}}`; leer: Firma und Anschrift. Werbe-Mails ohne den Platzhalter bekommen es mit der Abmeldezeile angehängt / empty: company and address. Marketing mail without the placeholder gets it appended with the unsubscribe line.
+	Imprint string `json:"imprint"`
+
+	// PostalAddress Postanschrift; ohne sie tragen Sendeergebnisse die Warnung `no_postal_address` / postal address; without it send results carry the warning `no_postal_address`.
+	PostalAddress string `json:"postal_address"`
+
+	// ReplyTo Standard-Antwortadresse / default Reply-To.
+	ReplyTo   string                    `json:"reply_to"`
+	UpdatedAt *time.Time                `json:"updated_at"`
+	Warnings  []AccountSettingsWarnings `json:"warnings"`
+}
+
+// AccountSettingsWarnings defines model for AccountSettings.Warnings.
+type AccountSettingsWarnings string
+
+// AccountSettingsWrite defines model for AccountSettingsWrite.
+type AccountSettingsWrite struct {
+	Company       *string              `json:"company,omitempty"`
+	FromName      *string              `json:"from_name,omitempty"`
+	Imprint       *string              `json:"imprint,omitempty"`
+	PostalAddress *string              `json:"postal_address,omitempty"`
+	ReplyTo       *openapi_types.Email `json:"reply_to,omitempty"`
+}
+
 // Activity Ein Eintrag des Aktivitätslogs / an activity log entry.
 type Activity struct {
 	// Action Examples: contact.created, contact.updated, list.joined, list.left, contact.unsubscribed, contact.signed_up, contact.confirmed
@@ -14306,6 +15991,28 @@ type ApiLogEntry struct {
 	RequestId string `json:"request_id"`
 	Status    int    `json:"status"`
 	UserAgent string `json:"user_agent"`
+}
+
+// Attachment defines model for Attachment.
+type Attachment struct {
+	ContentType string    `json:"content_type"`
+	CreatedAt   time.Time `json:"created_at"`
+	Filename    string    `json:"filename"`
+	Id          int64     `json:"id"`
+	Sha256      string    `json:"sha256"`
+
+	// Size Bytes
+	Size      int64     `json:"size"`
+	UpdatedAt time.Time `json:"updated_at"`
+
+	// UsedBy Zahl der Mails, die den Anhang nennen / number of mails naming it.
+	UsedBy int64 `json:"used_by"`
+}
+
+// AttachmentUpload defines model for AttachmentUpload.
+type AttachmentUpload struct {
+	// File Die Datei, höchstens 10 MB / the file, at most 10 MB.
+	File openapi_types.File `json:"file"`
 }
 
 // BlockRequest defines model for BlockRequest.
@@ -14718,9 +16425,11 @@ type DevOutboxMail struct {
 
 // Email Eine Einzel-E-Mail / a single email. `html` and `text` only on single retrieval.
 type Email struct {
-	CampaignId int64     `json:"campaign_id"`
-	ContactIds []int64   `json:"contact_ids"`
-	CreatedAt  time.Time `json:"created_at"`
+	// AttachmentIds Anhänge (`GET /attachments`), höchstens 10; als MIME-Teile versendet / attachments, at most 10, sent as MIME parts.
+	AttachmentIds []int64   `json:"attachment_ids"`
+	CampaignId    int64     `json:"campaign_id"`
+	ContactIds    []int64   `json:"contact_ids"`
+	CreatedAt     time.Time `json:"created_at"`
 
 	// Failed Endgültig fehlgeschlagen / failed for good.
 	Failed       int               `json:"failed"`
@@ -14730,7 +16439,9 @@ type Email struct {
 	Id           int64             `json:"id"`
 	LastError    *string           `json:"last_error"`
 	ListIds      []int64           `json:"list_ids"`
+	Markdown     *string           `json:"markdown,omitempty"`
 	Placeholders map[string]string `json:"placeholders"`
+	Preheader    string            `json:"preheader"`
 
 	// Queued Zum Versand eingereiht / queued for sending.
 	Queued      int        `json:"queued"`
@@ -14747,6 +16458,7 @@ type Email struct {
 	Status       EmailStatus `json:"status"`
 	StatusLabel  string      `json:"status_label"`
 	Subject      string      `json:"subject"`
+	TemplateKey  *string     `json:"template_key"`
 	Text         *string     `json:"text,omitempty"`
 	To           []string    `json:"to"`
 	TrackClicks  bool        `json:"track_clicks"`
@@ -14763,6 +16475,9 @@ type EmailType string
 
 // EmailSendRequest defines model for EmailSendRequest.
 type EmailSendRequest struct {
+	// AttachmentIds Anhänge (`GET /attachments`), höchstens 10; als MIME-Teile versendet / attachments, at most 10, sent as MIME parts.
+	AttachmentIds *[]int64 `json:"attachment_ids,omitempty"`
+
 	// ContactIds Nur / only `follow_up`.
 	ContactIds *[]int64 `json:"contact_ids,omitempty"`
 	FromName   *string  `json:"from_name,omitempty"`
@@ -14771,15 +16486,22 @@ type EmailSendRequest struct {
 	// ListIds Nur / only `follow_up`: subscribed members.
 	ListIds *[]int64 `json:"list_ids,omitempty"`
 
+	// Markdown Statt `html`/`text`: Markdown, wird zu HTML / instead of `html`/`text`: Markdown, rendered to HTML.
+	Markdown *string `json:"markdown,omitempty"`
+
 	// Placeholders Eigene Platzhalter, für alle Empfänger gleich; Namen `a-z0-9_-` / request placeholders, the same for every recipient; names `a-z0-9_-`.
 	Placeholders *map[string]string   `json:"placeholders,omitempty"`
+	Preheader    *string              `json:"preheader,omitempty"`
 	ReplyTo      *openapi_types.Email `json:"reply_to,omitempty"`
 
 	// ScheduledAt Später senden / send later (ISO 8601 or `YYYY-MM-DD HH:MM`, Europe/Berlin).
 	ScheduledAt  *string `json:"scheduled_at,omitempty"`
 	SmtpServerId *int64  `json:"smtp_server_id,omitempty"`
 	Subject      *string `json:"subject,omitempty"`
-	Text         *string `json:"text,omitempty"`
+
+	// TemplateKey Vorlage: ein Layout legt sich um den Inhalt; eine andere Vorlage liefert Betreff und Inhalt, wenn die Anfrage keine hat. Unbekannt: `422` / template: a layout wraps the content; another template supplies subject and content when the request has none. Unknown: `422`.
+	TemplateKey *string `json:"template_key,omitempty"`
+	Text        *string `json:"text,omitempty"`
 
 	// To Eine Adresse oder eine Liste (höchstens 1000) / one address or a list (at most 1000).
 	To          *EmailSendRequest_To  `json:"to,omitempty"`
@@ -14818,9 +16540,10 @@ type EmailSendResult struct {
 	Sent int `json:"sent"`
 
 	// Skipped Übersprungen (gesperrt oder nicht angemeldet) / skipped (blocked or not subscribed).
-	Skipped int                   `json:"skipped"`
-	Status  EmailSendResultStatus `json:"status"`
-	Type    EmailSendResultType   `json:"type"`
+	Skipped  int                   `json:"skipped"`
+	Status   EmailSendResultStatus `json:"status"`
+	Type     EmailSendResultType   `json:"type"`
+	Warnings []SendWarning         `json:"warnings"`
 }
 
 // EmailSendResultStatus defines model for EmailSendResult.Status.
@@ -15033,6 +16756,21 @@ type FormWrite struct {
 // FormWriteFields defines model for FormWrite.Fields.
 type FormWriteFields string
 
+// LibraryTemplate defines model for LibraryTemplate.
+type LibraryTemplate struct {
+	Category    LibraryTemplateCategory `json:"category"`
+	Description string                  `json:"description"`
+	Html        string                  `json:"html"`
+	IsLayout    bool                    `json:"is_layout"`
+	Key         string                  `json:"key"`
+	Name        string                  `json:"name"`
+	Preheader   string                  `json:"preheader"`
+	Subject     string                  `json:"subject"`
+}
+
+// LibraryTemplateCategory defines model for LibraryTemplate.Category.
+type LibraryTemplateCategory string
+
 // LimitUsage defines model for LimitUsage.
 type LimitUsage struct {
 	Limit int64 `json:"limit"`
@@ -15164,7 +16902,9 @@ type Meta struct {
 
 // Newsletter Ein Newsletter / a newsletter. `html`, `text`, `markdown` only on single retrieval.
 type Newsletter struct {
-	CreatedAt time.Time `json:"created_at"`
+	// AttachmentIds Anhänge (`GET /attachments`), höchstens 10; als MIME-Teile versendet / attachments, at most 10, sent as MIME parts.
+	AttachmentIds []int64   `json:"attachment_ids"`
+	CreatedAt     time.Time `json:"created_at"`
 
 	// Failed Endgültig fehlgeschlagen / failed for good.
 	Failed     int        `json:"failed"`
@@ -15235,8 +16975,9 @@ type NewsletterSendResult struct {
 	Sent int `json:"sent"`
 
 	// Skipped Übersprungen (gesperrt oder nicht angemeldet) / skipped (blocked or not subscribed).
-	Skipped int                        `json:"skipped"`
-	Status  NewsletterSendResultStatus `json:"status"`
+	Skipped  int                        `json:"skipped"`
+	Status   NewsletterSendResultStatus `json:"status"`
+	Warnings []SendWarning              `json:"warnings"`
 }
 
 // NewsletterSendResultStatus defines model for NewsletterSendResult.Status.
@@ -15335,19 +17076,21 @@ type NewsletterTestResultResultsStatus string
 
 // NewsletterWrite Felder eines Newsletter-Entwurfs / fields of a newsletter draft.
 type NewsletterWrite struct {
-	FromName     *string              `json:"from_name,omitempty"`
-	Html         *string              `json:"html,omitempty"`
-	ListIds      *[]int64             `json:"list_ids,omitempty"`
-	Markdown     *string              `json:"markdown,omitempty"`
-	Name         *string              `json:"name,omitempty"`
-	Preheader    *string              `json:"preheader,omitempty"`
-	ReplyTo      *openapi_types.Email `json:"reply_to,omitempty"`
-	SmtpServerId *int64               `json:"smtp_server_id,omitempty"`
-	Subject      *string              `json:"subject,omitempty"`
-	TemplateKey  *string              `json:"template_key,omitempty"`
-	Text         *string              `json:"text,omitempty"`
-	TrackClicks  *bool                `json:"track_clicks,omitempty"`
-	TrackOpens   *bool                `json:"track_opens,omitempty"`
+	// AttachmentIds Anhänge (`GET /attachments`), höchstens 10; als MIME-Teile versendet / attachments, at most 10, sent as MIME parts.
+	AttachmentIds *[]int64             `json:"attachment_ids,omitempty"`
+	FromName      *string              `json:"from_name,omitempty"`
+	Html          *string              `json:"html,omitempty"`
+	ListIds       *[]int64             `json:"list_ids,omitempty"`
+	Markdown      *string              `json:"markdown,omitempty"`
+	Name          *string              `json:"name,omitempty"`
+	Preheader     *string              `json:"preheader,omitempty"`
+	ReplyTo       *openapi_types.Email `json:"reply_to,omitempty"`
+	SmtpServerId  *int64               `json:"smtp_server_id,omitempty"`
+	Subject       *string              `json:"subject,omitempty"`
+	TemplateKey   *string              `json:"template_key,omitempty"`
+	Text          *string              `json:"text,omitempty"`
+	TrackClicks   *bool                `json:"track_clicks,omitempty"`
+	TrackOpens    *bool                `json:"track_opens,omitempty"`
 }
 
 // Pagination defines model for Pagination.
@@ -15382,6 +17125,15 @@ type ScheduleRequest struct {
 	// ScheduledAt ISO 8601, oder `YYYY-MM-DD HH:MM` / `YYYY-MM-DDTHH:MM` in Europe/Berlin.
 	ScheduledAt string `json:"scheduled_at"`
 }
+
+// SendWarning Was das Konto beheben sollte; der Versand lief trotzdem / what the account should fix; the send went ahead.
+type SendWarning struct {
+	Code    SendWarningCode `json:"code"`
+	Message string          `json:"message"`
+}
+
+// SendWarningCode defines model for SendWarning.Code.
+type SendWarningCode string
 
 // SignUpChallenge defines model for SignUpChallenge.
 type SignUpChallenge struct {
@@ -15578,6 +17330,32 @@ type Tag struct {
 // TagsRequest defines model for TagsRequest.
 type TagsRequest struct {
 	Tags []string `json:"tags"`
+}
+
+// Template defines model for Template.
+type Template struct {
+	CreatedAt time.Time `json:"created_at"`
+	Html      string    `json:"html"`
+	Id        int64     `json:"id"`
+
+	// IsLayout `true`, wenn `html` den Platzhalter `{{content}}`/`{{inhalt}}` enthält: Mails mit diesem `template_key` werden beim Versand in den Platzhalter gesetzt / `true` when `html` holds the `{{content}}`/`{{inhalt}}` slot: mails naming it are rendered into the slot when sent.
+	IsLayout bool `json:"is_layout"`
+
+	// Key Eindeutig im Konto / unique per account.
+	Key       string    `json:"key"`
+	Name      string    `json:"name"`
+	Preheader string    `json:"preheader"`
+	Subject   string    `json:"subject"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// TemplateWrite defines model for TemplateWrite.
+type TemplateWrite struct {
+	Html      *string `json:"html,omitempty"`
+	Key       *string `json:"key,omitempty"`
+	Name      *string `json:"name,omitempty"`
+	Preheader *string `json:"preheader,omitempty"`
+	Subject   *string `json:"subject,omitempty"`
 }
 
 // UnsubscribeRequest defines model for UnsubscribeRequest.
@@ -16464,6 +18242,45 @@ type SetAbTestWinner500JSONResponseBodyErrorCode string
 // SetAbTestWinner503JSONResponseBodyErrorCode defines parameters for SetAbTestWinner.
 type SetAbTestWinner503JSONResponseBodyErrorCode string
 
+// GetAccountSettings401JSONResponseBodyErrorCode defines parameters for GetAccountSettings.
+type GetAccountSettings401JSONResponseBodyErrorCode string
+
+// GetAccountSettings402JSONResponseBodyErrorCode defines parameters for GetAccountSettings.
+type GetAccountSettings402JSONResponseBodyErrorCode string
+
+// GetAccountSettings403JSONResponseBodyErrorCode defines parameters for GetAccountSettings.
+type GetAccountSettings403JSONResponseBodyErrorCode string
+
+// GetAccountSettings422JSONResponseBodyErrorCode defines parameters for GetAccountSettings.
+type GetAccountSettings422JSONResponseBodyErrorCode string
+
+// GetAccountSettings429JSONResponseBodyErrorCode defines parameters for GetAccountSettings.
+type GetAccountSettings429JSONResponseBodyErrorCode string
+
+// GetAccountSettings500JSONResponseBodyErrorCode defines parameters for GetAccountSettings.
+type GetAccountSettings500JSONResponseBodyErrorCode string
+
+// PutAccountSettings400JSONResponseBodyErrorCode defines parameters for PutAccountSettings.
+type PutAccountSettings400JSONResponseBodyErrorCode string
+
+// PutAccountSettings401JSONResponseBodyErrorCode defines parameters for PutAccountSettings.
+type PutAccountSettings401JSONResponseBodyErrorCode string
+
+// PutAccountSettings402JSONResponseBodyErrorCode defines parameters for PutAccountSettings.
+type PutAccountSettings402JSONResponseBodyErrorCode string
+
+// PutAccountSettings403JSONResponseBodyErrorCode defines parameters for PutAccountSettings.
+type PutAccountSettings403JSONResponseBodyErrorCode string
+
+// PutAccountSettings422JSONResponseBodyErrorCode defines parameters for PutAccountSettings.
+type PutAccountSettings422JSONResponseBodyErrorCode string
+
+// PutAccountSettings429JSONResponseBodyErrorCode defines parameters for PutAccountSettings.
+type PutAccountSettings429JSONResponseBodyErrorCode string
+
+// PutAccountSettings500JSONResponseBodyErrorCode defines parameters for PutAccountSettings.
+type PutAccountSettings500JSONResponseBodyErrorCode string
+
 // GetAiCredit401JSONResponseBodyErrorCode defines parameters for GetAiCredit.
 type GetAiCredit401JSONResponseBodyErrorCode string
 
@@ -16610,6 +18427,132 @@ type GetAnalyticsTimeseries429JSONResponseBodyErrorCode string
 
 // GetAnalyticsTimeseries500JSONResponseBodyErrorCode defines parameters for GetAnalyticsTimeseries.
 type GetAnalyticsTimeseries500JSONResponseBodyErrorCode string
+
+// ListAttachmentsParams defines parameters for ListAttachments.
+type ListAttachmentsParams struct {
+	// Page Seite, 1 bis 1000000 / page number, 1 to 1000000.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PerPage Einträge pro Seite / entries per page, 1 to 100.
+	PerPage *PerPage `form:"per_page,omitempty" json:"per_page,omitempty"`
+}
+
+// ListAttachments401JSONResponseBodyErrorCode defines parameters for ListAttachments.
+type ListAttachments401JSONResponseBodyErrorCode string
+
+// ListAttachments402JSONResponseBodyErrorCode defines parameters for ListAttachments.
+type ListAttachments402JSONResponseBodyErrorCode string
+
+// ListAttachments403JSONResponseBodyErrorCode defines parameters for ListAttachments.
+type ListAttachments403JSONResponseBodyErrorCode string
+
+// ListAttachments422JSONResponseBodyErrorCode defines parameters for ListAttachments.
+type ListAttachments422JSONResponseBodyErrorCode string
+
+// ListAttachments429JSONResponseBodyErrorCode defines parameters for ListAttachments.
+type ListAttachments429JSONResponseBodyErrorCode string
+
+// ListAttachments500JSONResponseBodyErrorCode defines parameters for ListAttachments.
+type ListAttachments500JSONResponseBodyErrorCode string
+
+// UploadAttachmentParams defines parameters for UploadAttachment.
+type UploadAttachmentParams struct {
+	// IdempotencyKey Optional bei jedem nicht-öffentlichen POST / optional on every non-public POST. A repeat with the same key within 24 hours returns the stored response with `Idempotent-Replayed: true`; the same key with a different body gives `409 conflict` (`reason: idempotency_key_reused`); a repeat while the first request runs gives `409` with `Retry-After: 2`; `5xx` responses are not stored. More than 255 characters give `422 validation_error`.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// UploadAttachment400JSONResponseBodyErrorCode defines parameters for UploadAttachment.
+type UploadAttachment400JSONResponseBodyErrorCode string
+
+// UploadAttachment401JSONResponseBodyErrorCode defines parameters for UploadAttachment.
+type UploadAttachment401JSONResponseBodyErrorCode string
+
+// UploadAttachment402JSONResponseBodyErrorCode defines parameters for UploadAttachment.
+type UploadAttachment402JSONResponseBodyErrorCode string
+
+// UploadAttachment403JSONResponseBodyErrorCode defines parameters for UploadAttachment.
+type UploadAttachment403JSONResponseBodyErrorCode string
+
+// UploadAttachment409JSONResponseBodyErrorCode defines parameters for UploadAttachment.
+type UploadAttachment409JSONResponseBodyErrorCode string
+
+// UploadAttachment413JSONResponseBodyErrorCode defines parameters for UploadAttachment.
+type UploadAttachment413JSONResponseBodyErrorCode string
+
+// UploadAttachment422JSONResponseBodyErrorCode defines parameters for UploadAttachment.
+type UploadAttachment422JSONResponseBodyErrorCode string
+
+// UploadAttachment429JSONResponseBodyErrorCode defines parameters for UploadAttachment.
+type UploadAttachment429JSONResponseBodyErrorCode string
+
+// UploadAttachment500JSONResponseBodyErrorCode defines parameters for UploadAttachment.
+type UploadAttachment500JSONResponseBodyErrorCode string
+
+// DeleteAttachment401JSONResponseBodyErrorCode defines parameters for DeleteAttachment.
+type DeleteAttachment401JSONResponseBodyErrorCode string
+
+// DeleteAttachment402JSONResponseBodyErrorCode defines parameters for DeleteAttachment.
+type DeleteAttachment402JSONResponseBodyErrorCode string
+
+// DeleteAttachment403JSONResponseBodyErrorCode defines parameters for DeleteAttachment.
+type DeleteAttachment403JSONResponseBodyErrorCode string
+
+// DeleteAttachment404JSONResponseBodyErrorCode defines parameters for DeleteAttachment.
+type DeleteAttachment404JSONResponseBodyErrorCode string
+
+// DeleteAttachment409JSONResponseBodyErrorCode defines parameters for DeleteAttachment.
+type DeleteAttachment409JSONResponseBodyErrorCode string
+
+// DeleteAttachment422JSONResponseBodyErrorCode defines parameters for DeleteAttachment.
+type DeleteAttachment422JSONResponseBodyErrorCode string
+
+// DeleteAttachment429JSONResponseBodyErrorCode defines parameters for DeleteAttachment.
+type DeleteAttachment429JSONResponseBodyErrorCode string
+
+// DeleteAttachment500JSONResponseBodyErrorCode defines parameters for DeleteAttachment.
+type DeleteAttachment500JSONResponseBodyErrorCode string
+
+// GetAttachment401JSONResponseBodyErrorCode defines parameters for GetAttachment.
+type GetAttachment401JSONResponseBodyErrorCode string
+
+// GetAttachment402JSONResponseBodyErrorCode defines parameters for GetAttachment.
+type GetAttachment402JSONResponseBodyErrorCode string
+
+// GetAttachment403JSONResponseBodyErrorCode defines parameters for GetAttachment.
+type GetAttachment403JSONResponseBodyErrorCode string
+
+// GetAttachment404JSONResponseBodyErrorCode defines parameters for GetAttachment.
+type GetAttachment404JSONResponseBodyErrorCode string
+
+// GetAttachment422JSONResponseBodyErrorCode defines parameters for GetAttachment.
+type GetAttachment422JSONResponseBodyErrorCode string
+
+// GetAttachment429JSONResponseBodyErrorCode defines parameters for GetAttachment.
+type GetAttachment429JSONResponseBodyErrorCode string
+
+// GetAttachment500JSONResponseBodyErrorCode defines parameters for GetAttachment.
+type GetAttachment500JSONResponseBodyErrorCode string
+
+// DownloadAttachment401JSONResponseBodyErrorCode defines parameters for DownloadAttachment.
+type DownloadAttachment401JSONResponseBodyErrorCode string
+
+// DownloadAttachment402JSONResponseBodyErrorCode defines parameters for DownloadAttachment.
+type DownloadAttachment402JSONResponseBodyErrorCode string
+
+// DownloadAttachment403JSONResponseBodyErrorCode defines parameters for DownloadAttachment.
+type DownloadAttachment403JSONResponseBodyErrorCode string
+
+// DownloadAttachment404JSONResponseBodyErrorCode defines parameters for DownloadAttachment.
+type DownloadAttachment404JSONResponseBodyErrorCode string
+
+// DownloadAttachment422JSONResponseBodyErrorCode defines parameters for DownloadAttachment.
+type DownloadAttachment422JSONResponseBodyErrorCode string
+
+// DownloadAttachment429JSONResponseBodyErrorCode defines parameters for DownloadAttachment.
+type DownloadAttachment429JSONResponseBodyErrorCode string
+
+// DownloadAttachment500JSONResponseBodyErrorCode defines parameters for DownloadAttachment.
+type DownloadAttachment500JSONResponseBodyErrorCode string
 
 // ListCampaignsParams defines parameters for ListCampaigns.
 type ListCampaignsParams struct {
@@ -18441,6 +20384,195 @@ type ListTags429JSONResponseBodyErrorCode string
 // ListTags500JSONResponseBodyErrorCode defines parameters for ListTags.
 type ListTags500JSONResponseBodyErrorCode string
 
+// ListTemplateLibraryParams defines parameters for ListTemplateLibrary.
+type ListTemplateLibraryParams struct {
+	// Page Seite, 1 bis 1000000 / page number, 1 to 1000000.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PerPage Einträge pro Seite / entries per page, 1 to 100.
+	PerPage *PerPage `form:"per_page,omitempty" json:"per_page,omitempty"`
+}
+
+// ListTemplateLibrary401JSONResponseBodyErrorCode defines parameters for ListTemplateLibrary.
+type ListTemplateLibrary401JSONResponseBodyErrorCode string
+
+// ListTemplateLibrary402JSONResponseBodyErrorCode defines parameters for ListTemplateLibrary.
+type ListTemplateLibrary402JSONResponseBodyErrorCode string
+
+// ListTemplateLibrary403JSONResponseBodyErrorCode defines parameters for ListTemplateLibrary.
+type ListTemplateLibrary403JSONResponseBodyErrorCode string
+
+// ListTemplateLibrary422JSONResponseBodyErrorCode defines parameters for ListTemplateLibrary.
+type ListTemplateLibrary422JSONResponseBodyErrorCode string
+
+// ListTemplateLibrary429JSONResponseBodyErrorCode defines parameters for ListTemplateLibrary.
+type ListTemplateLibrary429JSONResponseBodyErrorCode string
+
+// ListTemplateLibrary500JSONResponseBodyErrorCode defines parameters for ListTemplateLibrary.
+type ListTemplateLibrary500JSONResponseBodyErrorCode string
+
+// CopyLibraryTemplateParams defines parameters for CopyLibraryTemplate.
+type CopyLibraryTemplateParams struct {
+	// IdempotencyKey Optional bei jedem nicht-öffentlichen POST / optional on every non-public POST. A repeat with the same key within 24 hours returns the stored response with `Idempotent-Replayed: true`; the same key with a different body gives `409 conflict` (`reason: idempotency_key_reused`); a repeat while the first request runs gives `409` with `Retry-After: 2`; `5xx` responses are not stored. More than 255 characters give `422 validation_error`.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CopyLibraryTemplate401JSONResponseBodyErrorCode defines parameters for CopyLibraryTemplate.
+type CopyLibraryTemplate401JSONResponseBodyErrorCode string
+
+// CopyLibraryTemplate402JSONResponseBodyErrorCode defines parameters for CopyLibraryTemplate.
+type CopyLibraryTemplate402JSONResponseBodyErrorCode string
+
+// CopyLibraryTemplate403JSONResponseBodyErrorCode defines parameters for CopyLibraryTemplate.
+type CopyLibraryTemplate403JSONResponseBodyErrorCode string
+
+// CopyLibraryTemplate404JSONResponseBodyErrorCode defines parameters for CopyLibraryTemplate.
+type CopyLibraryTemplate404JSONResponseBodyErrorCode string
+
+// CopyLibraryTemplate422JSONResponseBodyErrorCode defines parameters for CopyLibraryTemplate.
+type CopyLibraryTemplate422JSONResponseBodyErrorCode string
+
+// CopyLibraryTemplate429JSONResponseBodyErrorCode defines parameters for CopyLibraryTemplate.
+type CopyLibraryTemplate429JSONResponseBodyErrorCode string
+
+// CopyLibraryTemplate500JSONResponseBodyErrorCode defines parameters for CopyLibraryTemplate.
+type CopyLibraryTemplate500JSONResponseBodyErrorCode string
+
+// ListTemplatesParams defines parameters for ListTemplates.
+type ListTemplatesParams struct {
+	// Page Seite, 1 bis 1000000 / page number, 1 to 1000000.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PerPage Einträge pro Seite / entries per page, 1 to 100.
+	PerPage *PerPage `form:"per_page,omitempty" json:"per_page,omitempty"`
+}
+
+// ListTemplates401JSONResponseBodyErrorCode defines parameters for ListTemplates.
+type ListTemplates401JSONResponseBodyErrorCode string
+
+// ListTemplates402JSONResponseBodyErrorCode defines parameters for ListTemplates.
+type ListTemplates402JSONResponseBodyErrorCode string
+
+// ListTemplates403JSONResponseBodyErrorCode defines parameters for ListTemplates.
+type ListTemplates403JSONResponseBodyErrorCode string
+
+// ListTemplates422JSONResponseBodyErrorCode defines parameters for ListTemplates.
+type ListTemplates422JSONResponseBodyErrorCode string
+
+// ListTemplates429JSONResponseBodyErrorCode defines parameters for ListTemplates.
+type ListTemplates429JSONResponseBodyErrorCode string
+
+// ListTemplates500JSONResponseBodyErrorCode defines parameters for ListTemplates.
+type ListTemplates500JSONResponseBodyErrorCode string
+
+// CreateTemplateParams defines parameters for CreateTemplate.
+type CreateTemplateParams struct {
+	// IdempotencyKey Optional bei jedem nicht-öffentlichen POST / optional on every non-public POST. A repeat with the same key within 24 hours returns the stored response with `Idempotent-Replayed: true`; the same key with a different body gives `409 conflict` (`reason: idempotency_key_reused`); a repeat while the first request runs gives `409` with `Retry-After: 2`; `5xx` responses are not stored. More than 255 characters give `422 validation_error`.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CreateTemplate400JSONResponseBodyErrorCode defines parameters for CreateTemplate.
+type CreateTemplate400JSONResponseBodyErrorCode string
+
+// CreateTemplate401JSONResponseBodyErrorCode defines parameters for CreateTemplate.
+type CreateTemplate401JSONResponseBodyErrorCode string
+
+// CreateTemplate402JSONResponseBodyErrorCode defines parameters for CreateTemplate.
+type CreateTemplate402JSONResponseBodyErrorCode string
+
+// CreateTemplate403JSONResponseBodyErrorCode defines parameters for CreateTemplate.
+type CreateTemplate403JSONResponseBodyErrorCode string
+
+// CreateTemplate409JSONResponseBodyErrorCode defines parameters for CreateTemplate.
+type CreateTemplate409JSONResponseBodyErrorCode string
+
+// CreateTemplate413JSONResponseBodyErrorCode defines parameters for CreateTemplate.
+type CreateTemplate413JSONResponseBodyErrorCode string
+
+// CreateTemplate422JSONResponseBodyErrorCode defines parameters for CreateTemplate.
+type CreateTemplate422JSONResponseBodyErrorCode string
+
+// CreateTemplate429JSONResponseBodyErrorCode defines parameters for CreateTemplate.
+type CreateTemplate429JSONResponseBodyErrorCode string
+
+// CreateTemplate500JSONResponseBodyErrorCode defines parameters for CreateTemplate.
+type CreateTemplate500JSONResponseBodyErrorCode string
+
+// DeleteTemplate401JSONResponseBodyErrorCode defines parameters for DeleteTemplate.
+type DeleteTemplate401JSONResponseBodyErrorCode string
+
+// DeleteTemplate402JSONResponseBodyErrorCode defines parameters for DeleteTemplate.
+type DeleteTemplate402JSONResponseBodyErrorCode string
+
+// DeleteTemplate403JSONResponseBodyErrorCode defines parameters for DeleteTemplate.
+type DeleteTemplate403JSONResponseBodyErrorCode string
+
+// DeleteTemplate404JSONResponseBodyErrorCode defines parameters for DeleteTemplate.
+type DeleteTemplate404JSONResponseBodyErrorCode string
+
+// DeleteTemplate409JSONResponseBodyErrorCode defines parameters for DeleteTemplate.
+type DeleteTemplate409JSONResponseBodyErrorCode string
+
+// DeleteTemplate422JSONResponseBodyErrorCode defines parameters for DeleteTemplate.
+type DeleteTemplate422JSONResponseBodyErrorCode string
+
+// DeleteTemplate429JSONResponseBodyErrorCode defines parameters for DeleteTemplate.
+type DeleteTemplate429JSONResponseBodyErrorCode string
+
+// DeleteTemplate500JSONResponseBodyErrorCode defines parameters for DeleteTemplate.
+type DeleteTemplate500JSONResponseBodyErrorCode string
+
+// GetTemplate401JSONResponseBodyErrorCode defines parameters for GetTemplate.
+type GetTemplate401JSONResponseBodyErrorCode string
+
+// GetTemplate402JSONResponseBodyErrorCode defines parameters for GetTemplate.
+type GetTemplate402JSONResponseBodyErrorCode string
+
+// GetTemplate403JSONResponseBodyErrorCode defines parameters for GetTemplate.
+type GetTemplate403JSONResponseBodyErrorCode string
+
+// GetTemplate404JSONResponseBodyErrorCode defines parameters for GetTemplate.
+type GetTemplate404JSONResponseBodyErrorCode string
+
+// GetTemplate422JSONResponseBodyErrorCode defines parameters for GetTemplate.
+type GetTemplate422JSONResponseBodyErrorCode string
+
+// GetTemplate429JSONResponseBodyErrorCode defines parameters for GetTemplate.
+type GetTemplate429JSONResponseBodyErrorCode string
+
+// GetTemplate500JSONResponseBodyErrorCode defines parameters for GetTemplate.
+type GetTemplate500JSONResponseBodyErrorCode string
+
+// UpdateTemplate400JSONResponseBodyErrorCode defines parameters for UpdateTemplate.
+type UpdateTemplate400JSONResponseBodyErrorCode string
+
+// UpdateTemplate401JSONResponseBodyErrorCode defines parameters for UpdateTemplate.
+type UpdateTemplate401JSONResponseBodyErrorCode string
+
+// UpdateTemplate402JSONResponseBodyErrorCode defines parameters for UpdateTemplate.
+type UpdateTemplate402JSONResponseBodyErrorCode string
+
+// UpdateTemplate403JSONResponseBodyErrorCode defines parameters for UpdateTemplate.
+type UpdateTemplate403JSONResponseBodyErrorCode string
+
+// UpdateTemplate404JSONResponseBodyErrorCode defines parameters for UpdateTemplate.
+type UpdateTemplate404JSONResponseBodyErrorCode string
+
+// UpdateTemplate409JSONResponseBodyErrorCode defines parameters for UpdateTemplate.
+type UpdateTemplate409JSONResponseBodyErrorCode string
+
+// UpdateTemplate413JSONResponseBodyErrorCode defines parameters for UpdateTemplate.
+type UpdateTemplate413JSONResponseBodyErrorCode string
+
+// UpdateTemplate422JSONResponseBodyErrorCode defines parameters for UpdateTemplate.
+type UpdateTemplate422JSONResponseBodyErrorCode string
+
+// UpdateTemplate429JSONResponseBodyErrorCode defines parameters for UpdateTemplate.
+type UpdateTemplate429JSONResponseBodyErrorCode string
+
+// UpdateTemplate500JSONResponseBodyErrorCode defines parameters for UpdateTemplate.
+type UpdateTemplate500JSONResponseBodyErrorCode string
+
 // ListUnsubscribesParams defines parameters for ListUnsubscribes.
 type ListUnsubscribesParams struct {
 	// Page Seite, 1 bis 1000000 / page number, 1 to 1000000.
@@ -18858,8 +20990,14 @@ type UpdateAbTestJSONRequestBody = AbTestWrite
 // SetAbTestWinnerJSONRequestBody defines body for SetAbTestWinner for application/json ContentType.
 type SetAbTestWinnerJSONRequestBody = AbTestWinnerRequest
 
+// PutAccountSettingsJSONRequestBody defines body for PutAccountSettings for application/json ContentType.
+type PutAccountSettingsJSONRequestBody = AccountSettingsWrite
+
 // GenerateAiTextJSONRequestBody defines body for GenerateAiText for application/json ContentType.
 type GenerateAiTextJSONRequestBody = AiGenerateRequest
+
+// UploadAttachmentMultipartRequestBody defines body for UploadAttachment for multipart/form-data ContentType.
+type UploadAttachmentMultipartRequestBody = AttachmentUpload
 
 // UpsertContactJSONRequestBody defines body for UpsertContact for application/json ContentType.
 type UpsertContactJSONRequestBody = ContactWrite
@@ -18920,6 +21058,12 @@ type SubscribeFormdataRequestBody = SignUpRequest
 
 // SubscribeMultipartRequestBody defines body for Subscribe for multipart/form-data ContentType.
 type SubscribeMultipartRequestBody = SignUpRequest
+
+// CreateTemplateJSONRequestBody defines body for CreateTemplate for application/json ContentType.
+type CreateTemplateJSONRequestBody = TemplateWrite
+
+// UpdateTemplateJSONRequestBody defines body for UpdateTemplate for application/json ContentType.
+type UpdateTemplateJSONRequestBody = TemplateWrite
 
 // BlockAddressesJSONRequestBody defines body for BlockAddresses for application/json ContentType.
 type BlockAddressesJSONRequestBody = BlockRequest
@@ -19769,6 +21913,31 @@ type ClientInterface interface {
 	// Corresponds with POST /ab-tests/{id}/winner (the `SetAbTestWinner` operationId).
 	SetAbTestWinner(ctx context.Context, id Id, params *SetAbTestWinnerParams, body SetAbTestWinnerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetAccountSettings Get the account settings
+	//
+	// Absender und Impressum des Kontos / the account's sender identity and imprint. Scope `read`.
+	//
+	// Corresponds with GET /account/settings (the `GetAccountSettings` operationId).
+	GetAccountSettings(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutAccountSettingsWithBody Replace the account settings
+	//
+	// Ersetzt Firma, Postanschrift, Impressum und die Standardwerte für Absendername und Antwortadresse (fehlende Felder werden leer) / replaces company, postal address, imprint and the defaults of From name and Reply-To (absent fields become empty). Scope `write`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /account/settings (the `PutAccountSettings` operationId).
+	PutAccountSettingsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutAccountSettings Replace the account settings
+	//
+	// Ersetzt Firma, Postanschrift, Impressum und die Standardwerte für Absendername und Antwortadresse (fehlende Felder werden leer) / replaces company, postal address, imprint and the defaults of From name and Reply-To (absent fields become empty). Scope `write`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /account/settings (the `PutAccountSettings` operationId).
+	PutAccountSettings(ctx context.Context, body PutAccountSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetAiCredit AI credit balance and this month's spending
 	//
 	// KI-Guthaben, Verbrauch im laufenden Monat (Europe/Berlin) und die Preisliste der Modelle / AI credit, spending in the current month (Europe/Berlin) and the models' price list. Aufladungen nimmt der Betreiber vor (`rundbrief account credit ID BETRAG`) / top-ups are made by the operator. Scope `read`, plan feature `ai`.
@@ -19826,6 +21995,43 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /analytics/timeseries (the `GetAnalyticsTimeseries` operationId).
 	GetAnalyticsTimeseries(ctx context.Context, params *GetAnalyticsTimeseriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListAttachments List attachments
+	//
+	// Die Anhänge des Kontos, neueste zuerst, mit der Zahl der Mails, die sie nennen / the account's attachments, newest first, with the number of mails naming each. Scope `read`.
+	//
+	// Corresponds with GET /attachments (the `ListAttachments` operationId).
+	ListAttachments(ctx context.Context, params *ListAttachmentsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UploadAttachmentWithBody Upload an attachment
+	//
+	// Lädt eine Datei hoch (`multipart/form-data`, Teil `file`, höchstens 10 MB: sonst `413`, ohne mehr zu lesen). Sie wird beim Empfang in die Datenbank geschrieben und ihr SHA-256 dabei berechnet; dieselbe Datei ein zweites Mal liefert den vorhandenen Anhang mit `200`. Ausführbare Dateien und Skripte werden am Inhalt erkannt und abgelehnt (`422` auf `file`). Über dem Speicher des Tarifs: `402 limit_reached` / uploads a file (`multipart/form-data`, part `file`, at most 10 MB, else `413` without reading further), written to the database as it arrives and hashed on the way; the same bytes again return the existing attachment with `200`. Executables and scripts are recognised by their content and refused (`422` on `file`). Beyond the plan's storage: `402 limit_reached`. Scope `write`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /attachments (the `UploadAttachment` operationId).
+	UploadAttachmentWithBody(ctx context.Context, params *UploadAttachmentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteAttachment Delete an attachment
+	//
+	// Löscht einen Anhang und gibt seinen Speicher frei; nennt ihn eine geplante oder laufende Sendung: `409 conflict` (`reason: in_use`) / deletes an attachment and frees its storage; named by a scheduled or sending mail: `409 conflict` (`reason: in_use`). Scope `write`.
+	//
+	// Corresponds with DELETE /attachments/{id} (the `DeleteAttachment` operationId).
+	DeleteAttachment(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetAttachment Get an attachment
+	//
+	// Die Angaben zu einem Anhang / an attachment's metadata. Scope `read`.
+	//
+	// Corresponds with GET /attachments/{id} (the `GetAttachment` operationId).
+	GetAttachment(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DownloadAttachment Download an attachment
+	//
+	// Die Bytes der Datei mit ihrem `Content-Type` und `Content-Disposition: attachment` / the file's bytes with its `Content-Type` and `Content-Disposition: attachment`. Scope `read`.
+	//
+	// Corresponds with GET /attachments/{id}/download (the `DownloadAttachment` operationId).
+	DownloadAttachment(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListCampaigns List campaigns
 	//
@@ -20523,6 +22729,77 @@ type ClientInterface interface {
 	// Corresponds with GET /tags (the `ListTags` operationId).
 	ListTags(ctx context.Context, params *ListTagsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListTemplateLibrary List the template library
+	//
+	// Fertige Designs (deutsch, responsiv, Inline-Styles, mit Abmelde- und Impressums-Platzhalter) / ready designs (German, responsive, inline styles, with unsubscribe and imprint placeholders). Scope `read`.
+	//
+	// Corresponds with GET /template-library (the `ListTemplateLibrary` operationId).
+	ListTemplateLibrary(ctx context.Context, params *ListTemplateLibraryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CopyLibraryTemplate Copy a library design
+	//
+	// Kopiert ein Design als neue Vorlage ins Konto; ist der Schlüssel vergeben, erhält die Kopie `-2`, `-3` … / copies a design into the account as a new template; a taken key gets `-2`, `-3` … appended. Scope `write`.
+	//
+	// Corresponds with POST /template-library/{key}/copy (the `CopyLibraryTemplate` operationId).
+	CopyLibraryTemplate(ctx context.Context, key string, params *CopyLibraryTemplateParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListTemplates List templates
+	//
+	// Die Vorlagen des Kontos nach Namen / the account's templates by name. Scope `read`.
+	//
+	// Corresponds with GET /templates (the `ListTemplates` operationId).
+	ListTemplates(ctx context.Context, params *ListTemplatesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateTemplateWithBody Create a template
+	//
+	// Legt eine Vorlage an. Enthält `html` `{{content}}` oder `{{inhalt}}`, ist sie ein Layout, das beim Versand um den Inhalt jeder Mail mit diesem `template_key` gelegt wird; sonst eine Vorlage, die eine neue Mail ohne eigenes `html` übernimmt. Schlüssel schon vergeben: `409 conflict` (`reason: duplicate_key`) / creates a template. With `{{content}}` or `{{inhalt}}` in `html` it is a layout, wrapped around the content of every mail naming it at send time; otherwise a starting point that a new mail without `html` copies. A key in use: `409 conflict` (`reason: duplicate_key`). Scope `write`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /templates (the `CreateTemplate` operationId).
+	CreateTemplateWithBody(ctx context.Context, params *CreateTemplateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateTemplate Create a template
+	//
+	// Legt eine Vorlage an. Enthält `html` `{{content}}` oder `{{inhalt}}`, ist sie ein Layout, das beim Versand um den Inhalt jeder Mail mit diesem `template_key` gelegt wird; sonst eine Vorlage, die eine neue Mail ohne eigenes `html` übernimmt. Schlüssel schon vergeben: `409 conflict` (`reason: duplicate_key`) / creates a template. With `{{content}}` or `{{inhalt}}` in `html` it is a layout, wrapped around the content of every mail naming it at send time; otherwise a starting point that a new mail without `html` copies. A key in use: `409 conflict` (`reason: duplicate_key`). Scope `write`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /templates (the `CreateTemplate` operationId).
+	CreateTemplate(ctx context.Context, params *CreateTemplateParams, body CreateTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteTemplate Delete a template
+	//
+	// Löscht eine Vorlage; verwendet eine geplante oder laufende Sendung sie: `409 conflict` (`reason: in_use`) / deletes a template; in use by a scheduled or sending mail: `409 conflict` (`reason: in_use`). Scope `write`.
+	//
+	// Corresponds with DELETE /templates/{id} (the `DeleteTemplate` operationId).
+	DeleteTemplate(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetTemplate Get a template
+	//
+	// Eine Vorlage / one template. Scope `read`.
+	//
+	// Corresponds with GET /templates/{id} (the `GetTemplate` operationId).
+	GetTemplate(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateTemplateWithBody Change a template
+	//
+	// Ändert die angegebenen Felder. Den Schlüssel einer Vorlage, die eine geplante oder laufende Sendung verwendet, ändern: `409` (`reason: in_use`) / changes the given fields; renaming the key of a template in use by a scheduled or sending mail: `409` (`reason: in_use`). Scope `write`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /templates/{id} (the `UpdateTemplate` operationId).
+	UpdateTemplateWithBody(ctx context.Context, id Id, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateTemplate Change a template
+	//
+	// Ändert die angegebenen Felder. Den Schlüssel einer Vorlage, die eine geplante oder laufende Sendung verwendet, ändern: `409` (`reason: in_use`) / changes the given fields; renaming the key of a template in use by a scheduled or sending mail: `409` (`reason: in_use`). Scope `write`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /templates/{id} (the `UpdateTemplate` operationId).
+	UpdateTemplate(ctx context.Context, id Id, body UpdateTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListUnsubscribes List blocked addresses
 	//
 	// Gesperrte Adressen, neueste zuerst / blocked addresses, newest first. Scope `read`.
@@ -20890,6 +23167,61 @@ func (c *Client) SetAbTestWinner(ctx context.Context, id Id, params *SetAbTestWi
 	return c.Client.Do(req)
 }
 
+// GetAccountSettings Get the account settings
+//
+// Absender und Impressum des Kontos / the account's sender identity and imprint. Scope `read`.
+//
+// Corresponds with GET /account/settings (the `GetAccountSettings` operationId).
+func (c *Client) GetAccountSettings(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetAccountSettingsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutAccountSettingsWithBody Replace the account settings
+//
+// Ersetzt Firma, Postanschrift, Impressum und die Standardwerte für Absendername und Antwortadresse (fehlende Felder werden leer) / replaces company, postal address, imprint and the defaults of From name and Reply-To (absent fields become empty). Scope `write`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /account/settings (the `PutAccountSettings` operationId).
+func (c *Client) PutAccountSettingsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutAccountSettingsRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutAccountSettings Replace the account settings
+//
+// Ersetzt Firma, Postanschrift, Impressum und die Standardwerte für Absendername und Antwortadresse (fehlende Felder werden leer) / replaces company, postal address, imprint and the defaults of From name and Reply-To (absent fields become empty). Scope `write`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /account/settings (the `PutAccountSettings` operationId).
+func (c *Client) PutAccountSettings(ctx context.Context, body PutAccountSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutAccountSettingsRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetAiCredit AI credit balance and this month's spending
 //
 // KI-Guthaben, Verbrauch im laufenden Monat (Europe/Berlin) und die Preisliste der Modelle / AI credit, spending in the current month (Europe/Berlin) and the models' price list. Aufladungen nimmt der Betreiber vor (`rundbrief account credit ID BETRAG`) / top-ups are made by the operator. Scope `read`, plan feature `ai`.
@@ -20998,6 +23330,93 @@ func (c *Client) GetAnalyticsOverview(ctx context.Context, params *GetAnalyticsO
 // Corresponds with GET /analytics/timeseries (the `GetAnalyticsTimeseries` operationId).
 func (c *Client) GetAnalyticsTimeseries(ctx context.Context, params *GetAnalyticsTimeseriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetAnalyticsTimeseriesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListAttachments List attachments
+//
+// Die Anhänge des Kontos, neueste zuerst, mit der Zahl der Mails, die sie nennen / the account's attachments, newest first, with the number of mails naming each. Scope `read`.
+//
+// Corresponds with GET /attachments (the `ListAttachments` operationId).
+func (c *Client) ListAttachments(ctx context.Context, params *ListAttachmentsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAttachmentsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UploadAttachmentWithBody Upload an attachment
+//
+// Lädt eine Datei hoch (`multipart/form-data`, Teil `file`, höchstens 10 MB: sonst `413`, ohne mehr zu lesen). Sie wird beim Empfang in die Datenbank geschrieben und ihr SHA-256 dabei berechnet; dieselbe Datei ein zweites Mal liefert den vorhandenen Anhang mit `200`. Ausführbare Dateien und Skripte werden am Inhalt erkannt und abgelehnt (`422` auf `file`). Über dem Speicher des Tarifs: `402 limit_reached` / uploads a file (`multipart/form-data`, part `file`, at most 10 MB, else `413` without reading further), written to the database as it arrives and hashed on the way; the same bytes again return the existing attachment with `200`. Executables and scripts are recognised by their content and refused (`422` on `file`). Beyond the plan's storage: `402 limit_reached`. Scope `write`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /attachments (the `UploadAttachment` operationId).
+func (c *Client) UploadAttachmentWithBody(ctx context.Context, params *UploadAttachmentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUploadAttachmentRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteAttachment Delete an attachment
+//
+// Löscht einen Anhang und gibt seinen Speicher frei; nennt ihn eine geplante oder laufende Sendung: `409 conflict` (`reason: in_use`) / deletes an attachment and frees its storage; named by a scheduled or sending mail: `409 conflict` (`reason: in_use`). Scope `write`.
+//
+// Corresponds with DELETE /attachments/{id} (the `DeleteAttachment` operationId).
+func (c *Client) DeleteAttachment(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteAttachmentRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetAttachment Get an attachment
+//
+// Die Angaben zu einem Anhang / an attachment's metadata. Scope `read`.
+//
+// Corresponds with GET /attachments/{id} (the `GetAttachment` operationId).
+func (c *Client) GetAttachment(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetAttachmentRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DownloadAttachment Download an attachment
+//
+// Die Bytes der Datei mit ihrem `Content-Type` und `Content-Disposition: attachment` / the file's bytes with its `Content-Type` and `Content-Disposition: attachment`. Scope `read`.
+//
+// Corresponds with GET /attachments/{id}/download (the `DownloadAttachment` operationId).
+func (c *Client) DownloadAttachment(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDownloadAttachmentRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -22544,6 +24963,167 @@ func (c *Client) ListTags(ctx context.Context, params *ListTagsParams, reqEditor
 	return c.Client.Do(req)
 }
 
+// ListTemplateLibrary List the template library
+//
+// Fertige Designs (deutsch, responsiv, Inline-Styles, mit Abmelde- und Impressums-Platzhalter) / ready designs (German, responsive, inline styles, with unsubscribe and imprint placeholders). Scope `read`.
+//
+// Corresponds with GET /template-library (the `ListTemplateLibrary` operationId).
+func (c *Client) ListTemplateLibrary(ctx context.Context, params *ListTemplateLibraryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListTemplateLibraryRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CopyLibraryTemplate Copy a library design
+//
+// Kopiert ein Design als neue Vorlage ins Konto; ist der Schlüssel vergeben, erhält die Kopie `-2`, `-3` … / copies a design into the account as a new template; a taken key gets `-2`, `-3` … appended. Scope `write`.
+//
+// Corresponds with POST /template-library/{key}/copy (the `CopyLibraryTemplate` operationId).
+func (c *Client) CopyLibraryTemplate(ctx context.Context, key string, params *CopyLibraryTemplateParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCopyLibraryTemplateRequest(c.Server, key, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListTemplates List templates
+//
+// Die Vorlagen des Kontos nach Namen / the account's templates by name. Scope `read`.
+//
+// Corresponds with GET /templates (the `ListTemplates` operationId).
+func (c *Client) ListTemplates(ctx context.Context, params *ListTemplatesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListTemplatesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateTemplateWithBody Create a template
+//
+// Legt eine Vorlage an. Enthält `html` `{{content}}` oder `{{inhalt}}`, ist sie ein Layout, das beim Versand um den Inhalt jeder Mail mit diesem `template_key` gelegt wird; sonst eine Vorlage, die eine neue Mail ohne eigenes `html` übernimmt. Schlüssel schon vergeben: `409 conflict` (`reason: duplicate_key`) / creates a template. With `{{content}}` or `{{inhalt}}` in `html` it is a layout, wrapped around the content of every mail naming it at send time; otherwise a starting point that a new mail without `html` copies. A key in use: `409 conflict` (`reason: duplicate_key`). Scope `write`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /templates (the `CreateTemplate` operationId).
+func (c *Client) CreateTemplateWithBody(ctx context.Context, params *CreateTemplateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateTemplateRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateTemplate Create a template
+//
+// Legt eine Vorlage an. Enthält `html` `{{content}}` oder `{{inhalt}}`, ist sie ein Layout, das beim Versand um den Inhalt jeder Mail mit diesem `template_key` gelegt wird; sonst eine Vorlage, die eine neue Mail ohne eigenes `html` übernimmt. Schlüssel schon vergeben: `409 conflict` (`reason: duplicate_key`) / creates a template. With `{{content}}` or `{{inhalt}}` in `html` it is a layout, wrapped around the content of every mail naming it at send time; otherwise a starting point that a new mail without `html` copies. A key in use: `409 conflict` (`reason: duplicate_key`). Scope `write`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /templates (the `CreateTemplate` operationId).
+func (c *Client) CreateTemplate(ctx context.Context, params *CreateTemplateParams, body CreateTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateTemplateRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteTemplate Delete a template
+//
+// Löscht eine Vorlage; verwendet eine geplante oder laufende Sendung sie: `409 conflict` (`reason: in_use`) / deletes a template; in use by a scheduled or sending mail: `409 conflict` (`reason: in_use`). Scope `write`.
+//
+// Corresponds with DELETE /templates/{id} (the `DeleteTemplate` operationId).
+func (c *Client) DeleteTemplate(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteTemplateRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetTemplate Get a template
+//
+// Eine Vorlage / one template. Scope `read`.
+//
+// Corresponds with GET /templates/{id} (the `GetTemplate` operationId).
+func (c *Client) GetTemplate(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetTemplateRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateTemplateWithBody Change a template
+//
+// Ändert die angegebenen Felder. Den Schlüssel einer Vorlage, die eine geplante oder laufende Sendung verwendet, ändern: `409` (`reason: in_use`) / changes the given fields; renaming the key of a template in use by a scheduled or sending mail: `409` (`reason: in_use`). Scope `write`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /templates/{id} (the `UpdateTemplate` operationId).
+func (c *Client) UpdateTemplateWithBody(ctx context.Context, id Id, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateTemplateRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateTemplate Change a template
+//
+// Ändert die angegebenen Felder. Den Schlüssel einer Vorlage, die eine geplante oder laufende Sendung verwendet, ändern: `409` (`reason: in_use`) / changes the given fields; renaming the key of a template in use by a scheduled or sending mail: `409` (`reason: in_use`). Scope `write`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /templates/{id} (the `UpdateTemplate` operationId).
+func (c *Client) UpdateTemplate(ctx context.Context, id Id, body UpdateTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateTemplateRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListUnsubscribes List blocked addresses
 //
 // Gesperrte Adressen, neueste zuerst / blocked addresses, newest first. Scope `read`.
@@ -23338,6 +25918,73 @@ func NewSetAbTestWinnerRequestWithBody(server string, id Id, params *SetAbTestWi
 	return req, nil
 }
 
+// NewGetAccountSettingsRequest constructs an http.Request for the GetAccountSettings method
+func NewGetAccountSettingsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/account/settings")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPutAccountSettingsRequest calls the generic PutAccountSettings builder with application/json body
+func NewPutAccountSettingsRequest(server string, body PutAccountSettingsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPutAccountSettingsRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewPutAccountSettingsRequestWithBody constructs an http.Request for the PutAccountSettings method, with any body, and a specified content type
+func NewPutAccountSettingsRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/account/settings")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewGetAiCreditRequest constructs an http.Request for the GetAiCredit method
 func NewGetAiCreditRequest(server string) (*http.Request, error) {
 	var err error
@@ -23632,6 +26279,218 @@ func NewGetAnalyticsTimeseriesRequest(server string, params *GetAnalyticsTimeser
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
 		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListAttachmentsRequest constructs an http.Request for the ListAttachments method
+func NewListAttachmentsRequest(server string, params *ListAttachmentsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/attachments")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Page != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page", *params.Page, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.PerPage != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "per_page", *params.PerPage, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUploadAttachmentRequestWithBody constructs an http.Request for the UploadAttachment method, with any body, and a specified content type
+func NewUploadAttachmentRequestWithBody(server string, params *UploadAttachmentParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/attachments")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewDeleteAttachmentRequest constructs an http.Request for the DeleteAttachment method
+func NewDeleteAttachmentRequest(server string, id Id) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/attachments/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetAttachmentRequest constructs an http.Request for the GetAttachment method
+func NewGetAttachmentRequest(server string, id Id) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/attachments/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDownloadAttachmentRequest constructs an http.Request for the DownloadAttachment method
+func NewDownloadAttachmentRequest(server string, id Id) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/attachments/%s/download", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -27166,6 +30025,357 @@ func NewListTagsRequest(server string, params *ListTagsParams) (*http.Request, e
 	return req, nil
 }
 
+// NewListTemplateLibraryRequest constructs an http.Request for the ListTemplateLibrary method
+func NewListTemplateLibraryRequest(server string, params *ListTemplateLibraryParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/template-library")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Page != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page", *params.Page, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.PerPage != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "per_page", *params.PerPage, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCopyLibraryTemplateRequest constructs an http.Request for the CopyLibraryTemplate method
+func NewCopyLibraryTemplateRequest(server string, key string, params *CopyLibraryTemplateParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "key", key, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/template-library/%s/copy", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewListTemplatesRequest constructs an http.Request for the ListTemplates method
+func NewListTemplatesRequest(server string, params *ListTemplatesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/templates")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Page != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page", *params.Page, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.PerPage != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "per_page", *params.PerPage, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateTemplateRequest calls the generic CreateTemplate builder with application/json body
+func NewCreateTemplateRequest(server string, params *CreateTemplateParams, body CreateTemplateJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateTemplateRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateTemplateRequestWithBody constructs an http.Request for the CreateTemplate method, with any body, and a specified content type
+func NewCreateTemplateRequestWithBody(server string, params *CreateTemplateParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/templates")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewDeleteTemplateRequest constructs an http.Request for the DeleteTemplate method
+func NewDeleteTemplateRequest(server string, id Id) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/templates/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetTemplateRequest constructs an http.Request for the GetTemplate method
+func NewGetTemplateRequest(server string, id Id) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/templates/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateTemplateRequest calls the generic UpdateTemplate builder with application/json body
+func NewUpdateTemplateRequest(server string, id Id, body UpdateTemplateJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateTemplateRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewUpdateTemplateRequestWithBody constructs an http.Request for the UpdateTemplate method, with any body, and a specified content type
+func NewUpdateTemplateRequestWithBody(server string, id Id, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/templates/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewListUnsubscribesRequest constructs an http.Request for the ListUnsubscribes method
 func NewListUnsubscribesRequest(server string, params *ListUnsubscribesParams) (*http.Request, error) {
 	var err error
@@ -28039,6 +31249,33 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /ab-tests/{id}/winner (the `SetAbTestWinner` operationId).
 	SetAbTestWinnerWithResponse(ctx context.Context, id Id, params *SetAbTestWinnerParams, body SetAbTestWinnerJSONRequestBody, reqEditors ...RequestEditorFn) (*SetAbTestWinnerResponse, error)
 
+	// GetAccountSettingsWithResponse Get the account settings
+	//
+	// Absender und Impressum des Kontos / the account's sender identity and imprint. Scope `read`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /account/settings (the `GetAccountSettings` operationId).
+	GetAccountSettingsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetAccountSettingsResponse, error)
+
+	// PutAccountSettingsWithBodyWithResponse Replace the account settings
+	//
+	// Ersetzt Firma, Postanschrift, Impressum und die Standardwerte für Absendername und Antwortadresse (fehlende Felder werden leer) / replaces company, postal address, imprint and the defaults of From name and Reply-To (absent fields become empty). Scope `write`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /account/settings (the `PutAccountSettings` operationId).
+	PutAccountSettingsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutAccountSettingsResponse, error)
+
+	// PutAccountSettingsWithResponse Replace the account settings
+	//
+	// Ersetzt Firma, Postanschrift, Impressum und die Standardwerte für Absendername und Antwortadresse (fehlende Felder werden leer) / replaces company, postal address, imprint and the defaults of From name and Reply-To (absent fields become empty). Scope `write`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /account/settings (the `PutAccountSettings` operationId).
+	PutAccountSettingsWithResponse(ctx context.Context, body PutAccountSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*PutAccountSettingsResponse, error)
+
 	// GetAiCreditWithResponse AI credit balance and this month's spending
 	//
 	// KI-Guthaben, Verbrauch im laufenden Monat (Europe/Berlin) und die Preisliste der Modelle / AI credit, spending in the current month (Europe/Berlin) and the models' price list. Aufladungen nimmt der Betreiber vor (`rundbrief account credit ID BETRAG`) / top-ups are made by the operator. Scope `read`, plan feature `ai`.
@@ -28104,6 +31341,51 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /analytics/timeseries (the `GetAnalyticsTimeseries` operationId).
 	GetAnalyticsTimeseriesWithResponse(ctx context.Context, params *GetAnalyticsTimeseriesParams, reqEditors ...RequestEditorFn) (*GetAnalyticsTimeseriesResponse, error)
+
+	// ListAttachmentsWithResponse List attachments
+	//
+	// Die Anhänge des Kontos, neueste zuerst, mit der Zahl der Mails, die sie nennen / the account's attachments, newest first, with the number of mails naming each. Scope `read`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /attachments (the `ListAttachments` operationId).
+	ListAttachmentsWithResponse(ctx context.Context, params *ListAttachmentsParams, reqEditors ...RequestEditorFn) (*ListAttachmentsResponse, error)
+
+	// UploadAttachmentWithBodyWithResponse Upload an attachment
+	//
+	// Lädt eine Datei hoch (`multipart/form-data`, Teil `file`, höchstens 10 MB: sonst `413`, ohne mehr zu lesen). Sie wird beim Empfang in die Datenbank geschrieben und ihr SHA-256 dabei berechnet; dieselbe Datei ein zweites Mal liefert den vorhandenen Anhang mit `200`. Ausführbare Dateien und Skripte werden am Inhalt erkannt und abgelehnt (`422` auf `file`). Über dem Speicher des Tarifs: `402 limit_reached` / uploads a file (`multipart/form-data`, part `file`, at most 10 MB, else `413` without reading further), written to the database as it arrives and hashed on the way; the same bytes again return the existing attachment with `200`. Executables and scripts are recognised by their content and refused (`422` on `file`). Beyond the plan's storage: `402 limit_reached`. Scope `write`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /attachments (the `UploadAttachment` operationId).
+	UploadAttachmentWithBodyWithResponse(ctx context.Context, params *UploadAttachmentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadAttachmentResponse, error)
+
+	// DeleteAttachmentWithResponse Delete an attachment
+	//
+	// Löscht einen Anhang und gibt seinen Speicher frei; nennt ihn eine geplante oder laufende Sendung: `409 conflict` (`reason: in_use`) / deletes an attachment and frees its storage; named by a scheduled or sending mail: `409 conflict` (`reason: in_use`). Scope `write`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /attachments/{id} (the `DeleteAttachment` operationId).
+	DeleteAttachmentWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*DeleteAttachmentResponse, error)
+
+	// GetAttachmentWithResponse Get an attachment
+	//
+	// Die Angaben zu einem Anhang / an attachment's metadata. Scope `read`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /attachments/{id} (the `GetAttachment` operationId).
+	GetAttachmentWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*GetAttachmentResponse, error)
+
+	// DownloadAttachmentWithResponse Download an attachment
+	//
+	// Die Bytes der Datei mit ihrem `Content-Type` und `Content-Disposition: attachment` / the file's bytes with its `Content-Type` and `Content-Disposition: attachment`. Scope `read`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /attachments/{id}/download (the `DownloadAttachment` operationId).
+	DownloadAttachmentWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*DownloadAttachmentResponse, error)
 
 	// ListCampaignsWithResponse List campaigns
 	//
@@ -28894,6 +32176,87 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /tags (the `ListTags` operationId).
 	ListTagsWithResponse(ctx context.Context, params *ListTagsParams, reqEditors ...RequestEditorFn) (*ListTagsResponse, error)
+
+	// ListTemplateLibraryWithResponse List the template library
+	//
+	// Fertige Designs (deutsch, responsiv, Inline-Styles, mit Abmelde- und Impressums-Platzhalter) / ready designs (German, responsive, inline styles, with unsubscribe and imprint placeholders). Scope `read`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /template-library (the `ListTemplateLibrary` operationId).
+	ListTemplateLibraryWithResponse(ctx context.Context, params *ListTemplateLibraryParams, reqEditors ...RequestEditorFn) (*ListTemplateLibraryResponse, error)
+
+	// CopyLibraryTemplateWithResponse Copy a library design
+	//
+	// Kopiert ein Design als neue Vorlage ins Konto; ist der Schlüssel vergeben, erhält die Kopie `-2`, `-3` … / copies a design into the account as a new template; a taken key gets `-2`, `-3` … appended. Scope `write`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /template-library/{key}/copy (the `CopyLibraryTemplate` operationId).
+	CopyLibraryTemplateWithResponse(ctx context.Context, key string, params *CopyLibraryTemplateParams, reqEditors ...RequestEditorFn) (*CopyLibraryTemplateResponse, error)
+
+	// ListTemplatesWithResponse List templates
+	//
+	// Die Vorlagen des Kontos nach Namen / the account's templates by name. Scope `read`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /templates (the `ListTemplates` operationId).
+	ListTemplatesWithResponse(ctx context.Context, params *ListTemplatesParams, reqEditors ...RequestEditorFn) (*ListTemplatesResponse, error)
+
+	// CreateTemplateWithBodyWithResponse Create a template
+	//
+	// Legt eine Vorlage an. Enthält `html` `{{content}}` oder `{{inhalt}}`, ist sie ein Layout, das beim Versand um den Inhalt jeder Mail mit diesem `template_key` gelegt wird; sonst eine Vorlage, die eine neue Mail ohne eigenes `html` übernimmt. Schlüssel schon vergeben: `409 conflict` (`reason: duplicate_key`) / creates a template. With `{{content}}` or `{{inhalt}}` in `html` it is a layout, wrapped around the content of every mail naming it at send time; otherwise a starting point that a new mail without `html` copies. A key in use: `409 conflict` (`reason: duplicate_key`). Scope `write`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /templates (the `CreateTemplate` operationId).
+	CreateTemplateWithBodyWithResponse(ctx context.Context, params *CreateTemplateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateTemplateResponse, error)
+
+	// CreateTemplateWithResponse Create a template
+	//
+	// Legt eine Vorlage an. Enthält `html` `{{content}}` oder `{{inhalt}}`, ist sie ein Layout, das beim Versand um den Inhalt jeder Mail mit diesem `template_key` gelegt wird; sonst eine Vorlage, die eine neue Mail ohne eigenes `html` übernimmt. Schlüssel schon vergeben: `409 conflict` (`reason: duplicate_key`) / creates a template. With `{{content}}` or `{{inhalt}}` in `html` it is a layout, wrapped around the content of every mail naming it at send time; otherwise a starting point that a new mail without `html` copies. A key in use: `409 conflict` (`reason: duplicate_key`). Scope `write`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /templates (the `CreateTemplate` operationId).
+	CreateTemplateWithResponse(ctx context.Context, params *CreateTemplateParams, body CreateTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateTemplateResponse, error)
+
+	// DeleteTemplateWithResponse Delete a template
+	//
+	// Löscht eine Vorlage; verwendet eine geplante oder laufende Sendung sie: `409 conflict` (`reason: in_use`) / deletes a template; in use by a scheduled or sending mail: `409 conflict` (`reason: in_use`). Scope `write`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /templates/{id} (the `DeleteTemplate` operationId).
+	DeleteTemplateWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*DeleteTemplateResponse, error)
+
+	// GetTemplateWithResponse Get a template
+	//
+	// Eine Vorlage / one template. Scope `read`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /templates/{id} (the `GetTemplate` operationId).
+	GetTemplateWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*GetTemplateResponse, error)
+
+	// UpdateTemplateWithBodyWithResponse Change a template
+	//
+	// Ändert die angegebenen Felder. Den Schlüssel einer Vorlage, die eine geplante oder laufende Sendung verwendet, ändern: `409` (`reason: in_use`) / changes the given fields; renaming the key of a template in use by a scheduled or sending mail: `409` (`reason: in_use`). Scope `write`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /templates/{id} (the `UpdateTemplate` operationId).
+	UpdateTemplateWithBodyWithResponse(ctx context.Context, id Id, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateTemplateResponse, error)
+
+	// UpdateTemplateWithResponse Change a template
+	//
+	// Ändert die angegebenen Felder. Den Schlüssel einer Vorlage, die eine geplante oder laufende Sendung verwendet, ändern: `409` (`reason: in_use`) / changes the given fields; renaming the key of a template in use by a scheduled or sending mail: `409` (`reason: in_use`). Scope `write`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /templates/{id} (the `UpdateTemplate` operationId).
+	UpdateTemplateWithResponse(ctx context.Context, id Id, body UpdateTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateTemplateResponse, error)
 
 	// ListUnsubscribesWithResponse List blocked addresses
 	//
@@ -30626,6 +33989,326 @@ func (r SetAbTestWinnerResponse) ContentType() string {
 	return ""
 }
 
+// GetAccountSettingsResponse200Headers the declared response headers of an HTTP 200 response for GetAccountSettings
+type GetAccountSettingsResponse200Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// GetAccountSettingsResponse401Headers the declared response headers of an HTTP 401 response for GetAccountSettings
+type GetAccountSettingsResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// GetAccountSettingsResponse402Headers the declared response headers of an HTTP 402 response for GetAccountSettings
+type GetAccountSettingsResponse402Headers struct {
+	XRequestId string
+}
+
+// GetAccountSettingsResponse403Headers the declared response headers of an HTTP 403 response for GetAccountSettings
+type GetAccountSettingsResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// GetAccountSettingsResponse422Headers the declared response headers of an HTTP 422 response for GetAccountSettings
+type GetAccountSettingsResponse422Headers struct {
+	XRequestId string
+}
+
+// GetAccountSettingsResponse429Headers the declared response headers of an HTTP 429 response for GetAccountSettings
+type GetAccountSettingsResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// GetAccountSettingsResponse500Headers the declared response headers of an HTTP 500 response for GetAccountSettings
+type GetAccountSettingsResponse500Headers struct {
+	XRequestId string
+}
+
+type GetAccountSettingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data AccountSettings `json:"data"`
+
+		// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+		Meta Meta `json:"meta"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetAccountSettingsResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetAccountSettingsResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *GetAccountSettingsResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetAccountSettingsResponse403Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *GetAccountSettingsResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetAccountSettingsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetAccountSettingsResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetAccountSettingsResponse) GetJSON200() *struct {
+	Data AccountSettings `json:"data"`
+
+	// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+	Meta Meta `json:"meta"`
+} {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAccountSettingsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r GetAccountSettingsResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAccountSettingsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r GetAccountSettingsResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetAccountSettingsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetAccountSettingsResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetAccountSettingsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetAccountSettingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetAccountSettingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetAccountSettingsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PutAccountSettingsResponse200Headers the declared response headers of an HTTP 200 response for PutAccountSettings
+type PutAccountSettingsResponse200Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// PutAccountSettingsResponse400Headers the declared response headers of an HTTP 400 response for PutAccountSettings
+type PutAccountSettingsResponse400Headers struct {
+	XRequestId string
+}
+
+// PutAccountSettingsResponse401Headers the declared response headers of an HTTP 401 response for PutAccountSettings
+type PutAccountSettingsResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// PutAccountSettingsResponse402Headers the declared response headers of an HTTP 402 response for PutAccountSettings
+type PutAccountSettingsResponse402Headers struct {
+	XRequestId string
+}
+
+// PutAccountSettingsResponse403Headers the declared response headers of an HTTP 403 response for PutAccountSettings
+type PutAccountSettingsResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// PutAccountSettingsResponse422Headers the declared response headers of an HTTP 422 response for PutAccountSettings
+type PutAccountSettingsResponse422Headers struct {
+	XRequestId string
+}
+
+// PutAccountSettingsResponse429Headers the declared response headers of an HTTP 429 response for PutAccountSettings
+type PutAccountSettingsResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// PutAccountSettingsResponse500Headers the declared response headers of an HTTP 500 response for PutAccountSettings
+type PutAccountSettingsResponse500Headers struct {
+	XRequestId string
+}
+
+type PutAccountSettingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data AccountSettings `json:"data"`
+
+		// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+		Meta Meta `json:"meta"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PutAccountSettingsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *PutAccountSettingsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PutAccountSettingsResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *PutAccountSettingsResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *PutAccountSettingsResponse403Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *PutAccountSettingsResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PutAccountSettingsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *PutAccountSettingsResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PutAccountSettingsResponse) GetJSON200() *struct {
+	Data AccountSettings `json:"data"`
+
+	// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+	Meta Meta `json:"meta"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PutAccountSettingsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PutAccountSettingsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r PutAccountSettingsResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PutAccountSettingsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PutAccountSettingsResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PutAccountSettingsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PutAccountSettingsResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r PutAccountSettingsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutAccountSettingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutAccountSettingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutAccountSettingsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetAiCreditResponse200Headers the declared response headers of an HTTP 200 response for GetAiCredit
 type GetAiCreditResponse200Headers struct {
 	XRateLimitLimit     int
@@ -31447,6 +35130,867 @@ func (r GetAnalyticsTimeseriesResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetAnalyticsTimeseriesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListAttachmentsResponse200Headers the declared response headers of an HTTP 200 response for ListAttachments
+type ListAttachmentsResponse200Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// ListAttachmentsResponse401Headers the declared response headers of an HTTP 401 response for ListAttachments
+type ListAttachmentsResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// ListAttachmentsResponse402Headers the declared response headers of an HTTP 402 response for ListAttachments
+type ListAttachmentsResponse402Headers struct {
+	XRequestId string
+}
+
+// ListAttachmentsResponse403Headers the declared response headers of an HTTP 403 response for ListAttachments
+type ListAttachmentsResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// ListAttachmentsResponse422Headers the declared response headers of an HTTP 422 response for ListAttachments
+type ListAttachmentsResponse422Headers struct {
+	XRequestId string
+}
+
+// ListAttachmentsResponse429Headers the declared response headers of an HTTP 429 response for ListAttachments
+type ListAttachmentsResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// ListAttachmentsResponse500Headers the declared response headers of an HTTP 500 response for ListAttachments
+type ListAttachmentsResponse500Headers struct {
+	XRequestId string
+}
+
+type ListAttachmentsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data []Attachment `json:"data"`
+
+		// Meta `Meta` einer Listenantwort, immer mit `pagination` / `Meta` of a list response, always with `pagination`.
+		Meta ListMeta `json:"meta"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListAttachmentsResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListAttachmentsResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *ListAttachmentsResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListAttachmentsResponse403Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *ListAttachmentsResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListAttachmentsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListAttachmentsResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListAttachmentsResponse) GetJSON200() *struct {
+	Data []Attachment `json:"data"`
+
+	// Meta `Meta` einer Listenantwort, immer mit `pagination` / `Meta` of a list response, always with `pagination`.
+	Meta ListMeta `json:"meta"`
+} {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListAttachmentsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r ListAttachmentsResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListAttachmentsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r ListAttachmentsResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListAttachmentsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListAttachmentsResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListAttachmentsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAttachmentsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAttachmentsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListAttachmentsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UploadAttachmentResponse200Headers the declared response headers of an HTTP 200 response for UploadAttachment
+type UploadAttachmentResponse200Headers struct {
+	IdempotentReplayed  *string
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// UploadAttachmentResponse201Headers the declared response headers of an HTTP 201 response for UploadAttachment
+type UploadAttachmentResponse201Headers struct {
+	IdempotentReplayed  *string
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// UploadAttachmentResponse400Headers the declared response headers of an HTTP 400 response for UploadAttachment
+type UploadAttachmentResponse400Headers struct {
+	XRequestId string
+}
+
+// UploadAttachmentResponse401Headers the declared response headers of an HTTP 401 response for UploadAttachment
+type UploadAttachmentResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// UploadAttachmentResponse402Headers the declared response headers of an HTTP 402 response for UploadAttachment
+type UploadAttachmentResponse402Headers struct {
+	XRequestId string
+}
+
+// UploadAttachmentResponse403Headers the declared response headers of an HTTP 403 response for UploadAttachment
+type UploadAttachmentResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// UploadAttachmentResponse409Headers the declared response headers of an HTTP 409 response for UploadAttachment
+type UploadAttachmentResponse409Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// UploadAttachmentResponse413Headers the declared response headers of an HTTP 413 response for UploadAttachment
+type UploadAttachmentResponse413Headers struct {
+	XRequestId string
+}
+
+// UploadAttachmentResponse422Headers the declared response headers of an HTTP 422 response for UploadAttachment
+type UploadAttachmentResponse422Headers struct {
+	XRequestId string
+}
+
+// UploadAttachmentResponse429Headers the declared response headers of an HTTP 429 response for UploadAttachment
+type UploadAttachmentResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// UploadAttachmentResponse500Headers the declared response headers of an HTTP 500 response for UploadAttachment
+type UploadAttachmentResponse500Headers struct {
+	XRequestId string
+}
+
+type UploadAttachmentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data Attachment `json:"data"`
+
+		// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+		Meta Meta `json:"meta"`
+	}
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *struct {
+		Data Attachment `json:"data"`
+
+		// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+		Meta Meta `json:"meta"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *UploadAttachmentResponse200Headers
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *UploadAttachmentResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *UploadAttachmentResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UploadAttachmentResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *UploadAttachmentResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *UploadAttachmentResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *UploadAttachmentResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *UploadAttachmentResponse413Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *UploadAttachmentResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UploadAttachmentResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *UploadAttachmentResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UploadAttachmentResponse) GetJSON200() *struct {
+	Data Attachment `json:"data"`
+
+	// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+	Meta Meta `json:"meta"`
+} {
+	return r.JSON200
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r UploadAttachmentResponse) GetJSON201() *struct {
+	Data Attachment `json:"data"`
+
+	// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+	Meta Meta `json:"meta"`
+} {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UploadAttachmentResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UploadAttachmentResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r UploadAttachmentResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UploadAttachmentResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UploadAttachmentResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UploadAttachmentResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r UploadAttachmentResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UploadAttachmentResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UploadAttachmentResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r UploadAttachmentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UploadAttachmentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UploadAttachmentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UploadAttachmentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteAttachmentResponse204Headers the declared response headers of an HTTP 204 response for DeleteAttachment
+type DeleteAttachmentResponse204Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// DeleteAttachmentResponse401Headers the declared response headers of an HTTP 401 response for DeleteAttachment
+type DeleteAttachmentResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// DeleteAttachmentResponse402Headers the declared response headers of an HTTP 402 response for DeleteAttachment
+type DeleteAttachmentResponse402Headers struct {
+	XRequestId string
+}
+
+// DeleteAttachmentResponse403Headers the declared response headers of an HTTP 403 response for DeleteAttachment
+type DeleteAttachmentResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// DeleteAttachmentResponse404Headers the declared response headers of an HTTP 404 response for DeleteAttachment
+type DeleteAttachmentResponse404Headers struct {
+	XRequestId string
+}
+
+// DeleteAttachmentResponse409Headers the declared response headers of an HTTP 409 response for DeleteAttachment
+type DeleteAttachmentResponse409Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// DeleteAttachmentResponse422Headers the declared response headers of an HTTP 422 response for DeleteAttachment
+type DeleteAttachmentResponse422Headers struct {
+	XRequestId string
+}
+
+// DeleteAttachmentResponse429Headers the declared response headers of an HTTP 429 response for DeleteAttachment
+type DeleteAttachmentResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// DeleteAttachmentResponse500Headers the declared response headers of an HTTP 500 response for DeleteAttachment
+type DeleteAttachmentResponse500Headers struct {
+	XRequestId string
+}
+
+type DeleteAttachmentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *DeleteAttachmentResponse204Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteAttachmentResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *DeleteAttachmentResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *DeleteAttachmentResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *DeleteAttachmentResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *DeleteAttachmentResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *DeleteAttachmentResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteAttachmentResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *DeleteAttachmentResponse500Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteAttachmentResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r DeleteAttachmentResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteAttachmentResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteAttachmentResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteAttachmentResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r DeleteAttachmentResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteAttachmentResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteAttachmentResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteAttachmentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteAttachmentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteAttachmentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteAttachmentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetAttachmentResponse200Headers the declared response headers of an HTTP 200 response for GetAttachment
+type GetAttachmentResponse200Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// GetAttachmentResponse401Headers the declared response headers of an HTTP 401 response for GetAttachment
+type GetAttachmentResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// GetAttachmentResponse402Headers the declared response headers of an HTTP 402 response for GetAttachment
+type GetAttachmentResponse402Headers struct {
+	XRequestId string
+}
+
+// GetAttachmentResponse403Headers the declared response headers of an HTTP 403 response for GetAttachment
+type GetAttachmentResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// GetAttachmentResponse404Headers the declared response headers of an HTTP 404 response for GetAttachment
+type GetAttachmentResponse404Headers struct {
+	XRequestId string
+}
+
+// GetAttachmentResponse422Headers the declared response headers of an HTTP 422 response for GetAttachment
+type GetAttachmentResponse422Headers struct {
+	XRequestId string
+}
+
+// GetAttachmentResponse429Headers the declared response headers of an HTTP 429 response for GetAttachment
+type GetAttachmentResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// GetAttachmentResponse500Headers the declared response headers of an HTTP 500 response for GetAttachment
+type GetAttachmentResponse500Headers struct {
+	XRequestId string
+}
+
+type GetAttachmentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data Attachment `json:"data"`
+
+		// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+		Meta Meta `json:"meta"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetAttachmentResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetAttachmentResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *GetAttachmentResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetAttachmentResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetAttachmentResponse404Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *GetAttachmentResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetAttachmentResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetAttachmentResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetAttachmentResponse) GetJSON200() *struct {
+	Data Attachment `json:"data"`
+
+	// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+	Meta Meta `json:"meta"`
+} {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAttachmentResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r GetAttachmentResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAttachmentResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetAttachmentResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r GetAttachmentResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetAttachmentResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetAttachmentResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetAttachmentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetAttachmentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetAttachmentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetAttachmentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DownloadAttachmentResponse200Headers the declared response headers of an HTTP 200 response for DownloadAttachment
+type DownloadAttachmentResponse200Headers struct {
+	ContentDisposition  *string
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// DownloadAttachmentResponse401Headers the declared response headers of an HTTP 401 response for DownloadAttachment
+type DownloadAttachmentResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// DownloadAttachmentResponse402Headers the declared response headers of an HTTP 402 response for DownloadAttachment
+type DownloadAttachmentResponse402Headers struct {
+	XRequestId string
+}
+
+// DownloadAttachmentResponse403Headers the declared response headers of an HTTP 403 response for DownloadAttachment
+type DownloadAttachmentResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// DownloadAttachmentResponse404Headers the declared response headers of an HTTP 404 response for DownloadAttachment
+type DownloadAttachmentResponse404Headers struct {
+	XRequestId string
+}
+
+// DownloadAttachmentResponse422Headers the declared response headers of an HTTP 422 response for DownloadAttachment
+type DownloadAttachmentResponse422Headers struct {
+	XRequestId string
+}
+
+// DownloadAttachmentResponse429Headers the declared response headers of an HTTP 429 response for DownloadAttachment
+type DownloadAttachmentResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// DownloadAttachmentResponse500Headers the declared response headers of an HTTP 500 response for DownloadAttachment
+type DownloadAttachmentResponse500Headers struct {
+	XRequestId string
+}
+
+type DownloadAttachmentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *DownloadAttachmentResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DownloadAttachmentResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *DownloadAttachmentResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *DownloadAttachmentResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *DownloadAttachmentResponse404Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *DownloadAttachmentResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DownloadAttachmentResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *DownloadAttachmentResponse500Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DownloadAttachmentResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r DownloadAttachmentResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DownloadAttachmentResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DownloadAttachmentResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r DownloadAttachmentResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DownloadAttachmentResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DownloadAttachmentResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r DownloadAttachmentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DownloadAttachmentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DownloadAttachmentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DownloadAttachmentResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -42745,6 +47289,1219 @@ func (r ListTagsResponse) ContentType() string {
 	return ""
 }
 
+// ListTemplateLibraryResponse200Headers the declared response headers of an HTTP 200 response for ListTemplateLibrary
+type ListTemplateLibraryResponse200Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// ListTemplateLibraryResponse401Headers the declared response headers of an HTTP 401 response for ListTemplateLibrary
+type ListTemplateLibraryResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// ListTemplateLibraryResponse402Headers the declared response headers of an HTTP 402 response for ListTemplateLibrary
+type ListTemplateLibraryResponse402Headers struct {
+	XRequestId string
+}
+
+// ListTemplateLibraryResponse403Headers the declared response headers of an HTTP 403 response for ListTemplateLibrary
+type ListTemplateLibraryResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// ListTemplateLibraryResponse422Headers the declared response headers of an HTTP 422 response for ListTemplateLibrary
+type ListTemplateLibraryResponse422Headers struct {
+	XRequestId string
+}
+
+// ListTemplateLibraryResponse429Headers the declared response headers of an HTTP 429 response for ListTemplateLibrary
+type ListTemplateLibraryResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// ListTemplateLibraryResponse500Headers the declared response headers of an HTTP 500 response for ListTemplateLibrary
+type ListTemplateLibraryResponse500Headers struct {
+	XRequestId string
+}
+
+type ListTemplateLibraryResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data []LibraryTemplate `json:"data"`
+
+		// Meta `Meta` einer Listenantwort, immer mit `pagination` / `Meta` of a list response, always with `pagination`.
+		Meta ListMeta `json:"meta"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListTemplateLibraryResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListTemplateLibraryResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *ListTemplateLibraryResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListTemplateLibraryResponse403Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *ListTemplateLibraryResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListTemplateLibraryResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListTemplateLibraryResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListTemplateLibraryResponse) GetJSON200() *struct {
+	Data []LibraryTemplate `json:"data"`
+
+	// Meta `Meta` einer Listenantwort, immer mit `pagination` / `Meta` of a list response, always with `pagination`.
+	Meta ListMeta `json:"meta"`
+} {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListTemplateLibraryResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r ListTemplateLibraryResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListTemplateLibraryResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r ListTemplateLibraryResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListTemplateLibraryResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListTemplateLibraryResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListTemplateLibraryResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListTemplateLibraryResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListTemplateLibraryResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListTemplateLibraryResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CopyLibraryTemplateResponse201Headers the declared response headers of an HTTP 201 response for CopyLibraryTemplate
+type CopyLibraryTemplateResponse201Headers struct {
+	IdempotentReplayed  *string
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// CopyLibraryTemplateResponse401Headers the declared response headers of an HTTP 401 response for CopyLibraryTemplate
+type CopyLibraryTemplateResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// CopyLibraryTemplateResponse402Headers the declared response headers of an HTTP 402 response for CopyLibraryTemplate
+type CopyLibraryTemplateResponse402Headers struct {
+	XRequestId string
+}
+
+// CopyLibraryTemplateResponse403Headers the declared response headers of an HTTP 403 response for CopyLibraryTemplate
+type CopyLibraryTemplateResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// CopyLibraryTemplateResponse404Headers the declared response headers of an HTTP 404 response for CopyLibraryTemplate
+type CopyLibraryTemplateResponse404Headers struct {
+	XRequestId string
+}
+
+// CopyLibraryTemplateResponse422Headers the declared response headers of an HTTP 422 response for CopyLibraryTemplate
+type CopyLibraryTemplateResponse422Headers struct {
+	XRequestId string
+}
+
+// CopyLibraryTemplateResponse429Headers the declared response headers of an HTTP 429 response for CopyLibraryTemplate
+type CopyLibraryTemplateResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// CopyLibraryTemplateResponse500Headers the declared response headers of an HTTP 500 response for CopyLibraryTemplate
+type CopyLibraryTemplateResponse500Headers struct {
+	XRequestId string
+}
+
+type CopyLibraryTemplateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *struct {
+		Data Template `json:"data"`
+
+		// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+		Meta Meta `json:"meta"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CopyLibraryTemplateResponse201Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CopyLibraryTemplateResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *CopyLibraryTemplateResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CopyLibraryTemplateResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *CopyLibraryTemplateResponse404Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *CopyLibraryTemplateResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CopyLibraryTemplateResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CopyLibraryTemplateResponse500Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CopyLibraryTemplateResponse) GetJSON201() *struct {
+	Data Template `json:"data"`
+
+	// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+	Meta Meta `json:"meta"`
+} {
+	return r.JSON201
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CopyLibraryTemplateResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r CopyLibraryTemplateResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CopyLibraryTemplateResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CopyLibraryTemplateResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CopyLibraryTemplateResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CopyLibraryTemplateResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CopyLibraryTemplateResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CopyLibraryTemplateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CopyLibraryTemplateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CopyLibraryTemplateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CopyLibraryTemplateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListTemplatesResponse200Headers the declared response headers of an HTTP 200 response for ListTemplates
+type ListTemplatesResponse200Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// ListTemplatesResponse401Headers the declared response headers of an HTTP 401 response for ListTemplates
+type ListTemplatesResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// ListTemplatesResponse402Headers the declared response headers of an HTTP 402 response for ListTemplates
+type ListTemplatesResponse402Headers struct {
+	XRequestId string
+}
+
+// ListTemplatesResponse403Headers the declared response headers of an HTTP 403 response for ListTemplates
+type ListTemplatesResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// ListTemplatesResponse422Headers the declared response headers of an HTTP 422 response for ListTemplates
+type ListTemplatesResponse422Headers struct {
+	XRequestId string
+}
+
+// ListTemplatesResponse429Headers the declared response headers of an HTTP 429 response for ListTemplates
+type ListTemplatesResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// ListTemplatesResponse500Headers the declared response headers of an HTTP 500 response for ListTemplates
+type ListTemplatesResponse500Headers struct {
+	XRequestId string
+}
+
+type ListTemplatesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data []Template `json:"data"`
+
+		// Meta `Meta` einer Listenantwort, immer mit `pagination` / `Meta` of a list response, always with `pagination`.
+		Meta ListMeta `json:"meta"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListTemplatesResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListTemplatesResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *ListTemplatesResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListTemplatesResponse403Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *ListTemplatesResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListTemplatesResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListTemplatesResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListTemplatesResponse) GetJSON200() *struct {
+	Data []Template `json:"data"`
+
+	// Meta `Meta` einer Listenantwort, immer mit `pagination` / `Meta` of a list response, always with `pagination`.
+	Meta ListMeta `json:"meta"`
+} {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListTemplatesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r ListTemplatesResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListTemplatesResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r ListTemplatesResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListTemplatesResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListTemplatesResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListTemplatesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListTemplatesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListTemplatesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListTemplatesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateTemplateResponse201Headers the declared response headers of an HTTP 201 response for CreateTemplate
+type CreateTemplateResponse201Headers struct {
+	IdempotentReplayed  *string
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// CreateTemplateResponse400Headers the declared response headers of an HTTP 400 response for CreateTemplate
+type CreateTemplateResponse400Headers struct {
+	XRequestId string
+}
+
+// CreateTemplateResponse401Headers the declared response headers of an HTTP 401 response for CreateTemplate
+type CreateTemplateResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// CreateTemplateResponse402Headers the declared response headers of an HTTP 402 response for CreateTemplate
+type CreateTemplateResponse402Headers struct {
+	XRequestId string
+}
+
+// CreateTemplateResponse403Headers the declared response headers of an HTTP 403 response for CreateTemplate
+type CreateTemplateResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// CreateTemplateResponse409Headers the declared response headers of an HTTP 409 response for CreateTemplate
+type CreateTemplateResponse409Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// CreateTemplateResponse413Headers the declared response headers of an HTTP 413 response for CreateTemplate
+type CreateTemplateResponse413Headers struct {
+	XRequestId string
+}
+
+// CreateTemplateResponse422Headers the declared response headers of an HTTP 422 response for CreateTemplate
+type CreateTemplateResponse422Headers struct {
+	XRequestId string
+}
+
+// CreateTemplateResponse429Headers the declared response headers of an HTTP 429 response for CreateTemplate
+type CreateTemplateResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// CreateTemplateResponse500Headers the declared response headers of an HTTP 500 response for CreateTemplate
+type CreateTemplateResponse500Headers struct {
+	XRequestId string
+}
+
+type CreateTemplateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *struct {
+		Data Template `json:"data"`
+
+		// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+		Meta Meta `json:"meta"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateTemplateResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CreateTemplateResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateTemplateResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *CreateTemplateResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CreateTemplateResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateTemplateResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *CreateTemplateResponse413Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *CreateTemplateResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateTemplateResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CreateTemplateResponse500Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateTemplateResponse) GetJSON201() *struct {
+	Data Template `json:"data"`
+
+	// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+	Meta Meta `json:"meta"`
+} {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateTemplateResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateTemplateResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r CreateTemplateResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateTemplateResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateTemplateResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateTemplateResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreateTemplateResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateTemplateResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateTemplateResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateTemplateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateTemplateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateTemplateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateTemplateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteTemplateResponse204Headers the declared response headers of an HTTP 204 response for DeleteTemplate
+type DeleteTemplateResponse204Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// DeleteTemplateResponse401Headers the declared response headers of an HTTP 401 response for DeleteTemplate
+type DeleteTemplateResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// DeleteTemplateResponse402Headers the declared response headers of an HTTP 402 response for DeleteTemplate
+type DeleteTemplateResponse402Headers struct {
+	XRequestId string
+}
+
+// DeleteTemplateResponse403Headers the declared response headers of an HTTP 403 response for DeleteTemplate
+type DeleteTemplateResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// DeleteTemplateResponse404Headers the declared response headers of an HTTP 404 response for DeleteTemplate
+type DeleteTemplateResponse404Headers struct {
+	XRequestId string
+}
+
+// DeleteTemplateResponse409Headers the declared response headers of an HTTP 409 response for DeleteTemplate
+type DeleteTemplateResponse409Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// DeleteTemplateResponse422Headers the declared response headers of an HTTP 422 response for DeleteTemplate
+type DeleteTemplateResponse422Headers struct {
+	XRequestId string
+}
+
+// DeleteTemplateResponse429Headers the declared response headers of an HTTP 429 response for DeleteTemplate
+type DeleteTemplateResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// DeleteTemplateResponse500Headers the declared response headers of an HTTP 500 response for DeleteTemplate
+type DeleteTemplateResponse500Headers struct {
+	XRequestId string
+}
+
+type DeleteTemplateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *DeleteTemplateResponse204Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteTemplateResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *DeleteTemplateResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *DeleteTemplateResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *DeleteTemplateResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *DeleteTemplateResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *DeleteTemplateResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteTemplateResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *DeleteTemplateResponse500Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteTemplateResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r DeleteTemplateResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteTemplateResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteTemplateResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteTemplateResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r DeleteTemplateResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteTemplateResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteTemplateResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteTemplateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteTemplateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteTemplateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteTemplateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetTemplateResponse200Headers the declared response headers of an HTTP 200 response for GetTemplate
+type GetTemplateResponse200Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// GetTemplateResponse401Headers the declared response headers of an HTTP 401 response for GetTemplate
+type GetTemplateResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// GetTemplateResponse402Headers the declared response headers of an HTTP 402 response for GetTemplate
+type GetTemplateResponse402Headers struct {
+	XRequestId string
+}
+
+// GetTemplateResponse403Headers the declared response headers of an HTTP 403 response for GetTemplate
+type GetTemplateResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// GetTemplateResponse404Headers the declared response headers of an HTTP 404 response for GetTemplate
+type GetTemplateResponse404Headers struct {
+	XRequestId string
+}
+
+// GetTemplateResponse422Headers the declared response headers of an HTTP 422 response for GetTemplate
+type GetTemplateResponse422Headers struct {
+	XRequestId string
+}
+
+// GetTemplateResponse429Headers the declared response headers of an HTTP 429 response for GetTemplate
+type GetTemplateResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// GetTemplateResponse500Headers the declared response headers of an HTTP 500 response for GetTemplate
+type GetTemplateResponse500Headers struct {
+	XRequestId string
+}
+
+type GetTemplateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data Template `json:"data"`
+
+		// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+		Meta Meta `json:"meta"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetTemplateResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetTemplateResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *GetTemplateResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetTemplateResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetTemplateResponse404Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *GetTemplateResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetTemplateResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetTemplateResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetTemplateResponse) GetJSON200() *struct {
+	Data Template `json:"data"`
+
+	// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+	Meta Meta `json:"meta"`
+} {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetTemplateResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r GetTemplateResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetTemplateResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetTemplateResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r GetTemplateResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetTemplateResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetTemplateResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetTemplateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetTemplateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetTemplateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetTemplateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateTemplateResponse200Headers the declared response headers of an HTTP 200 response for UpdateTemplate
+type UpdateTemplateResponse200Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// UpdateTemplateResponse400Headers the declared response headers of an HTTP 400 response for UpdateTemplate
+type UpdateTemplateResponse400Headers struct {
+	XRequestId string
+}
+
+// UpdateTemplateResponse401Headers the declared response headers of an HTTP 401 response for UpdateTemplate
+type UpdateTemplateResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// UpdateTemplateResponse402Headers the declared response headers of an HTTP 402 response for UpdateTemplate
+type UpdateTemplateResponse402Headers struct {
+	XRequestId string
+}
+
+// UpdateTemplateResponse403Headers the declared response headers of an HTTP 403 response for UpdateTemplate
+type UpdateTemplateResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// UpdateTemplateResponse404Headers the declared response headers of an HTTP 404 response for UpdateTemplate
+type UpdateTemplateResponse404Headers struct {
+	XRequestId string
+}
+
+// UpdateTemplateResponse409Headers the declared response headers of an HTTP 409 response for UpdateTemplate
+type UpdateTemplateResponse409Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// UpdateTemplateResponse413Headers the declared response headers of an HTTP 413 response for UpdateTemplate
+type UpdateTemplateResponse413Headers struct {
+	XRequestId string
+}
+
+// UpdateTemplateResponse422Headers the declared response headers of an HTTP 422 response for UpdateTemplate
+type UpdateTemplateResponse422Headers struct {
+	XRequestId string
+}
+
+// UpdateTemplateResponse429Headers the declared response headers of an HTTP 429 response for UpdateTemplate
+type UpdateTemplateResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// UpdateTemplateResponse500Headers the declared response headers of an HTTP 500 response for UpdateTemplate
+type UpdateTemplateResponse500Headers struct {
+	XRequestId string
+}
+
+type UpdateTemplateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data Template `json:"data"`
+
+		// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+		Meta Meta `json:"meta"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *UpdateTemplateResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *UpdateTemplateResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateTemplateResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *UpdateTemplateResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *UpdateTemplateResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *UpdateTemplateResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *UpdateTemplateResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *UpdateTemplateResponse413Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *UpdateTemplateResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateTemplateResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *UpdateTemplateResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateTemplateResponse) GetJSON200() *struct {
+	Data Template `json:"data"`
+
+	// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+	Meta Meta `json:"meta"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateTemplateResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateTemplateResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r UpdateTemplateResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateTemplateResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateTemplateResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UpdateTemplateResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateTemplateResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r UpdateTemplateResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UpdateTemplateResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateTemplateResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateTemplateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateTemplateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateTemplateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateTemplateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListUnsubscribesResponse200Headers the declared response headers of an HTTP 200 response for ListUnsubscribes
 type ListUnsubscribesResponse200Headers struct {
 	XRateLimitLimit     int
@@ -45439,6 +51196,51 @@ func (c *ClientWithResponses) SetAbTestWinnerWithResponse(ctx context.Context, i
 	return ParseSetAbTestWinnerResponse(rsp)
 }
 
+// GetAccountSettingsWithResponse Get the account settings
+//
+// Absender und Impressum des Kontos / the account's sender identity and imprint. Scope `read`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /account/settings (the `GetAccountSettings` operationId).
+func (c *ClientWithResponses) GetAccountSettingsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetAccountSettingsResponse, error) {
+	rsp, err := c.GetAccountSettings(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetAccountSettingsResponse(rsp)
+}
+
+// PutAccountSettingsWithBodyWithResponse Replace the account settings
+//
+// Ersetzt Firma, Postanschrift, Impressum und die Standardwerte für Absendername und Antwortadresse (fehlende Felder werden leer) / replaces company, postal address, imprint and the defaults of From name and Reply-To (absent fields become empty). Scope `write`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /account/settings (the `PutAccountSettings` operationId).
+func (c *ClientWithResponses) PutAccountSettingsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutAccountSettingsResponse, error) {
+	rsp, err := c.PutAccountSettingsWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutAccountSettingsResponse(rsp)
+}
+
+// PutAccountSettingsWithResponse Replace the account settings
+//
+// Ersetzt Firma, Postanschrift, Impressum und die Standardwerte für Absendername und Antwortadresse (fehlende Felder werden leer) / replaces company, postal address, imprint and the defaults of From name and Reply-To (absent fields become empty). Scope `write`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /account/settings (the `PutAccountSettings` operationId).
+func (c *ClientWithResponses) PutAccountSettingsWithResponse(ctx context.Context, body PutAccountSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*PutAccountSettingsResponse, error) {
+	rsp, err := c.PutAccountSettings(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutAccountSettingsResponse(rsp)
+}
+
 // GetAiCreditWithResponse AI credit balance and this month's spending
 //
 // KI-Guthaben, Verbrauch im laufenden Monat (Europe/Berlin) und die Preisliste der Modelle / AI credit, spending in the current month (Europe/Berlin) and the models' price list. Aufladungen nimmt der Betreiber vor (`rundbrief account credit ID BETRAG`) / top-ups are made by the operator. Scope `read`, plan feature `ai`.
@@ -45539,6 +51341,81 @@ func (c *ClientWithResponses) GetAnalyticsTimeseriesWithResponse(ctx context.Con
 		return nil, err
 	}
 	return ParseGetAnalyticsTimeseriesResponse(rsp)
+}
+
+// ListAttachmentsWithResponse List attachments
+//
+// Die Anhänge des Kontos, neueste zuerst, mit der Zahl der Mails, die sie nennen / the account's attachments, newest first, with the number of mails naming each. Scope `read`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /attachments (the `ListAttachments` operationId).
+func (c *ClientWithResponses) ListAttachmentsWithResponse(ctx context.Context, params *ListAttachmentsParams, reqEditors ...RequestEditorFn) (*ListAttachmentsResponse, error) {
+	rsp, err := c.ListAttachments(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAttachmentsResponse(rsp)
+}
+
+// UploadAttachmentWithBodyWithResponse Upload an attachment
+//
+// Lädt eine Datei hoch (`multipart/form-data`, Teil `file`, höchstens 10 MB: sonst `413`, ohne mehr zu lesen). Sie wird beim Empfang in die Datenbank geschrieben und ihr SHA-256 dabei berechnet; dieselbe Datei ein zweites Mal liefert den vorhandenen Anhang mit `200`. Ausführbare Dateien und Skripte werden am Inhalt erkannt und abgelehnt (`422` auf `file`). Über dem Speicher des Tarifs: `402 limit_reached` / uploads a file (`multipart/form-data`, part `file`, at most 10 MB, else `413` without reading further), written to the database as it arrives and hashed on the way; the same bytes again return the existing attachment with `200`. Executables and scripts are recognised by their content and refused (`422` on `file`). Beyond the plan's storage: `402 limit_reached`. Scope `write`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /attachments (the `UploadAttachment` operationId).
+func (c *ClientWithResponses) UploadAttachmentWithBodyWithResponse(ctx context.Context, params *UploadAttachmentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadAttachmentResponse, error) {
+	rsp, err := c.UploadAttachmentWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUploadAttachmentResponse(rsp)
+}
+
+// DeleteAttachmentWithResponse Delete an attachment
+//
+// Löscht einen Anhang und gibt seinen Speicher frei; nennt ihn eine geplante oder laufende Sendung: `409 conflict` (`reason: in_use`) / deletes an attachment and frees its storage; named by a scheduled or sending mail: `409 conflict` (`reason: in_use`). Scope `write`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /attachments/{id} (the `DeleteAttachment` operationId).
+func (c *ClientWithResponses) DeleteAttachmentWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*DeleteAttachmentResponse, error) {
+	rsp, err := c.DeleteAttachment(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteAttachmentResponse(rsp)
+}
+
+// GetAttachmentWithResponse Get an attachment
+//
+// Die Angaben zu einem Anhang / an attachment's metadata. Scope `read`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /attachments/{id} (the `GetAttachment` operationId).
+func (c *ClientWithResponses) GetAttachmentWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*GetAttachmentResponse, error) {
+	rsp, err := c.GetAttachment(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetAttachmentResponse(rsp)
+}
+
+// DownloadAttachmentWithResponse Download an attachment
+//
+// Die Bytes der Datei mit ihrem `Content-Type` und `Content-Disposition: attachment` / the file's bytes with its `Content-Type` and `Content-Disposition: attachment`. Scope `read`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /attachments/{id}/download (the `DownloadAttachment` operationId).
+func (c *ClientWithResponses) DownloadAttachmentWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*DownloadAttachmentResponse, error) {
+	rsp, err := c.DownloadAttachment(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDownloadAttachmentResponse(rsp)
 }
 
 // ListCampaignsWithResponse List campaigns
@@ -46833,6 +52710,141 @@ func (c *ClientWithResponses) ListTagsWithResponse(ctx context.Context, params *
 		return nil, err
 	}
 	return ParseListTagsResponse(rsp)
+}
+
+// ListTemplateLibraryWithResponse List the template library
+//
+// Fertige Designs (deutsch, responsiv, Inline-Styles, mit Abmelde- und Impressums-Platzhalter) / ready designs (German, responsive, inline styles, with unsubscribe and imprint placeholders). Scope `read`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /template-library (the `ListTemplateLibrary` operationId).
+func (c *ClientWithResponses) ListTemplateLibraryWithResponse(ctx context.Context, params *ListTemplateLibraryParams, reqEditors ...RequestEditorFn) (*ListTemplateLibraryResponse, error) {
+	rsp, err := c.ListTemplateLibrary(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListTemplateLibraryResponse(rsp)
+}
+
+// CopyLibraryTemplateWithResponse Copy a library design
+//
+// Kopiert ein Design als neue Vorlage ins Konto; ist der Schlüssel vergeben, erhält die Kopie `-2`, `-3` … / copies a design into the account as a new template; a taken key gets `-2`, `-3` … appended. Scope `write`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /template-library/{key}/copy (the `CopyLibraryTemplate` operationId).
+func (c *ClientWithResponses) CopyLibraryTemplateWithResponse(ctx context.Context, key string, params *CopyLibraryTemplateParams, reqEditors ...RequestEditorFn) (*CopyLibraryTemplateResponse, error) {
+	rsp, err := c.CopyLibraryTemplate(ctx, key, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCopyLibraryTemplateResponse(rsp)
+}
+
+// ListTemplatesWithResponse List templates
+//
+// Die Vorlagen des Kontos nach Namen / the account's templates by name. Scope `read`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /templates (the `ListTemplates` operationId).
+func (c *ClientWithResponses) ListTemplatesWithResponse(ctx context.Context, params *ListTemplatesParams, reqEditors ...RequestEditorFn) (*ListTemplatesResponse, error) {
+	rsp, err := c.ListTemplates(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListTemplatesResponse(rsp)
+}
+
+// CreateTemplateWithBodyWithResponse Create a template
+//
+// Legt eine Vorlage an. Enthält `html` `{{content}}` oder `{{inhalt}}`, ist sie ein Layout, das beim Versand um den Inhalt jeder Mail mit diesem `template_key` gelegt wird; sonst eine Vorlage, die eine neue Mail ohne eigenes `html` übernimmt. Schlüssel schon vergeben: `409 conflict` (`reason: duplicate_key`) / creates a template. With `{{content}}` or `{{inhalt}}` in `html` it is a layout, wrapped around the content of every mail naming it at send time; otherwise a starting point that a new mail without `html` copies. A key in use: `409 conflict` (`reason: duplicate_key`). Scope `write`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /templates (the `CreateTemplate` operationId).
+func (c *ClientWithResponses) CreateTemplateWithBodyWithResponse(ctx context.Context, params *CreateTemplateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateTemplateResponse, error) {
+	rsp, err := c.CreateTemplateWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateTemplateResponse(rsp)
+}
+
+// CreateTemplateWithResponse Create a template
+//
+// Legt eine Vorlage an. Enthält `html` `{{content}}` oder `{{inhalt}}`, ist sie ein Layout, das beim Versand um den Inhalt jeder Mail mit diesem `template_key` gelegt wird; sonst eine Vorlage, die eine neue Mail ohne eigenes `html` übernimmt. Schlüssel schon vergeben: `409 conflict` (`reason: duplicate_key`) / creates a template. With `{{content}}` or `{{inhalt}}` in `html` it is a layout, wrapped around the content of every mail naming it at send time; otherwise a starting point that a new mail without `html` copies. A key in use: `409 conflict` (`reason: duplicate_key`). Scope `write`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /templates (the `CreateTemplate` operationId).
+func (c *ClientWithResponses) CreateTemplateWithResponse(ctx context.Context, params *CreateTemplateParams, body CreateTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateTemplateResponse, error) {
+	rsp, err := c.CreateTemplate(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateTemplateResponse(rsp)
+}
+
+// DeleteTemplateWithResponse Delete a template
+//
+// Löscht eine Vorlage; verwendet eine geplante oder laufende Sendung sie: `409 conflict` (`reason: in_use`) / deletes a template; in use by a scheduled or sending mail: `409 conflict` (`reason: in_use`). Scope `write`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /templates/{id} (the `DeleteTemplate` operationId).
+func (c *ClientWithResponses) DeleteTemplateWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*DeleteTemplateResponse, error) {
+	rsp, err := c.DeleteTemplate(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteTemplateResponse(rsp)
+}
+
+// GetTemplateWithResponse Get a template
+//
+// Eine Vorlage / one template. Scope `read`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /templates/{id} (the `GetTemplate` operationId).
+func (c *ClientWithResponses) GetTemplateWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*GetTemplateResponse, error) {
+	rsp, err := c.GetTemplate(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetTemplateResponse(rsp)
+}
+
+// UpdateTemplateWithBodyWithResponse Change a template
+//
+// Ändert die angegebenen Felder. Den Schlüssel einer Vorlage, die eine geplante oder laufende Sendung verwendet, ändern: `409` (`reason: in_use`) / changes the given fields; renaming the key of a template in use by a scheduled or sending mail: `409` (`reason: in_use`). Scope `write`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /templates/{id} (the `UpdateTemplate` operationId).
+func (c *ClientWithResponses) UpdateTemplateWithBodyWithResponse(ctx context.Context, id Id, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateTemplateResponse, error) {
+	rsp, err := c.UpdateTemplateWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateTemplateResponse(rsp)
+}
+
+// UpdateTemplateWithResponse Change a template
+//
+// Ändert die angegebenen Felder. Den Schlüssel einer Vorlage, die eine geplante oder laufende Sendung verwendet, ändern: `409` (`reason: in_use`) / changes the given fields; renaming the key of a template in use by a scheduled or sending mail: `409` (`reason: in_use`). Scope `write`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /templates/{id} (the `UpdateTemplate` operationId).
+func (c *ClientWithResponses) UpdateTemplateWithResponse(ctx context.Context, id Id, body UpdateTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateTemplateResponse, error) {
+	rsp, err := c.UpdateTemplate(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateTemplateResponse(rsp)
 }
 
 // ListUnsubscribesWithResponse List blocked addresses
@@ -49312,6 +55324,469 @@ func ParseSetAbTestWinnerResponse(rsp *http.Response) (*SetAbTestWinnerResponse,
 	return response, nil
 }
 
+// ParseGetAccountSettingsResponse parses an HTTP response from a GetAccountSettingsWithResponse call
+func ParseGetAccountSettingsResponse(rsp *http.Response) (*GetAccountSettingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetAccountSettingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data AccountSettings `json:"data"`
+
+			// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+			Meta Meta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetAccountSettingsResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetAccountSettingsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers GetAccountSettingsResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetAccountSettingsResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 422:
+		var headers GetAccountSettingsResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetAccountSettingsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetAccountSettingsResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePutAccountSettingsResponse parses an HTTP response from a PutAccountSettingsWithResponse call
+func ParsePutAccountSettingsResponse(rsp *http.Response) (*PutAccountSettingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutAccountSettingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data AccountSettings `json:"data"`
+
+			// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+			Meta Meta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers PutAccountSettingsResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers PutAccountSettingsResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers PutAccountSettingsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers PutAccountSettingsResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers PutAccountSettingsResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 422:
+		var headers PutAccountSettingsResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers PutAccountSettingsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers PutAccountSettingsResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetAiCreditResponse parses an HTTP response from a GetAiCreditWithResponse call
 func ParseGetAiCreditResponse(rsp *http.Response) (*GetAiCreditResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -50498,6 +56973,1297 @@ func ParseGetAnalyticsTimeseriesResponse(rsp *http.Response) (*GetAnalyticsTimes
 		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers GetAnalyticsTimeseriesResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListAttachmentsResponse parses an HTTP response from a ListAttachmentsWithResponse call
+func ParseListAttachmentsResponse(rsp *http.Response) (*ListAttachmentsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAttachmentsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data []Attachment `json:"data"`
+
+			// Meta `Meta` einer Listenantwort, immer mit `pagination` / `Meta` of a list response, always with `pagination`.
+			Meta ListMeta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListAttachmentsResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListAttachmentsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers ListAttachmentsResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListAttachmentsResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 422:
+		var headers ListAttachmentsResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListAttachmentsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListAttachmentsResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUploadAttachmentResponse parses an HTTP response from a UploadAttachmentWithResponse call
+func ParseUploadAttachmentResponse(rsp *http.Response) (*UploadAttachmentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UploadAttachmentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data Attachment `json:"data"`
+
+			// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+			Meta Meta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			Data Attachment `json:"data"`
+
+			// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+			Meta Meta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers UploadAttachmentResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 201:
+		var headers UploadAttachmentResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers UploadAttachmentResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers UploadAttachmentResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers UploadAttachmentResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers UploadAttachmentResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers UploadAttachmentResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers UploadAttachmentResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 422:
+		var headers UploadAttachmentResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers UploadAttachmentResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers UploadAttachmentResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteAttachmentResponse parses an HTTP response from a DeleteAttachmentWithResponse call
+func ParseDeleteAttachmentResponse(rsp *http.Response) (*DeleteAttachmentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteAttachmentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers DeleteAttachmentResponse204Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 401:
+		var headers DeleteAttachmentResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers DeleteAttachmentResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers DeleteAttachmentResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers DeleteAttachmentResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers DeleteAttachmentResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers DeleteAttachmentResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteAttachmentResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers DeleteAttachmentResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetAttachmentResponse parses an HTTP response from a GetAttachmentWithResponse call
+func ParseGetAttachmentResponse(rsp *http.Response) (*GetAttachmentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetAttachmentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data Attachment `json:"data"`
+
+			// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+			Meta Meta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetAttachmentResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetAttachmentResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers GetAttachmentResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetAttachmentResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetAttachmentResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 422:
+		var headers GetAttachmentResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetAttachmentResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetAttachmentResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDownloadAttachmentResponse parses an HTTP response from a DownloadAttachmentWithResponse call
+func ParseDownloadAttachmentResponse(rsp *http.Response) (*DownloadAttachmentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DownloadAttachmentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers DownloadAttachmentResponse200Headers
+		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentDisposition = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers DownloadAttachmentResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers DownloadAttachmentResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers DownloadAttachmentResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers DownloadAttachmentResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 422:
+		var headers DownloadAttachmentResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers DownloadAttachmentResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers DownloadAttachmentResponse500Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -66747,6 +74513,1780 @@ func ParseListTagsResponse(rsp *http.Response) (*ListTagsResponse, error) {
 		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers ListTagsResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListTemplateLibraryResponse parses an HTTP response from a ListTemplateLibraryWithResponse call
+func ParseListTemplateLibraryResponse(rsp *http.Response) (*ListTemplateLibraryResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListTemplateLibraryResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data []LibraryTemplate `json:"data"`
+
+			// Meta `Meta` einer Listenantwort, immer mit `pagination` / `Meta` of a list response, always with `pagination`.
+			Meta ListMeta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListTemplateLibraryResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListTemplateLibraryResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers ListTemplateLibraryResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListTemplateLibraryResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 422:
+		var headers ListTemplateLibraryResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListTemplateLibraryResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListTemplateLibraryResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCopyLibraryTemplateResponse parses an HTTP response from a CopyLibraryTemplateWithResponse call
+func ParseCopyLibraryTemplateResponse(rsp *http.Response) (*CopyLibraryTemplateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CopyLibraryTemplateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			Data Template `json:"data"`
+
+			// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+			Meta Meta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CopyLibraryTemplateResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 401:
+		var headers CopyLibraryTemplateResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers CopyLibraryTemplateResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers CopyLibraryTemplateResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers CopyLibraryTemplateResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 422:
+		var headers CopyLibraryTemplateResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers CopyLibraryTemplateResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers CopyLibraryTemplateResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListTemplatesResponse parses an HTTP response from a ListTemplatesWithResponse call
+func ParseListTemplatesResponse(rsp *http.Response) (*ListTemplatesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListTemplatesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data []Template `json:"data"`
+
+			// Meta `Meta` einer Listenantwort, immer mit `pagination` / `Meta` of a list response, always with `pagination`.
+			Meta ListMeta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListTemplatesResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListTemplatesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers ListTemplatesResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListTemplatesResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 422:
+		var headers ListTemplatesResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListTemplatesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListTemplatesResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateTemplateResponse parses an HTTP response from a CreateTemplateWithResponse call
+func ParseCreateTemplateResponse(rsp *http.Response) (*CreateTemplateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateTemplateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			Data Template `json:"data"`
+
+			// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+			Meta Meta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CreateTemplateResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers CreateTemplateResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateTemplateResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers CreateTemplateResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers CreateTemplateResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateTemplateResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers CreateTemplateResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 422:
+		var headers CreateTemplateResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateTemplateResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers CreateTemplateResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteTemplateResponse parses an HTTP response from a DeleteTemplateWithResponse call
+func ParseDeleteTemplateResponse(rsp *http.Response) (*DeleteTemplateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteTemplateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers DeleteTemplateResponse204Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 401:
+		var headers DeleteTemplateResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers DeleteTemplateResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers DeleteTemplateResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers DeleteTemplateResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers DeleteTemplateResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers DeleteTemplateResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteTemplateResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers DeleteTemplateResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetTemplateResponse parses an HTTP response from a GetTemplateWithResponse call
+func ParseGetTemplateResponse(rsp *http.Response) (*GetTemplateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetTemplateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data Template `json:"data"`
+
+			// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+			Meta Meta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetTemplateResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetTemplateResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers GetTemplateResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetTemplateResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetTemplateResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 422:
+		var headers GetTemplateResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetTemplateResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetTemplateResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateTemplateResponse parses an HTTP response from a UpdateTemplateWithResponse call
+func ParseUpdateTemplateResponse(rsp *http.Response) (*UpdateTemplateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateTemplateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data Template `json:"data"`
+
+			// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+			Meta Meta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers UpdateTemplateResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers UpdateTemplateResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers UpdateTemplateResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers UpdateTemplateResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers UpdateTemplateResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers UpdateTemplateResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers UpdateTemplateResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers UpdateTemplateResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 422:
+		var headers UpdateTemplateResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateTemplateResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers UpdateTemplateResponse500Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {

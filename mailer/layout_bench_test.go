@@ -1,0 +1,59 @@
+package mailer
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/rundbrief/rundbrief/store"
+)
+
+// BenchmarkRender20KBLayout is BenchmarkRender20KB with the content in the
+// library's letter layout, the imprint appended: what a layout adds per
+// recipient (it is applied once per send, at compile time).
+func BenchmarkRender20KBLayout(b *testing.B) {
+	d, ok := store.LibraryDesign("brief")
+	if !ok {
+		b.Fatal("no layout design")
+	}
+	tmpl := Compile(applyLayout(d.HTML, newsletter20KB()), KindHTML, CompileOptions{AppendUnsubscribe: true, AppendImprint: true})
+	v := benchValues()
+	v.Sender = Identity{Company: "Beispiel GmbH", Imprint: "Beispiel GmbH\nMusterweg 2\n10115 Berlin"}
+	tmpl.BakeSender(v.Sender) // as compileCampaign does once per send
+	var buf bytes.Buffer
+	if err := tmpl.Render(&buf, v); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(buf.Len()))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		buf.Reset()
+		if err := tmpl.Render(&buf, v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRender20KBBareLayout is BenchmarkRender20KB inside a layout of its
+// own that adds only markup (a table around the slot): the cost of the layout
+// mechanism itself, which is applied at compile time and adds nothing per
+// recipient but the bytes of the layout.
+func BenchmarkRender20KBBareLayout(b *testing.B) {
+	const layout = `<!DOCTYPE html><html lang="de"><body><table role="presentation" width="100%"><tr>` +
+		`<td style="padding:24px;font-family:Georgia,serif;">{{inhalt}}</td></tr></table></body></html>`
+	tmpl := Compile(applyLayout(layout, newsletter20KB()), KindHTML, CompileOptions{AppendUnsubscribe: true})
+	v := benchValues()
+	var buf bytes.Buffer
+	if err := tmpl.Render(&buf, v); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(buf.Len()))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		buf.Reset()
+		if err := tmpl.Render(&buf, v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
