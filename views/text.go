@@ -1306,6 +1306,7 @@ func German() Text {
 				"api":         "API",
 				"form":        "Anmeldeformular",
 				"integration": "Integration",
+				"booking":     "Terminbuchung",
 			},
 			EmptyTitle:     "Noch keine Kontakte",
 			EmptyBody:      "Legen Sie einen Kontakt an oder importieren Sie Ihre bestehenden Kontakte aus einer CSV-Datei.",
