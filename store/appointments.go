@@ -467,6 +467,9 @@ type AppointmentInput struct {
 	Source string
 	// ListID is the list the booker joins (the settings' list_id); 0: none.
 	ListID int64
+	// Now is when the booking is made (created_at, which the reminders
+	// compare with the start); zero: the database's clock.
+	Now time.Time
 }
 
 // Normalize checks and normalises the booker's fields.
@@ -511,8 +514,9 @@ type MailsFunc func(a Appointment) ([]QueuedMail, error)
 const appointmentColumns = `id, account_id, start_at, end_at, name, email, phone, note, status, source, contact_id, uid,
 sequence, reminder_sent_at, cancelled_at, created_at, updated_at`
 
-const insertAppointment = `INSERT INTO appointments (account_id, start_at, end_at, name, email, phone, note, source, uid, cancel_token_hash)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ` + appointmentColumns
+const insertAppointment = `INSERT INTO appointments (account_id, start_at, end_at, name, email, phone, note, source, uid, cancel_token_hash,
+created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, coalesce($11, now()), coalesce($11, now())) RETURNING ` + appointmentColumns
 
 const selectBookerContact = `SELECT id, first_name, last_name, phone FROM contacts WHERE account_id = $1 AND email = $2`
 
@@ -568,7 +572,7 @@ func (db *DB) CreateAppointment(ctx context.Context, accountID int64, actor Acto
 		var a Appointment
 		// The insert first: a taken slot ends the transaction before any contact work.
 		if err := tx.GetContext(ctx, &a, insertAppointment, accountID, in.Start, in.End, in.Name, in.Email, in.Phone,
-			in.Note, in.Source, uid, hashToken(token)); err != nil {
+			in.Note, in.Source, uid, hashToken(token), nullTime(in.Now)); err != nil {
 			if isExclusionViolation(err) {
 				return ErrSlotTaken
 			}

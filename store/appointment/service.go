@@ -148,7 +148,7 @@ func (s *Service) Book(ctx context.Context, accountID int64, actor store.Actor, 
 
 func (s *Service) book(ctx context.Context, set store.AppointmentSettings, actor store.Actor, source string, b Booking) (store.Appointment, error) {
 	in := store.AppointmentInput{Start: b.Start, End: b.Start.Add(set.Duration()), Name: b.Name, Email: b.Email, Phone: b.Phone,
-		Note: b.Note, Source: source}
+		Note: b.Note, Source: source, Now: s.now()}
 	if set.ListID != nil {
 		in.ListID = *set.ListID
 	}
