@@ -66,14 +66,20 @@ func TestComputeSlots(t *testing.T) {
 	}{
 		{
 			name: "09:00 stays 09:00 across the spring change",
-			set:  with(func(s *store.AppointmentSettings) { s.WeeklyHours["fri"] = [][2]string{{"09:00", "10:00"}}; s.WeeklyHours["mon"] = s.WeeklyHours["fri"] }),
+			set: with(func(s *store.AppointmentSettings) {
+				s.WeeklyHours["fri"] = [][2]string{{"09:00", "10:00"}}
+				s.WeeklyHours["mon"] = s.WeeklyHours["fri"]
+			}),
 			from: "2026-03-27", to: "2026-03-30",
 			want: []string{"2026-03-27T09:00+01:00/09:30+01:00", "2026-03-27T09:30+01:00/10:00+01:00",
 				"2026-03-30T09:00+02:00/09:30+02:00", "2026-03-30T09:30+02:00/10:00+02:00"},
 		},
 		{
 			name: "09:00 stays 09:00 across the autumn change",
-			set:  with(func(s *store.AppointmentSettings) { s.WeeklyHours["sat"] = [][2]string{{"09:00", "09:30"}}; s.WeeklyHours["sun"] = s.WeeklyHours["sat"] }),
+			set: with(func(s *store.AppointmentSettings) {
+				s.WeeklyHours["sat"] = [][2]string{{"09:00", "09:30"}}
+				s.WeeklyHours["sun"] = s.WeeklyHours["sat"]
+			}),
 			from: "2026-10-24", to: "2026-10-25",
 			want: []string{"2026-10-24T09:00+02:00/09:30+02:00", "2026-10-25T09:00+01:00/09:30+01:00"},
 		},
