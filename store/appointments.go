@@ -366,11 +366,12 @@ type BookingPage struct {
 const selectBookingPage = `SELECT s.account_id, s.enabled, s.title, s.description, s.duration_minutes, s.buffer_minutes,
 s.min_notice_hours, s.max_days_ahead, s.reminder_hours, s.weekly_hours, s.blocked_dates, s.list_id, s.min_fill_seconds,
 s.privacy_text, s.token, s.created_at, s.updated_at, a.name AS account_name
-FROM appointment_settings s JOIN accounts a ON a.id = s.account_id
-WHERE s.token = $1 AND a.blocked_at IS NULL`
+FROM appointment_settings s JOIN accounts a ON a.id = s.account_id JOIN plans p ON p.name = a.plan
+WHERE s.token = $1 AND a.blocked_at IS NULL AND 'appointments' = ANY (p.features)`
 
 // BookingPageByToken returns the booking page of token (the one lookup across
-// accounts); ErrNotFound for an unknown token.
+// accounts); ErrNotFound for an unknown token, a blocked account or a plan
+// without the feature appointments.
 func (db *DB) BookingPageByToken(ctx context.Context, token string) (BookingPage, error) {
 	var p BookingPage
 	if token == "" || len(token) > 64 || !ValidText(token) {

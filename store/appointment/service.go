@@ -389,3 +389,23 @@ var Sources = []string{store.AppointmentSourceAPI, store.AppointmentSourcePortal
 
 // ValidSource reports whether src is an appointment source.
 func ValidSource(src string) bool { return slices.Contains(Sources, src) }
+
+// PageSlots returns the free slots of a booking page: from today to its
+// horizon (max_days_ahead), at most MaxSlotDays days.
+func (s *Service) PageSlots(ctx context.Context, set store.AppointmentSettings) ([]Slot, error) {
+	from := DateOf(s.now())
+	return s.slotsOf(ctx, set, from, from.AddDays(min(set.MaxDaysAhead, MaxSlotDays-1)), 0)
+}
+
+// BookingPage returns the enabled booking page of token (ErrNotFound for an
+// unknown token or a disabled book).
+func (s *Service) BookingPage(ctx context.Context, token string) (store.BookingPage, error) {
+	p, err := s.db.BookingPageByToken(ctx, token)
+	if err != nil {
+		return p, err
+	}
+	if !p.Enabled {
+		return p, store.ErrNotFound
+	}
+	return p, nil
+}
