@@ -2142,6 +2142,9 @@ type AppointmentsText struct {
 	Reason          string
 	Save            string
 	Saved           string
+	PlanTitle       string
+	PlanBody        string
+	NavLabel        string
 }
 
 func germanAppointments() AppointmentsText {
@@ -2216,5 +2219,8 @@ func germanAppointments() AppointmentsText {
 		Reason:        "Anlass",
 		Save:          "Speichern",
 		Saved:         "Die Einstellungen sind gespeichert.",
+		PlanTitle:     "Terminbuchung ist nicht im Tarif enthalten",
+		PlanBody:      "Mit der Terminbuchung buchen Kundinnen und Kunden selbst Termine über Ihren Buchungslink. Sie ist im Tarif Business enthalten.",
+		NavLabel:      "Termine",
 	}
 }
