@@ -54,7 +54,7 @@ type env struct {
 	now  *time.Time
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	ctx := context.Background()
 	url := dbtest.URL(t)
@@ -70,7 +70,7 @@ func newEnv(t *testing.T) *env {
 	return e
 }
 
-func (e *env) settings(t *testing.T, p store.AppointmentSettingsPatch) store.AppointmentSettings {
+func (e *env) settings(t testing.TB, p store.AppointmentSettingsPatch) store.AppointmentSettings {
 	t.Helper()
 	s, err := e.svc.SaveSettings(context.Background(), e.acct, store.Actor{Type: store.ActorSystem}, p)
 	if err != nil {
