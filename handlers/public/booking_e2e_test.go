@@ -38,6 +38,13 @@ func TestBookingPageInBrowser(t *testing.T) {
 	); err != nil {
 		t.Fatalf("pick a day: %v", err)
 	}
+	// Mobile first: nothing wider than the phone's 390 px.
+	wide, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth`))
+	if err != nil || wide {
+		t.Errorf("the page scrolls sideways at 390 px (%v)", err)
+		who, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll("*")].filter(e => e.getBoundingClientRect().right > window.innerWidth).map(e => e.tagName + "." + e.className + ":" + Math.round(e.getBoundingClientRect().right)).slice(0, 12).join(" ")`))
+		t.Logf("wider than the window: %s", who)
+	}
 	kept, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__kept === true`))
 	if err != nil || !kept {
 		t.Errorf("picking a day reloaded the page (%v)", err)
