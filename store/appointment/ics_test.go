@@ -16,7 +16,7 @@ import (
 // escaped and long lines folded at 75 octets without splitting a character.
 func TestInvitationTimesAndText(t *testing.T) {
 	first := time.Date(2026, 10, 25, 0, 30, 0, 0, time.UTC) // 02:30 CEST
-	second := first.Add(time.Hour)                           // 02:30 CET
+	second := first.Add(time.Hour)                          // 02:30 CET
 	inv := appointment.Invitation{
 		Method: appointment.MethodRequest, UID: "abc@rundbrief", Stamp: first, Start: first, End: second,
 		Summary:     "Beratung; Ü, \"Zitat\"",
