@@ -4599,6 +4599,21 @@ func (e GetAppointmentSettings403JSONResponseBodyErrorCode) Valid() bool {
 	}
 }
 
+// Defines values for GetAppointmentSettings422JSONResponseBodyErrorCode.
+const (
+	GetAppointmentSettings422JSONResponseBodyErrorCodeValidationError GetAppointmentSettings422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the GetAppointmentSettings422JSONResponseBodyErrorCode enum.
+func (e GetAppointmentSettings422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetAppointmentSettings422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GetAppointmentSettings429JSONResponseBodyErrorCode.
 const (
 	GetAppointmentSettings429JSONResponseBodyErrorCodeRateLimited GetAppointmentSettings429JSONResponseBodyErrorCode = "rate_limited"
@@ -4923,6 +4938,21 @@ func (e DeleteAppointment404JSONResponseBodyErrorCode) Valid() bool {
 	}
 }
 
+// Defines values for DeleteAppointment422JSONResponseBodyErrorCode.
+const (
+	DeleteAppointment422JSONResponseBodyErrorCodeValidationError DeleteAppointment422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the DeleteAppointment422JSONResponseBodyErrorCode enum.
+func (e DeleteAppointment422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteAppointment422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DeleteAppointment429JSONResponseBodyErrorCode.
 const (
 	DeleteAppointment429JSONResponseBodyErrorCodeRateLimited DeleteAppointment429JSONResponseBodyErrorCode = "rate_limited"
@@ -5025,6 +5055,21 @@ const (
 func (e GetAppointment404JSONResponseBodyErrorCode) Valid() bool {
 	switch e {
 	case GetAppointment404JSONResponseBodyErrorCodeNotFound:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetAppointment422JSONResponseBodyErrorCode.
+const (
+	GetAppointment422JSONResponseBodyErrorCodeValidationError GetAppointment422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the GetAppointment422JSONResponseBodyErrorCode enum.
+func (e GetAppointment422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetAppointment422JSONResponseBodyErrorCodeValidationError:
 		return true
 	default:
 		return false
@@ -17886,6 +17931,9 @@ type GetAppointmentSettings402JSONResponseBodyErrorCode string
 // GetAppointmentSettings403JSONResponseBodyErrorCode defines parameters for GetAppointmentSettings.
 type GetAppointmentSettings403JSONResponseBodyErrorCode string
 
+// GetAppointmentSettings422JSONResponseBodyErrorCode defines parameters for GetAppointmentSettings.
+type GetAppointmentSettings422JSONResponseBodyErrorCode string
+
 // GetAppointmentSettings429JSONResponseBodyErrorCode defines parameters for GetAppointmentSettings.
 type GetAppointmentSettings429JSONResponseBodyErrorCode string
 
@@ -17958,6 +18006,9 @@ type DeleteAppointment403JSONResponseBodyErrorCode string
 // DeleteAppointment404JSONResponseBodyErrorCode defines parameters for DeleteAppointment.
 type DeleteAppointment404JSONResponseBodyErrorCode string
 
+// DeleteAppointment422JSONResponseBodyErrorCode defines parameters for DeleteAppointment.
+type DeleteAppointment422JSONResponseBodyErrorCode string
+
 // DeleteAppointment429JSONResponseBodyErrorCode defines parameters for DeleteAppointment.
 type DeleteAppointment429JSONResponseBodyErrorCode string
 
@@ -17978,6 +18029,9 @@ type GetAppointment403JSONResponseBodyErrorCode string
 
 // GetAppointment404JSONResponseBodyErrorCode defines parameters for GetAppointment.
 type GetAppointment404JSONResponseBodyErrorCode string
+
+// GetAppointment422JSONResponseBodyErrorCode defines parameters for GetAppointment.
+type GetAppointment422JSONResponseBodyErrorCode string
 
 // GetAppointment429JSONResponseBodyErrorCode defines parameters for GetAppointment.
 type GetAppointment429JSONResponseBodyErrorCode string
@@ -34051,6 +34105,11 @@ type GetAppointmentSettingsResponse403Headers struct {
 	XRequestId          string
 }
 
+// GetAppointmentSettingsResponse422Headers the declared response headers of an HTTP 422 response for GetAppointmentSettings
+type GetAppointmentSettingsResponse422Headers struct {
+	XRequestId string
+}
+
 // GetAppointmentSettingsResponse429Headers the declared response headers of an HTTP 429 response for GetAppointmentSettings
 type GetAppointmentSettingsResponse429Headers struct {
 	RetryAfter          int
@@ -34081,6 +34140,8 @@ type GetAppointmentSettingsResponse struct {
 	JSON402 *PlanRequired
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -34093,6 +34154,8 @@ type GetAppointmentSettingsResponse struct {
 	Headers402 *GetAppointmentSettingsResponse402Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *GetAppointmentSettingsResponse403Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *GetAppointmentSettingsResponse422Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetAppointmentSettingsResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -34122,6 +34185,11 @@ func (r GetAppointmentSettingsResponse) GetJSON402() *PlanRequired {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r GetAppointmentSettingsResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r GetAppointmentSettingsResponse) GetJSON422() *ValidationError {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -34543,6 +34611,11 @@ type DeleteAppointmentResponse404Headers struct {
 	XRequestId string
 }
 
+// DeleteAppointmentResponse422Headers the declared response headers of an HTTP 422 response for DeleteAppointment
+type DeleteAppointmentResponse422Headers struct {
+	XRequestId string
+}
+
 // DeleteAppointmentResponse429Headers the declared response headers of an HTTP 429 response for DeleteAppointment
 type DeleteAppointmentResponse429Headers struct {
 	RetryAfter          int
@@ -34573,6 +34646,8 @@ type DeleteAppointmentResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -34589,6 +34664,8 @@ type DeleteAppointmentResponse struct {
 	Headers403 *DeleteAppointmentResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *DeleteAppointmentResponse404Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *DeleteAppointmentResponse422Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DeleteAppointmentResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -34615,6 +34692,11 @@ func (r DeleteAppointmentResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r DeleteAppointmentResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r DeleteAppointmentResponse) GetJSON422() *ValidationError {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -34693,6 +34775,11 @@ type GetAppointmentResponse404Headers struct {
 	XRequestId string
 }
 
+// GetAppointmentResponse422Headers the declared response headers of an HTTP 422 response for GetAppointment
+type GetAppointmentResponse422Headers struct {
+	XRequestId string
+}
+
 // GetAppointmentResponse429Headers the declared response headers of an HTTP 429 response for GetAppointment
 type GetAppointmentResponse429Headers struct {
 	RetryAfter          int
@@ -34725,6 +34812,8 @@ type GetAppointmentResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -34739,6 +34828,8 @@ type GetAppointmentResponse struct {
 	Headers403 *GetAppointmentResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *GetAppointmentResponse404Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *GetAppointmentResponse422Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetAppointmentResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -34773,6 +34864,11 @@ func (r GetAppointmentResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r GetAppointmentResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r GetAppointmentResponse) GetJSON422() *ValidationError {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -54829,6 +54925,13 @@ func ParseGetAppointmentSettingsResponse(rsp *http.Response) (*GetAppointmentSet
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -54935,6 +55038,16 @@ func ParseGetAppointmentSettingsResponse(rsp *http.Response) (*GetAppointmentSet
 			headers.XRequestId = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 422:
+		var headers GetAppointmentSettingsResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetAppointmentSettingsResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -55530,6 +55643,13 @@ func ParseDeleteAppointmentResponse(rsp *http.Response) (*DeleteAppointmentRespo
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -55653,6 +55773,16 @@ func ParseDeleteAppointmentResponse(rsp *http.Response) (*DeleteAppointmentRespo
 			headers.XRequestId = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 422:
+		var headers DeleteAppointmentResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
 	case rsp.StatusCode == 429:
 		var headers DeleteAppointmentResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -55770,6 +55900,13 @@ func ParseGetAppointmentResponse(rsp *http.Response) (*GetAppointmentResponse, e
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -55886,6 +56023,16 @@ func ParseGetAppointmentResponse(rsp *http.Response) (*GetAppointmentResponse, e
 			headers.XRequestId = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 422:
+		var headers GetAppointmentResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetAppointmentResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
