@@ -51,7 +51,8 @@ func (a Address) String() string {
 	return (&mail.Address{Name: cleanHeader(a.Name), Address: a.Email}).String()
 }
 
-// Message is one email to one recipient.
+// Message is one email to one recipient; an iCalendar invitation travels in
+// Calendar, other files as attachments.
 type Message struct {
 	From Address
 	To   Address
@@ -78,6 +79,11 @@ type Message struct {
 	MessageID string
 	// Date of the message; zero: the time of first Send or WriteTo.
 	Date time.Time
+	// Calendar is an optional iCalendar object (RFC 5545) carried as an
+	// invitation (iMIP, RFC 6047): a text/calendar part with the object's
+	// METHOD beside the text and HTML, and the same object as the attachment
+	// invite.ics, so that calendar programs offer to add or remove it.
+	Calendar string
 
 	// htmlBody and textBody, when set, are the bodies as the send pipeline
 	// rendered them into its reused buffers, used instead of HTML and Text.

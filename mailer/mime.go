@@ -2,6 +2,7 @@ package mailer
 
 import (
 	"crypto/rand"
+	"encoding/base64"
 	"maps"
 	"slices"
 	"strconv"
@@ -99,6 +100,9 @@ func (w *mimeWriter) appendMessage(dst []byte, m *Message) ([]byte, error) {
 		for _, name := range slices.Sorted(maps.Keys(m.Headers)) {
 			dst = w.appendText(dst, name, cleanHeader(m.Headers[name]))
 		}
+	}
+	if m.Calendar != "" {
+		return w.appendWithCalendar(dst, m), nil
 	}
 	if m.attachments.Len() > 0 {
 		dst = append(dst, "Content-Type: multipart/mixed;\r\n boundary=\""...)
@@ -345,4 +349,68 @@ func appendQP[S string | []byte](dst []byte, s S) []byte {
 		col, i = col+3, i+1
 	}
 	return dst
+}
+
+// appendWithCalendar appends the body of a message with an invitation:
+//
+//	multipart/mixed
+//	  multipart/alternative: text, HTML (when given), text/calendar; method=…
+//	  application/ics attachment invite.ics (the same object)
+//
+// as calendar programs send invitations themselves.
+func (w *mimeWriter) appendWithCalendar(dst []byte, m *Message) []byte {
+	w.seq++
+	mixed := w.boundary + strconv.FormatUint(w.seq, 36) + "m"
+	alt := w.boundary + strconv.FormatUint(w.seq, 36) + "a"
+	method := calendarMethod(m.Calendar)
+	dst = append(dst, "Content-Type: multipart/mixed;\r\n boundary=\""+mixed+"\"\r\n\r\n--"+mixed+"\r\n"...)
+	dst = append(dst, "Content-Type: multipart/alternative;\r\n boundary=\""+alt+"\"\r\n\r\n--"+alt+"\r\n"+mimeTextPart...)
+	dst = m.appendText(dst)
+	if len(m.htmlBody) > 0 || m.HTML != "" {
+		dst = append(dst, "\r\n--"+alt+"\r\n"+mimeHTMLPart...)
+		if len(m.htmlBody) > 0 {
+			dst = appendQP(dst, m.htmlBody)
+		} else {
+			dst = appendQP(dst, m.HTML)
+		}
+	}
+	dst = append(dst, "\r\n--"+alt+"\r\nContent-Type: text/calendar; charset=UTF-8; method="+method+
+		"\r\nContent-Transfer-Encoding: base64\r\n\r\n"...)
+	dst = appendBase64Lines(dst, m.Calendar)
+	dst = append(dst, "--"+alt+"--\r\n\r\n--"+mixed+"\r\n"+
+		"Content-Type: application/ics; name=\"invite.ics\"\r\nContent-Disposition: attachment; filename=\"invite.ics\"\r\n"+
+		"Content-Transfer-Encoding: base64\r\n\r\n"...)
+	dst = appendBase64Lines(dst, m.Calendar)
+	return append(dst, "--"+mixed+"--\r\n"...)
+}
+
+// calendarMethod is the METHOD of an iCalendar object (REQUEST when it names
+// none or an unusual one), for the text/calendar part's method parameter.
+func calendarMethod(cal string) string {
+	for line := range strings.Lines(cal) {
+		if v, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), "METHOD:"); ok {
+			for _, c := range v {
+				if c < 'A' || c > 'Z' {
+					return "REQUEST"
+				}
+			}
+			if v != "" {
+				return v
+			}
+		}
+	}
+	return "REQUEST"
+}
+
+// appendBase64Lines appends s in base64, in lines of 76 characters, each
+// ended by CRLF.
+func appendBase64Lines(dst []byte, s string) []byte {
+	enc := base64.StdEncoding.AppendEncode(nil, []byte(s))
+	for len(enc) > 76 {
+		dst = append(dst, enc[:76]...)
+		dst = append(dst, "\r\n"...)
+		enc = enc[76:]
+	}
+	dst = append(dst, enc...)
+	return append(dst, "\r\n"...)
 }

@@ -15,6 +15,9 @@ import (
 // when none is configured. *Transports implements it.
 type SystemSenders interface {
 	OpenSystem(accountID int64) (Sender, Route, error)
+	// Open is the account's own route (its default server, else the relay,
+	// else the outbox), for system mail marked AccountRoute.
+	Open(ctx context.Context, accountID, serverID int64) (Sender, Route, error)
 }
 
 // SystemMailOptions configure a SystemMailWorker.
@@ -91,14 +94,23 @@ func (w *SystemMailWorker) SendDue(ctx context.Context) (int, error) {
 
 // send renders m and hands it to the account's system mail route.
 func (w *SystemMailWorker) send(ctx context.Context, m store.SystemMail) error {
-	sender, route, err := w.senders.OpenSystem(m.AccountID)
+	var (
+		sender Sender
+		route  Route
+		err    error
+	)
+	if m.AccountRoute {
+		sender, route, err = w.senders.Open(ctx, m.AccountID, 0)
+	} else {
+		sender, route, err = w.senders.OpenSystem(m.AccountID)
+	}
 	if err != nil {
 		return err
 	}
 	defer sender.Close()
 	text, html := m.Bodies(w.opts.BaseURL)
 	msg := &Message{
-		From: route.From, To: Address{Email: m.ToEmail}, Subject: m.Subject, Text: text, HTML: html,
+		From: route.From, To: Address{Email: m.ToEmail}, Subject: m.Subject, Text: text, HTML: html, Calendar: m.Calendar,
 		// RFC 3834: no auto-replies to mail the service sends by itself.
 		Headers: map[string]string{"Auto-Submitted": "auto-generated"},
 	}

@@ -32,6 +32,7 @@ const (
 	SourceAPI         = "api"
 	SourceForm        = "form"
 	SourceIntegration = "integration"
+	SourceBooking     = "booking" // a booker of the appointment book
 )
 
 // Limits of a contact's fields.
@@ -393,7 +394,7 @@ func validStatus(s string) bool {
 
 func validSource(s string) bool {
 	switch s {
-	case SourceApp, SourceImport, SourceAPI, SourceForm, SourceIntegration:
+	case SourceApp, SourceImport, SourceAPI, SourceForm, SourceIntegration, SourceBooking:
 		return true
 	}
 	return false

@@ -36,19 +36,26 @@ var ErrConfirmationExpired = errors.New("store: confirmation link expired")
 // SystemMail is a mail the service sends on an account's behalf (double opt-in
 // confirmation). SentAt is nil until the mailer sent it.
 type SystemMail struct {
-	ID        int64      `db:"id"`
-	AccountID int64      `db:"account_id"`
-	ContactID *int64     `db:"contact_id"`
-	Kind      string     `db:"kind"`
-	ToEmail   string     `db:"to_email"`
-	Subject   string     `db:"subject"`
-	BodyText  string     `db:"body_text"`
-	BodyHTML  string     `db:"body_html"`
-	LinkPath  string     `db:"link_path"`
-	Attempts  int        `db:"attempts"`
-	LastError string     `db:"last_error"`
-	CreatedAt time.Time  `db:"created_at"`
-	SentAt    *time.Time `db:"sent_at"`
+	ID        int64  `db:"id"`
+	AccountID int64  `db:"account_id"`
+	ContactID *int64 `db:"contact_id"`
+	Kind      string `db:"kind"`
+	ToEmail   string `db:"to_email"`
+	Subject   string `db:"subject"`
+	BodyText  string `db:"body_text"`
+	BodyHTML  string `db:"body_html"`
+	LinkPath  string `db:"link_path"`
+	// Calendar is an iCalendar object (RFC 5545) sent as the mail's
+	// text/calendar part (appointment invitations); empty: none.
+	Calendar string `db:"calendar"`
+	// AccountRoute sends the mail through the account's own default SMTP
+	// server (else the relay, else the outbox), as its own mail would go
+	// (appointment confirmations to bookers); false: the system route.
+	AccountRoute bool       `db:"account_route"`
+	Attempts     int        `db:"attempts"`
+	LastError    string     `db:"last_error"`
+	CreatedAt    time.Time  `db:"created_at"`
+	SentAt       *time.Time `db:"sent_at"`
 }
 
 // Bodies returns the text and HTML body with the confirmation URL filled in
@@ -273,7 +280,7 @@ func (db *DB) ConfirmContact(ctx context.Context, token string) (Confirmation, e
 	return out, nil
 }
 
-const systemMailColumns = `id, account_id, contact_id, kind, to_email, subject, body_text, body_html, link_path, attempts, last_error, created_at, sent_at`
+const systemMailColumns = `id, account_id, contact_id, kind, to_email, subject, body_text, body_html, link_path, calendar, account_route, attempts, last_error, created_at, sent_at`
 
 const selectSystemMails = `SELECT ` + systemMailColumns + ` FROM system_mails WHERE account_id = $1 ORDER BY id DESC LIMIT $2 OFFSET $3`
 

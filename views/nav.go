@@ -27,6 +27,8 @@ const (
 	NavTemplates   = "templates"
 	NavAttachments = "attachments"
 	NavSender      = "sender"
+	// NavAppointments is the appointment book (issue 22).
+	NavAppointments = "appointments"
 )
 
 // NavItem is one entry of the sidebar.
@@ -59,6 +61,7 @@ func Navigation(t Text) []NavItem {
 		{ID: NavABTests, Href: "/ab-tests", Label: t.Nav.ABTests, Icon: "split"},
 		{ID: NavTemplates, Href: "/templates", Label: t.Templates.NavTemplates, Icon: "form"},
 		{ID: NavAttachments, Href: "/attachments", Label: t.Templates.NavAttachments, Icon: "lists"},
+		{ID: NavAppointments, Href: "/appointments", Label: t.Appointments.NavLabel, Icon: "activity"},
 		{ID: NavAPIKeys, Href: "/api-keys", Label: t.Nav.APIKeys, Section: t.Nav.SectionDev, Roles: admins, Icon: "key"},
 		{ID: NavWebhooks, Href: "/webhooks", Label: t.Nav.Webhooks, Section: t.Nav.SectionDev, Roles: admins, Icon: "webhook"},
 		{ID: NavDevOutbox, Href: "/dev/outbox", Label: t.Nav.DevOutbox, Section: t.Nav.SectionDev, Icon: "mail", DevOutbox: true},

@@ -78,6 +78,9 @@ type Text struct {
 	// Templates holds the templates and library pages, the attachments
 	// manager and the sender settings (imprint) with their notices.
 	Templates TemplatesText
+	// Appointments holds the appointment book: the portal's calendar and
+	// settings and the public booking page.
+	Appointments AppointmentsText
 }
 
 // ChartsText holds what every chart says besides its data.
@@ -1142,6 +1145,7 @@ func German() Text {
 			RevealUsage:     "Senden Sie ihn im Header: Authorization: Bearer <Schlüssel>",
 			Docs:            "API-Referenz",
 		},
+		Appointments: germanAppointments(),
 		APIDocs: APIDocsText{
 			Title:       "Rundbrief-API – Referenz",
 			OpenAPILink: "OpenAPI-Beschreibung (JSON)",
@@ -1427,6 +1431,7 @@ func German() Text {
 				"api":         "API",
 				"form":        "Anmeldeformular",
 				"integration": "Integration",
+				"booking":     "Terminbuchung",
 			},
 			EmptyTitle:     "Noch keine Kontakte",
 			EmptyBody:      "Legen Sie einen Kontakt an oder importieren Sie Ihre bestehenden Kontakte aus einer CSV-Datei.",
@@ -2417,4 +2422,160 @@ type TemplatesText struct {
 	SenderTitle, SenderLead, Company, CompanyHint, PostalAddress, PostalAddressHint string
 	Imprint, ImprintHint, FromName, FromNameHint, ReplyTo, ReplyToHint              string
 	SenderSavedFlash, NoPostalTitle, NoPostal, NoPostalLink                         string
+}
+
+// AppointmentsText holds the appointment book's strings (issue 22).
+type AppointmentsText struct {
+	// The public booking page.
+	DurationLabel string // %d minutes
+	NoSlots       string
+	PickDay       string
+	PickTime      string // %s: the picked day
+	YourDetails   string
+	Name          string
+	Email         string
+	Phone         string
+	Note          string
+	Submit        string
+	BookedTitle   string
+	BookedBody    string // %s: the address
+	ErrTaken      string
+	ErrLimit      string
+	ErrStart      string
+	CancelTitle   string
+	CancelAsk     string
+	CancelButton  string
+	CancelDone    string
+	CancelAlready string
+
+	// The portal.
+	Title           string
+	Week            string
+	Month           string
+	Previous        string
+	Next            string
+	Today           string
+	Empty           string
+	BookingLink     string
+	BookingLinkHint string
+	BookingOff      string
+	Copy            string
+	Settings        string
+	NewBooking      string
+	NewBookingHint  string
+	FreeSlot        string
+	Book            string
+	Booked          string
+	CancelAction    string
+	CancelConfirm   string
+	Cancelled       string
+	StatusLabels    map[string]string
+	SourceLabels    map[string]string
+	WeekdayNames    map[string]string // mon … sun
+	SettingsTitle   string
+	Enabled         string
+	EnabledHint     string
+	FieldTitle      string
+	FieldDesc       string
+	Duration        string
+	Buffer          string
+	Notice          string
+	DaysAhead       string
+	Reminder        string
+	ReminderHint    string
+	List            string
+	NoList          string
+	MinFill         string
+	Privacy         string
+	PrivacyHint     string
+	WeeklyHours     string
+	WeeklyHint      string
+	Blocked         string
+	BlockedHint     string
+	From            string
+	To              string
+	Reason          string
+	Save            string
+	Saved           string
+	PlanTitle       string
+	PlanBody        string
+	NavLabel        string
+}
+
+func germanAppointments() AppointmentsText {
+	return AppointmentsText{
+		DurationLabel: "Dauer: %d Minuten",
+		NoSlots:       "Zurzeit sind keine Termine frei. Bitte schauen Sie später noch einmal vorbei.",
+		PickDay:       "Tag wählen",
+		PickTime:      "Uhrzeit am %s",
+		YourDetails:   "Ihre Angaben",
+		Name:          "Name",
+		Email:         "E-Mail-Adresse",
+		Phone:         "Telefon (optional)",
+		Note:          "Nachricht (optional)",
+		Submit:        "Termin verbindlich buchen",
+		BookedTitle:   "Ihr Termin ist gebucht",
+		BookedBody:    "Die Bestätigung mit einer Kalendereinladung ist unterwegs an %s. Darin finden Sie auch einen Link, falls Sie absagen müssen.",
+		ErrTaken:      "Dieser Termin wurde gerade vergeben. Bitte wählen Sie eine andere Uhrzeit.",
+		ErrLimit:      "Zu viele Buchungen in kurzer Zeit. Bitte versuchen Sie es in einer Minute erneut.",
+		ErrStart:      "Bitte wählen Sie eine Uhrzeit.",
+		CancelTitle:   "Termin absagen",
+		CancelAsk:     "Möchten Sie diesen Termin wirklich absagen?",
+		CancelButton:  "Termin absagen",
+		CancelDone:    "Ihr Termin ist abgesagt. Sie erhalten eine Bestätigung per E-Mail.",
+		CancelAlready: "Dieser Termin war bereits abgesagt.",
+
+		Title:           "Termine",
+		Week:            "Woche",
+		Month:           "Monat",
+		Previous:        "Zurück",
+		Next:            "Weiter",
+		Today:           "Heute",
+		Empty:           "Keine Termine in diesem Zeitraum.",
+		BookingLink:     "Ihr Buchungslink",
+		BookingLinkHint: "Teilen Sie diesen Link, damit Kundinnen und Kunden selbst einen Termin buchen.",
+		BookingOff:      "Die Online-Buchung ist ausgeschaltet. Schalten Sie sie in den Einstellungen ein, damit der Link Buchungen annimmt.",
+		Copy:            "Kopieren",
+		Settings:        "Einstellungen",
+		NewBooking:      "Termin eintragen",
+		NewBookingHint:  "Tragen Sie einen Termin für eine Person ein, die telefonisch oder persönlich gebucht hat. Sie erhält die Bestätigung per E-Mail.",
+		FreeSlot:        "Freier Termin",
+		Book:            "Eintragen",
+		Booked:          "Der Termin ist eingetragen.",
+		CancelAction:    "Absagen",
+		CancelConfirm:   "Diesen Termin absagen? Die Person erhält eine Absage per E-Mail.",
+		Cancelled:       "Der Termin ist abgesagt.",
+		StatusLabels:    map[string]string{"booked": "Gebucht", "cancelled": "Abgesagt"},
+		SourceLabels:    map[string]string{"api": "API", "portal": "Portal", "booking_page": "Buchungsseite"},
+		WeekdayNames: map[string]string{"mon": "Montag", "tue": "Dienstag", "wed": "Mittwoch", "thu": "Donnerstag",
+			"fri": "Freitag", "sat": "Samstag", "sun": "Sonntag"},
+		SettingsTitle: "Terminbuchung einrichten",
+		Enabled:       "Online-Buchung aktiv",
+		EnabledHint:   "Nur dann nimmt Ihre Buchungsseite Termine an.",
+		FieldTitle:    "Titel des Termins",
+		FieldDesc:     "Beschreibung",
+		Duration:      "Dauer in Minuten",
+		Buffer:        "Pause zwischen Terminen (Minuten)",
+		Notice:        "Mindestvorlauf (Stunden)",
+		DaysAhead:     "Buchbar bis (Tage im Voraus)",
+		Reminder:      "Erinnerung (Stunden vorher)",
+		ReminderHint:  "0 schaltet die Erinnerung aus.",
+		List:          "Buchende in diese Liste aufnehmen",
+		NoList:        "Keine Liste",
+		MinFill:       "Mindestzeit zum Ausfüllen (Sekunden, Schutz vor Bots)",
+		Privacy:       "Text der Einwilligung",
+		PrivacyHint:   "Leer lassen für den Standardtext.",
+		WeeklyHours:   "Buchbare Zeiten",
+		WeeklyHint:    "Je Wochentag Zeiträume wie 09:00-12:00, mehrere durch Komma getrennt, z. B. 09:00-12:00, 13:00-17:00. Leer: kein Termin an diesem Tag.",
+		Blocked:       "Gesperrte Tage",
+		BlockedHint:   "Urlaub, Feiertage: an diesen Tagen gibt es keine Termine.",
+		From:          "Von",
+		To:            "Bis",
+		Reason:        "Anlass",
+		Save:          "Speichern",
+		Saved:         "Die Einstellungen sind gespeichert.",
+		PlanTitle:     "Terminbuchung ist nicht im Tarif enthalten",
+		PlanBody:      "Mit der Terminbuchung buchen Kundinnen und Kunden selbst Termine über Ihren Buchungslink. Sie ist im Tarif Business enthalten.",
+		NavLabel:      "Termine",
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/abtest"
 	"github.com/rundbrief/rundbrief/store/ai"
+	"github.com/rundbrief/rundbrief/store/appointment"
 	"github.com/rundbrief/rundbrief/store/botguard"
 	"github.com/rundbrief/rundbrief/store/campaign"
 	"github.com/rundbrief/rundbrief/store/secret"
@@ -46,6 +47,8 @@ type API struct {
 	campaigns   *campaign.Service
 	abTests     *abtest.Service
 	smtpServers *smtpserver.Service
+
+	appointments *appointment.Service
 }
 
 // New returns the API over the shared services; mount Handler() at /v1.
@@ -57,7 +60,8 @@ func New(s *services.Set, cfg Config) *API {
 		cfg.RateLimit = 120
 	}
 	return &API{db: s.DB, limiter: store.NewRateLimiter(s.DB), apiLog: s.APILog, log: s.Log, cfg: cfg, ai: s.AI, box: s.Box, mail: s.Mail,
-		webhooks: s.Webhooks, guard: s.Guard, campaigns: s.Campaigns, abTests: s.ABTests, smtpServers: s.SMTPServers}
+		webhooks: s.Webhooks, guard: s.Guard, campaigns: s.Campaigns, abTests: s.ABTests, smtpServers: s.SMTPServers,
+		appointments: s.Appointments}
 }
 
 // Handler is the /v1 router. Every route of the API is listed here, top to bottom.
@@ -141,6 +145,17 @@ func (a *API) Handler() http.Handler {
 		r.Get("/webhooks/{id}/deliveries", a.need("read", "", a.listWebhookDeliveries))
 		r.Get("/webhook-deliveries/{id}", a.need("read", "", a.getWebhookDelivery))
 		r.Post("/webhook-deliveries/{id}/resend", a.need("write", "", a.resendWebhookDelivery))
+
+		// Appointments: settings, free slots and bookings (issue 22; plan
+		// feature appointments). The public booking page is /book/{token}.
+		r.Get("/appointments/settings", a.need("read", appointment.Feature, a.getAppointmentSettings))
+		r.Put("/appointments/settings", a.need("write", appointment.Feature, a.putAppointmentSettings))
+		r.Get("/appointments/slots", a.need("read", appointment.Feature, a.listAppointmentSlots))
+		r.Get("/appointments", a.need("read", appointment.Feature, a.listAppointments))
+		r.Post("/appointments", a.need("write", appointment.Feature, a.createAppointment))
+		r.Get("/appointments/{id}", a.need("read", appointment.Feature, a.getAppointment))
+		r.Patch("/appointments/{id}", a.need("write", appointment.Feature, a.patchAppointment))
+		r.Delete("/appointments/{id}", a.need("write", appointment.Feature, a.deleteAppointment))
 
 		// Newsletters and single emails: drafts, test mails, sending and
 		// scheduling, pause/resume, retries of failed recipients, stats and

@@ -24,6 +24,7 @@ import (
 	"github.com/rundbrief/rundbrief/mailer/smtptest"
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/abtest"
+	"github.com/rundbrief/rundbrief/store/appointment"
 	"github.com/rundbrief/rundbrief/store/botguard"
 	"github.com/rundbrief/rundbrief/store/campaign"
 	"github.com/rundbrief/rundbrief/store/dbtest"
@@ -106,7 +107,8 @@ func newServerWith(tb testing.TB, dbURL string, clk *clock, baseURL string, opts
 	sendWorker := mailer.NewWorker(db, mail, mailer.WorkerOptions{Links: links, PollInterval: 20 * time.Millisecond, Log: log})
 	campaigns := campaign.New(db, mail, sendWorker, campaign.Options{Links: links, Log: log})
 	wg.Go(func() { _ = sendWorker.Run(ctx) })
-	p, err := portal.New(&services.Set{DB: db, Imports: imports.New(db), Box: box, Log: log, Mail: mail, Webhooks: hooks, Campaigns: campaigns, ABTests: abtest.New(db, sendWorker, abtest.Options{Now: now}), SMTPServers: smtpserver.New(db, smtpserver.Config{Box: box, Mail: mail, AllowPrivate: !opts.SMTPDenyPrivate})}, portal.Config{BaseURL: baseURL, Now: now, UpgradeURL: opts.UpgradeURL})
+	p, err := portal.New(&services.Set{DB: db, Imports: imports.New(db), Box: box, Log: log, Mail: mail, Webhooks: hooks, Campaigns: campaigns, ABTests: abtest.New(db, sendWorker, abtest.Options{Now: now}), SMTPServers: smtpserver.New(db, smtpserver.Config{Box: box, Mail: mail, AllowPrivate: !opts.SMTPDenyPrivate}),
+		Appointments: appointment.New(db, appointment.Config{BaseURL: baseURL, Now: now})}, portal.Config{BaseURL: baseURL, Now: now, UpgradeURL: opts.UpgradeURL})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/abtest"
+	"github.com/rundbrief/rundbrief/store/appointment"
 	"github.com/rundbrief/rundbrief/store/campaign"
 	"github.com/rundbrief/rundbrief/store/imports"
 	"github.com/rundbrief/rundbrief/store/secret"
@@ -66,6 +67,8 @@ type Portal struct {
 	abTests     *abtest.Service
 	smtpServers *smtpserver.Service
 	imports     *imports.Service
+
+	appointments *appointment.Service // the appointment book (issue 22)
 }
 
 // New returns the portal over the shared services (s.Box is required);
@@ -79,7 +82,8 @@ func New(s *services.Set, cfg Config) (*Portal, error) {
 		return nil, errors.New("portal: services.Set.Box is required")
 	}
 	p := &Portal{db: s.DB, box: s.Box, log: s.Log, baseURL: strings.TrimRight(cfg.BaseURL, "/"), now: cfg.Now, upgradeURL: cfg.UpgradeURL,
-		mail: s.Mail, webhooks: s.Webhooks, campaigns: s.Campaigns, abTests: s.ABTests, smtpServers: s.SMTPServers, imports: s.Imports}
+		mail: s.Mail, webhooks: s.Webhooks, campaigns: s.Campaigns, abTests: s.ABTests, smtpServers: s.SMTPServers, imports: s.Imports,
+		appointments: s.Appointments}
 	secure := strings.HasPrefix(p.baseURL, "https://")
 
 	p.sessions = scs.New()
@@ -245,6 +249,14 @@ func (p *Portal) Routes(r chi.Router) {
 			r.Post("/ab-tests/{id}/winner", p.needAB(p.setABWinner))
 			r.Post("/ab-tests/{id}/stop", p.needAB(p.stopABTest))
 			r.Post("/ab-tests/{id}/delete", p.needAB(p.deleteABTest))
+
+			// The appointment book: calendar, manual booking, cancelling and the
+			// settings with weekly hours and blocked dates (issue 22).
+			r.Get("/appointments", p.needAppointments(p.appointmentsPage))
+			r.Post("/appointments", p.needAppointments(p.bookAppointment))
+			r.Post("/appointments/{id}/cancel", p.needAppointments(p.cancelAppointment))
+			r.Get("/appointments/settings", p.needAppointments(p.appointmentSettings))
+			r.Post("/appointments/settings", p.needAppointments(p.saveAppointmentSettings))
 
 			// Owners and admins.
 			r.Group(func(r chi.Router) {

@@ -21,6 +21,7 @@ import (
 	"github.com/rundbrief/rundbrief/handlers/public"
 	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
+	"github.com/rundbrief/rundbrief/store/appointment"
 	"github.com/rundbrief/rundbrief/store/botguard"
 	"github.com/rundbrief/rundbrief/store/dbtest"
 	"github.com/rundbrief/rundbrief/store/imports"
@@ -51,6 +52,8 @@ type site struct {
 	key    string
 	v      *apitest.Validator
 	http   *http.Client // follows no redirects
+
+	appointments *appointment.Service
 }
 
 func newSite(t *testing.T) *site { return newSiteWith(t, nil) }
@@ -80,7 +83,10 @@ func newSiteWith(t testing.TB, apiNow func() time.Time) *site {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub, err := public.New(&services.Set{DB: db, Guard: s.guard, Tokens: s.tokens, Log: log}, public.Config{BaseURL: s.url, Now: s.clock.Now})
+	// The appointment book's booking pages (issue 22) run on the site's clock.
+	s.appointments = appointment.New(db, appointment.Config{Guard: s.guard, BaseURL: s.url, Now: s.clock.Now})
+	pub, err := public.New(&services.Set{DB: db, Guard: s.guard, Tokens: s.tokens, Log: log, Appointments: s.appointments},
+		public.Config{BaseURL: s.url, Now: s.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
+	"github.com/rundbrief/rundbrief/store/appointment"
 	"github.com/rundbrief/rundbrief/store/botguard"
 	"github.com/rundbrief/rundbrief/store/services"
 	"github.com/rundbrief/rundbrief/views"
@@ -39,6 +40,8 @@ type Public struct {
 	log     *slog.Logger
 	baseURL string
 	now     func() time.Time
+
+	appointments *appointment.Service // the booking pages; nil: they are 404
 }
 
 // New returns the public pages over the shared services (s.Guard and
@@ -54,7 +57,8 @@ func New(s *services.Set, cfg Config) (*Public, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Public{db: s.DB, guard: s.Guard, tokens: s.Tokens, log: log, baseURL: strings.TrimRight(cfg.BaseURL, "/"), now: cfg.Now}, nil
+	return &Public{db: s.DB, guard: s.Guard, tokens: s.Tokens, log: log, baseURL: strings.TrimRight(cfg.BaseURL, "/"), now: cfg.Now,
+		appointments: s.Appointments}, nil
 }
 
 // Routes registers every public page, top to bottom. A page that may be shown
@@ -78,6 +82,13 @@ func (p *Public) Routes(r chi.Router) {
 		// Open pixel and click redirect of tracked mails (issue 4).
 		r.Get("/o/{token}", p.openPixel)
 		r.Get("/c/{token}", p.handle(p.click))
+
+		// Booking pages of the appointment book and the bookers'
+		// cancellation links (issue 22).
+		r.Get("/book/{token}", p.handle(p.bookingPage))
+		r.Post("/book/{token}", p.handle(p.book))
+		r.Get("/book/cancel/{token}", p.handle(p.cancelBookingPage))
+		r.Post("/book/cancel/{token}", p.handle(p.cancelBookingPost))
 	})
 }
 

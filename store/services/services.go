@@ -14,6 +14,7 @@ import (
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/abtest"
 	"github.com/rundbrief/rundbrief/store/ai"
+	"github.com/rundbrief/rundbrief/store/appointment"
 	"github.com/rundbrief/rundbrief/store/botguard"
 	"github.com/rundbrief/rundbrief/store/campaign"
 	"github.com/rundbrief/rundbrief/store/imports"
@@ -47,6 +48,9 @@ type Set struct {
 	ABTests     *abtest.Service
 	SMTPServers *smtpserver.Service
 	Imports     *imports.Service
+
+	// Appointments is the appointment book with its booking page (issue 22).
+	Appointments *appointment.Service
 
 	workers []Worker
 }
@@ -147,5 +151,10 @@ func New(db *store.DB, cfg Config) (*Set, error) {
 		// Portal sessions live in PostgreSQL; this deletes expired ones.
 		{"session cleanup", store.NewSessionStore(db, log).Run},
 	}
+
+	// Appointments (issue 22): the book and its reminders, queued once across
+	// processes (claimed with FOR UPDATE SKIP LOCKED) and sent as system mail.
+	s.Appointments = appointment.New(db, appointment.Config{Guard: s.Guard, BaseURL: cfg.BaseURL, Log: log})
+	s.workers = append(s.workers, Worker{"appointment reminders", appointment.NewWorker(db, appointment.WorkerOptions{Log: log}).Run})
 	return s, nil
 }

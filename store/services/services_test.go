@@ -46,7 +46,8 @@ func TestNewBuildsEverySurfaceDependency(t *testing.T) {
 		}
 		names[w.Name] = true
 	}
-	for _, want := range []string{"webhooks", "campaign sender", "campaign scheduler", "a/b test winners", "contact import", "notifications"} {
+	for _, want := range []string{"webhooks", "campaign sender", "campaign scheduler", "a/b test winners", "contact import", "notifications",
+		"appointment reminders"} {
 		if !names[want] {
 			t.Errorf("no worker %q among %v", want, names)
 		}

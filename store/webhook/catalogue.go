@@ -82,7 +82,8 @@ func Catalogue() []EventKind {
 		{store.EventAppointmentBooked, "Ein Termin wurde gebucht (Portal, API oder öffentliche Buchungsseite).",
 			func(now time.Time) any {
 				return map[string]any{"appointment": map[string]any{"id": 1, "name": "Erika Mustermann",
-					"email": "erika.mustermann@example.com", "starts_at": store.EventTime(now.Add(24 * time.Hour)),
+					"email": "erika.mustermann@example.com", "phone": "+49 30 1234567", "note": "", "source": "booking_page",
+					"contact_id": 1, "starts_at": store.EventTime(now.Add(24 * time.Hour)),
 					"ends_at": store.EventTime(now.Add(24*time.Hour + 30*time.Minute))}}
 			}},
 		{store.EventInboxReceived, "Eine neue Nachricht ist im verbundenen Postfach eingegangen.",

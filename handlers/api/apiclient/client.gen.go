@@ -666,6 +666,63 @@ func (e AnalyticsTimeseriesInterval) Valid() bool {
 	}
 }
 
+// Defines values for AppointmentSource.
+const (
+	AppointmentSourceApi         AppointmentSource = "api"
+	AppointmentSourceBookingPage AppointmentSource = "booking_page"
+	AppointmentSourcePortal      AppointmentSource = "portal"
+)
+
+// Valid indicates whether the value is a known member of the AppointmentSource enum.
+func (e AppointmentSource) Valid() bool {
+	switch e {
+	case AppointmentSourceApi:
+		return true
+	case AppointmentSourceBookingPage:
+		return true
+	case AppointmentSourcePortal:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AppointmentStatus.
+const (
+	AppointmentStatusBooked    AppointmentStatus = "booked"
+	AppointmentStatusCancelled AppointmentStatus = "cancelled"
+)
+
+// Valid indicates whether the value is a known member of the AppointmentStatus enum.
+func (e AppointmentStatus) Valid() bool {
+	switch e {
+	case AppointmentStatusBooked:
+		return true
+	case AppointmentStatusCancelled:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AppointmentUpdateStatus.
+const (
+	AppointmentUpdateStatusBooked    AppointmentUpdateStatus = "booked"
+	AppointmentUpdateStatusCancelled AppointmentUpdateStatus = "cancelled"
+)
+
+// Valid indicates whether the value is a known member of the AppointmentUpdateStatus enum.
+func (e AppointmentUpdateStatus) Valid() bool {
+	switch e {
+	case AppointmentUpdateStatusBooked:
+		return true
+	case AppointmentUpdateStatusCancelled:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for BlockRequestSource.
 const (
 	BlockRequestSourceApi       BlockRequestSource = "api"
@@ -928,6 +985,7 @@ func (e CampaignRecipientStatus) Valid() bool {
 const (
 	ContactSourceApi         ContactSource = "api"
 	ContactSourceApp         ContactSource = "app"
+	ContactSourceBooking     ContactSource = "booking"
 	ContactSourceForm        ContactSource = "form"
 	ContactSourceImport      ContactSource = "import"
 	ContactSourceIntegration ContactSource = "integration"
@@ -939,6 +997,8 @@ func (e ContactSource) Valid() bool {
 	case ContactSourceApi:
 		return true
 	case ContactSourceApp:
+		return true
+	case ContactSourceBooking:
 		return true
 	case ContactSourceForm:
 		return true
@@ -976,6 +1036,7 @@ func (e ContactStatus) Valid() bool {
 const (
 	ContactPatchSourceApi         ContactPatchSource = "api"
 	ContactPatchSourceApp         ContactPatchSource = "app"
+	ContactPatchSourceBooking     ContactPatchSource = "booking"
 	ContactPatchSourceForm        ContactPatchSource = "form"
 	ContactPatchSourceImport      ContactPatchSource = "import"
 	ContactPatchSourceIntegration ContactPatchSource = "integration"
@@ -987,6 +1048,8 @@ func (e ContactPatchSource) Valid() bool {
 	case ContactPatchSourceApi:
 		return true
 	case ContactPatchSourceApp:
+		return true
+	case ContactPatchSourceBooking:
 		return true
 	case ContactPatchSourceForm:
 		return true
@@ -1024,6 +1087,7 @@ func (e ContactPatchStatus) Valid() bool {
 const (
 	ContactWriteSourceApi         ContactWriteSource = "api"
 	ContactWriteSourceApp         ContactWriteSource = "app"
+	ContactWriteSourceBooking     ContactWriteSource = "booking"
 	ContactWriteSourceForm        ContactWriteSource = "form"
 	ContactWriteSourceImport      ContactWriteSource = "import"
 	ContactWriteSourceIntegration ContactWriteSource = "integration"
@@ -1035,6 +1099,8 @@ func (e ContactWriteSource) Valid() bool {
 	case ContactWriteSourceApi:
 		return true
 	case ContactWriteSourceApp:
+		return true
+	case ContactWriteSourceBooking:
 		return true
 	case ContactWriteSourceForm:
 		return true
@@ -4482,6 +4548,993 @@ const (
 func (e GetAnalyticsTimeseries500JSONResponseBodyErrorCode) Valid() bool {
 	switch e {
 	case GetAnalyticsTimeseries500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListAppointmentsParamsStatus.
+const (
+	ListAppointmentsParamsStatusBooked    ListAppointmentsParamsStatus = "booked"
+	ListAppointmentsParamsStatusCancelled ListAppointmentsParamsStatus = "cancelled"
+)
+
+// Valid indicates whether the value is a known member of the ListAppointmentsParamsStatus enum.
+func (e ListAppointmentsParamsStatus) Valid() bool {
+	switch e {
+	case ListAppointmentsParamsStatusBooked:
+		return true
+	case ListAppointmentsParamsStatusCancelled:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListAppointments401JSONResponseBodyErrorCode.
+const (
+	ListAppointments401JSONResponseBodyErrorCodeUnauthorized ListAppointments401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the ListAppointments401JSONResponseBodyErrorCode enum.
+func (e ListAppointments401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListAppointments401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListAppointments402JSONResponseBodyErrorCode.
+const (
+	ListAppointments402JSONResponseBodyErrorCodeLimitReached ListAppointments402JSONResponseBodyErrorCode = "limit_reached"
+	ListAppointments402JSONResponseBodyErrorCodePlanRequired ListAppointments402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the ListAppointments402JSONResponseBodyErrorCode enum.
+func (e ListAppointments402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListAppointments402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case ListAppointments402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListAppointments403JSONResponseBodyErrorCode.
+const (
+	ListAppointments403JSONResponseBodyErrorCodeForbidden ListAppointments403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the ListAppointments403JSONResponseBodyErrorCode enum.
+func (e ListAppointments403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListAppointments403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListAppointments422JSONResponseBodyErrorCode.
+const (
+	ListAppointments422JSONResponseBodyErrorCodeValidationError ListAppointments422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the ListAppointments422JSONResponseBodyErrorCode enum.
+func (e ListAppointments422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListAppointments422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListAppointments429JSONResponseBodyErrorCode.
+const (
+	ListAppointments429JSONResponseBodyErrorCodeRateLimited ListAppointments429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the ListAppointments429JSONResponseBodyErrorCode enum.
+func (e ListAppointments429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListAppointments429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListAppointments500JSONResponseBodyErrorCode.
+const (
+	ListAppointments500JSONResponseBodyErrorCodeServerError ListAppointments500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the ListAppointments500JSONResponseBodyErrorCode enum.
+func (e ListAppointments500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListAppointments500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateAppointment400JSONResponseBodyErrorCode.
+const (
+	CreateAppointment400JSONResponseBodyErrorCodeBadRequest CreateAppointment400JSONResponseBodyErrorCode = "bad_request"
+)
+
+// Valid indicates whether the value is a known member of the CreateAppointment400JSONResponseBodyErrorCode enum.
+func (e CreateAppointment400JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CreateAppointment400JSONResponseBodyErrorCodeBadRequest:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateAppointment401JSONResponseBodyErrorCode.
+const (
+	CreateAppointment401JSONResponseBodyErrorCodeUnauthorized CreateAppointment401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the CreateAppointment401JSONResponseBodyErrorCode enum.
+func (e CreateAppointment401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CreateAppointment401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateAppointment402JSONResponseBodyErrorCode.
+const (
+	CreateAppointment402JSONResponseBodyErrorCodeLimitReached CreateAppointment402JSONResponseBodyErrorCode = "limit_reached"
+	CreateAppointment402JSONResponseBodyErrorCodePlanRequired CreateAppointment402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the CreateAppointment402JSONResponseBodyErrorCode enum.
+func (e CreateAppointment402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CreateAppointment402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case CreateAppointment402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateAppointment403JSONResponseBodyErrorCode.
+const (
+	CreateAppointment403JSONResponseBodyErrorCodeForbidden CreateAppointment403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the CreateAppointment403JSONResponseBodyErrorCode enum.
+func (e CreateAppointment403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CreateAppointment403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateAppointment409JSONResponseBodyErrorCode.
+const (
+	CreateAppointment409JSONResponseBodyErrorCodeConflict CreateAppointment409JSONResponseBodyErrorCode = "conflict"
+)
+
+// Valid indicates whether the value is a known member of the CreateAppointment409JSONResponseBodyErrorCode enum.
+func (e CreateAppointment409JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CreateAppointment409JSONResponseBodyErrorCodeConflict:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateAppointment413JSONResponseBodyErrorCode.
+const (
+	CreateAppointment413JSONResponseBodyErrorCodePayloadTooLarge CreateAppointment413JSONResponseBodyErrorCode = "payload_too_large"
+)
+
+// Valid indicates whether the value is a known member of the CreateAppointment413JSONResponseBodyErrorCode enum.
+func (e CreateAppointment413JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CreateAppointment413JSONResponseBodyErrorCodePayloadTooLarge:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateAppointment422JSONResponseBodyErrorCode.
+const (
+	CreateAppointment422JSONResponseBodyErrorCodeValidationError CreateAppointment422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the CreateAppointment422JSONResponseBodyErrorCode enum.
+func (e CreateAppointment422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CreateAppointment422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateAppointment429JSONResponseBodyErrorCode.
+const (
+	CreateAppointment429JSONResponseBodyErrorCodeRateLimited CreateAppointment429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the CreateAppointment429JSONResponseBodyErrorCode enum.
+func (e CreateAppointment429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CreateAppointment429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateAppointment500JSONResponseBodyErrorCode.
+const (
+	CreateAppointment500JSONResponseBodyErrorCodeServerError CreateAppointment500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the CreateAppointment500JSONResponseBodyErrorCode enum.
+func (e CreateAppointment500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CreateAppointment500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateAppointment503JSONResponseBodyErrorCode.
+const (
+	CreateAppointment503JSONResponseBodyErrorCodeServiceUnavailable CreateAppointment503JSONResponseBodyErrorCode = "service_unavailable"
+)
+
+// Valid indicates whether the value is a known member of the CreateAppointment503JSONResponseBodyErrorCode enum.
+func (e CreateAppointment503JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CreateAppointment503JSONResponseBodyErrorCodeServiceUnavailable:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetAppointmentSettings401JSONResponseBodyErrorCode.
+const (
+	GetAppointmentSettings401JSONResponseBodyErrorCodeUnauthorized GetAppointmentSettings401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the GetAppointmentSettings401JSONResponseBodyErrorCode enum.
+func (e GetAppointmentSettings401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetAppointmentSettings401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetAppointmentSettings402JSONResponseBodyErrorCode.
+const (
+	GetAppointmentSettings402JSONResponseBodyErrorCodeLimitReached GetAppointmentSettings402JSONResponseBodyErrorCode = "limit_reached"
+	GetAppointmentSettings402JSONResponseBodyErrorCodePlanRequired GetAppointmentSettings402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the GetAppointmentSettings402JSONResponseBodyErrorCode enum.
+func (e GetAppointmentSettings402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetAppointmentSettings402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case GetAppointmentSettings402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetAppointmentSettings403JSONResponseBodyErrorCode.
+const (
+	GetAppointmentSettings403JSONResponseBodyErrorCodeForbidden GetAppointmentSettings403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the GetAppointmentSettings403JSONResponseBodyErrorCode enum.
+func (e GetAppointmentSettings403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetAppointmentSettings403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetAppointmentSettings422JSONResponseBodyErrorCode.
+const (
+	GetAppointmentSettings422JSONResponseBodyErrorCodeValidationError GetAppointmentSettings422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the GetAppointmentSettings422JSONResponseBodyErrorCode enum.
+func (e GetAppointmentSettings422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetAppointmentSettings422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetAppointmentSettings429JSONResponseBodyErrorCode.
+const (
+	GetAppointmentSettings429JSONResponseBodyErrorCodeRateLimited GetAppointmentSettings429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the GetAppointmentSettings429JSONResponseBodyErrorCode enum.
+func (e GetAppointmentSettings429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetAppointmentSettings429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetAppointmentSettings500JSONResponseBodyErrorCode.
+const (
+	GetAppointmentSettings500JSONResponseBodyErrorCodeServerError GetAppointmentSettings500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the GetAppointmentSettings500JSONResponseBodyErrorCode enum.
+func (e GetAppointmentSettings500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetAppointmentSettings500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PutAppointmentSettings400JSONResponseBodyErrorCode.
+const (
+	PutAppointmentSettings400JSONResponseBodyErrorCodeBadRequest PutAppointmentSettings400JSONResponseBodyErrorCode = "bad_request"
+)
+
+// Valid indicates whether the value is a known member of the PutAppointmentSettings400JSONResponseBodyErrorCode enum.
+func (e PutAppointmentSettings400JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case PutAppointmentSettings400JSONResponseBodyErrorCodeBadRequest:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PutAppointmentSettings401JSONResponseBodyErrorCode.
+const (
+	PutAppointmentSettings401JSONResponseBodyErrorCodeUnauthorized PutAppointmentSettings401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the PutAppointmentSettings401JSONResponseBodyErrorCode enum.
+func (e PutAppointmentSettings401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case PutAppointmentSettings401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PutAppointmentSettings402JSONResponseBodyErrorCode.
+const (
+	PutAppointmentSettings402JSONResponseBodyErrorCodeLimitReached PutAppointmentSettings402JSONResponseBodyErrorCode = "limit_reached"
+	PutAppointmentSettings402JSONResponseBodyErrorCodePlanRequired PutAppointmentSettings402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the PutAppointmentSettings402JSONResponseBodyErrorCode enum.
+func (e PutAppointmentSettings402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case PutAppointmentSettings402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case PutAppointmentSettings402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PutAppointmentSettings403JSONResponseBodyErrorCode.
+const (
+	PutAppointmentSettings403JSONResponseBodyErrorCodeForbidden PutAppointmentSettings403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the PutAppointmentSettings403JSONResponseBodyErrorCode enum.
+func (e PutAppointmentSettings403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case PutAppointmentSettings403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PutAppointmentSettings413JSONResponseBodyErrorCode.
+const (
+	PutAppointmentSettings413JSONResponseBodyErrorCodePayloadTooLarge PutAppointmentSettings413JSONResponseBodyErrorCode = "payload_too_large"
+)
+
+// Valid indicates whether the value is a known member of the PutAppointmentSettings413JSONResponseBodyErrorCode enum.
+func (e PutAppointmentSettings413JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case PutAppointmentSettings413JSONResponseBodyErrorCodePayloadTooLarge:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PutAppointmentSettings422JSONResponseBodyErrorCode.
+const (
+	PutAppointmentSettings422JSONResponseBodyErrorCodeValidationError PutAppointmentSettings422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the PutAppointmentSettings422JSONResponseBodyErrorCode enum.
+func (e PutAppointmentSettings422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case PutAppointmentSettings422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PutAppointmentSettings429JSONResponseBodyErrorCode.
+const (
+	PutAppointmentSettings429JSONResponseBodyErrorCodeRateLimited PutAppointmentSettings429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the PutAppointmentSettings429JSONResponseBodyErrorCode enum.
+func (e PutAppointmentSettings429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case PutAppointmentSettings429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PutAppointmentSettings500JSONResponseBodyErrorCode.
+const (
+	PutAppointmentSettings500JSONResponseBodyErrorCodeServerError PutAppointmentSettings500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the PutAppointmentSettings500JSONResponseBodyErrorCode enum.
+func (e PutAppointmentSettings500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case PutAppointmentSettings500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PutAppointmentSettings503JSONResponseBodyErrorCode.
+const (
+	PutAppointmentSettings503JSONResponseBodyErrorCodeServiceUnavailable PutAppointmentSettings503JSONResponseBodyErrorCode = "service_unavailable"
+)
+
+// Valid indicates whether the value is a known member of the PutAppointmentSettings503JSONResponseBodyErrorCode enum.
+func (e PutAppointmentSettings503JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case PutAppointmentSettings503JSONResponseBodyErrorCodeServiceUnavailable:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListAppointmentSlots401JSONResponseBodyErrorCode.
+const (
+	ListAppointmentSlots401JSONResponseBodyErrorCodeUnauthorized ListAppointmentSlots401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the ListAppointmentSlots401JSONResponseBodyErrorCode enum.
+func (e ListAppointmentSlots401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListAppointmentSlots401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListAppointmentSlots402JSONResponseBodyErrorCode.
+const (
+	ListAppointmentSlots402JSONResponseBodyErrorCodeLimitReached ListAppointmentSlots402JSONResponseBodyErrorCode = "limit_reached"
+	ListAppointmentSlots402JSONResponseBodyErrorCodePlanRequired ListAppointmentSlots402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the ListAppointmentSlots402JSONResponseBodyErrorCode enum.
+func (e ListAppointmentSlots402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListAppointmentSlots402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case ListAppointmentSlots402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListAppointmentSlots403JSONResponseBodyErrorCode.
+const (
+	ListAppointmentSlots403JSONResponseBodyErrorCodeForbidden ListAppointmentSlots403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the ListAppointmentSlots403JSONResponseBodyErrorCode enum.
+func (e ListAppointmentSlots403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListAppointmentSlots403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListAppointmentSlots422JSONResponseBodyErrorCode.
+const (
+	ListAppointmentSlots422JSONResponseBodyErrorCodeValidationError ListAppointmentSlots422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the ListAppointmentSlots422JSONResponseBodyErrorCode enum.
+func (e ListAppointmentSlots422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListAppointmentSlots422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListAppointmentSlots429JSONResponseBodyErrorCode.
+const (
+	ListAppointmentSlots429JSONResponseBodyErrorCodeRateLimited ListAppointmentSlots429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the ListAppointmentSlots429JSONResponseBodyErrorCode enum.
+func (e ListAppointmentSlots429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListAppointmentSlots429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListAppointmentSlots500JSONResponseBodyErrorCode.
+const (
+	ListAppointmentSlots500JSONResponseBodyErrorCodeServerError ListAppointmentSlots500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the ListAppointmentSlots500JSONResponseBodyErrorCode enum.
+func (e ListAppointmentSlots500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListAppointmentSlots500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeleteAppointment401JSONResponseBodyErrorCode.
+const (
+	DeleteAppointment401JSONResponseBodyErrorCodeUnauthorized DeleteAppointment401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the DeleteAppointment401JSONResponseBodyErrorCode enum.
+func (e DeleteAppointment401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteAppointment401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeleteAppointment402JSONResponseBodyErrorCode.
+const (
+	DeleteAppointment402JSONResponseBodyErrorCodeLimitReached DeleteAppointment402JSONResponseBodyErrorCode = "limit_reached"
+	DeleteAppointment402JSONResponseBodyErrorCodePlanRequired DeleteAppointment402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the DeleteAppointment402JSONResponseBodyErrorCode enum.
+func (e DeleteAppointment402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteAppointment402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case DeleteAppointment402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeleteAppointment403JSONResponseBodyErrorCode.
+const (
+	DeleteAppointment403JSONResponseBodyErrorCodeForbidden DeleteAppointment403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the DeleteAppointment403JSONResponseBodyErrorCode enum.
+func (e DeleteAppointment403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteAppointment403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeleteAppointment404JSONResponseBodyErrorCode.
+const (
+	DeleteAppointment404JSONResponseBodyErrorCodeNotFound DeleteAppointment404JSONResponseBodyErrorCode = "not_found"
+)
+
+// Valid indicates whether the value is a known member of the DeleteAppointment404JSONResponseBodyErrorCode enum.
+func (e DeleteAppointment404JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteAppointment404JSONResponseBodyErrorCodeNotFound:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeleteAppointment422JSONResponseBodyErrorCode.
+const (
+	DeleteAppointment422JSONResponseBodyErrorCodeValidationError DeleteAppointment422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the DeleteAppointment422JSONResponseBodyErrorCode enum.
+func (e DeleteAppointment422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteAppointment422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeleteAppointment429JSONResponseBodyErrorCode.
+const (
+	DeleteAppointment429JSONResponseBodyErrorCodeRateLimited DeleteAppointment429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the DeleteAppointment429JSONResponseBodyErrorCode enum.
+func (e DeleteAppointment429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteAppointment429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeleteAppointment500JSONResponseBodyErrorCode.
+const (
+	DeleteAppointment500JSONResponseBodyErrorCodeServerError DeleteAppointment500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the DeleteAppointment500JSONResponseBodyErrorCode enum.
+func (e DeleteAppointment500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteAppointment500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeleteAppointment503JSONResponseBodyErrorCode.
+const (
+	DeleteAppointment503JSONResponseBodyErrorCodeServiceUnavailable DeleteAppointment503JSONResponseBodyErrorCode = "service_unavailable"
+)
+
+// Valid indicates whether the value is a known member of the DeleteAppointment503JSONResponseBodyErrorCode enum.
+func (e DeleteAppointment503JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteAppointment503JSONResponseBodyErrorCodeServiceUnavailable:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetAppointment401JSONResponseBodyErrorCode.
+const (
+	GetAppointment401JSONResponseBodyErrorCodeUnauthorized GetAppointment401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the GetAppointment401JSONResponseBodyErrorCode enum.
+func (e GetAppointment401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetAppointment401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetAppointment402JSONResponseBodyErrorCode.
+const (
+	GetAppointment402JSONResponseBodyErrorCodeLimitReached GetAppointment402JSONResponseBodyErrorCode = "limit_reached"
+	GetAppointment402JSONResponseBodyErrorCodePlanRequired GetAppointment402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the GetAppointment402JSONResponseBodyErrorCode enum.
+func (e GetAppointment402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetAppointment402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case GetAppointment402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetAppointment403JSONResponseBodyErrorCode.
+const (
+	GetAppointment403JSONResponseBodyErrorCodeForbidden GetAppointment403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the GetAppointment403JSONResponseBodyErrorCode enum.
+func (e GetAppointment403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetAppointment403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetAppointment404JSONResponseBodyErrorCode.
+const (
+	GetAppointment404JSONResponseBodyErrorCodeNotFound GetAppointment404JSONResponseBodyErrorCode = "not_found"
+)
+
+// Valid indicates whether the value is a known member of the GetAppointment404JSONResponseBodyErrorCode enum.
+func (e GetAppointment404JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetAppointment404JSONResponseBodyErrorCodeNotFound:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetAppointment422JSONResponseBodyErrorCode.
+const (
+	GetAppointment422JSONResponseBodyErrorCodeValidationError GetAppointment422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the GetAppointment422JSONResponseBodyErrorCode enum.
+func (e GetAppointment422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetAppointment422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetAppointment429JSONResponseBodyErrorCode.
+const (
+	GetAppointment429JSONResponseBodyErrorCodeRateLimited GetAppointment429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the GetAppointment429JSONResponseBodyErrorCode enum.
+func (e GetAppointment429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetAppointment429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetAppointment500JSONResponseBodyErrorCode.
+const (
+	GetAppointment500JSONResponseBodyErrorCodeServerError GetAppointment500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the GetAppointment500JSONResponseBodyErrorCode enum.
+func (e GetAppointment500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetAppointment500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpdateAppointment400JSONResponseBodyErrorCode.
+const (
+	UpdateAppointment400JSONResponseBodyErrorCodeBadRequest UpdateAppointment400JSONResponseBodyErrorCode = "bad_request"
+)
+
+// Valid indicates whether the value is a known member of the UpdateAppointment400JSONResponseBodyErrorCode enum.
+func (e UpdateAppointment400JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case UpdateAppointment400JSONResponseBodyErrorCodeBadRequest:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpdateAppointment401JSONResponseBodyErrorCode.
+const (
+	UpdateAppointment401JSONResponseBodyErrorCodeUnauthorized UpdateAppointment401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the UpdateAppointment401JSONResponseBodyErrorCode enum.
+func (e UpdateAppointment401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case UpdateAppointment401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpdateAppointment402JSONResponseBodyErrorCode.
+const (
+	UpdateAppointment402JSONResponseBodyErrorCodeLimitReached UpdateAppointment402JSONResponseBodyErrorCode = "limit_reached"
+	UpdateAppointment402JSONResponseBodyErrorCodePlanRequired UpdateAppointment402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the UpdateAppointment402JSONResponseBodyErrorCode enum.
+func (e UpdateAppointment402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case UpdateAppointment402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case UpdateAppointment402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpdateAppointment403JSONResponseBodyErrorCode.
+const (
+	UpdateAppointment403JSONResponseBodyErrorCodeForbidden UpdateAppointment403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the UpdateAppointment403JSONResponseBodyErrorCode enum.
+func (e UpdateAppointment403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case UpdateAppointment403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpdateAppointment404JSONResponseBodyErrorCode.
+const (
+	UpdateAppointment404JSONResponseBodyErrorCodeNotFound UpdateAppointment404JSONResponseBodyErrorCode = "not_found"
+)
+
+// Valid indicates whether the value is a known member of the UpdateAppointment404JSONResponseBodyErrorCode enum.
+func (e UpdateAppointment404JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case UpdateAppointment404JSONResponseBodyErrorCodeNotFound:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpdateAppointment409JSONResponseBodyErrorCode.
+const (
+	UpdateAppointment409JSONResponseBodyErrorCodeConflict UpdateAppointment409JSONResponseBodyErrorCode = "conflict"
+)
+
+// Valid indicates whether the value is a known member of the UpdateAppointment409JSONResponseBodyErrorCode enum.
+func (e UpdateAppointment409JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case UpdateAppointment409JSONResponseBodyErrorCodeConflict:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpdateAppointment413JSONResponseBodyErrorCode.
+const (
+	UpdateAppointment413JSONResponseBodyErrorCodePayloadTooLarge UpdateAppointment413JSONResponseBodyErrorCode = "payload_too_large"
+)
+
+// Valid indicates whether the value is a known member of the UpdateAppointment413JSONResponseBodyErrorCode enum.
+func (e UpdateAppointment413JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case UpdateAppointment413JSONResponseBodyErrorCodePayloadTooLarge:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpdateAppointment422JSONResponseBodyErrorCode.
+const (
+	UpdateAppointment422JSONResponseBodyErrorCodeValidationError UpdateAppointment422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the UpdateAppointment422JSONResponseBodyErrorCode enum.
+func (e UpdateAppointment422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case UpdateAppointment422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpdateAppointment429JSONResponseBodyErrorCode.
+const (
+	UpdateAppointment429JSONResponseBodyErrorCodeRateLimited UpdateAppointment429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the UpdateAppointment429JSONResponseBodyErrorCode enum.
+func (e UpdateAppointment429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case UpdateAppointment429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpdateAppointment500JSONResponseBodyErrorCode.
+const (
+	UpdateAppointment500JSONResponseBodyErrorCodeServerError UpdateAppointment500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the UpdateAppointment500JSONResponseBodyErrorCode enum.
+func (e UpdateAppointment500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case UpdateAppointment500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpdateAppointment503JSONResponseBodyErrorCode.
+const (
+	UpdateAppointment503JSONResponseBodyErrorCodeServiceUnavailable UpdateAppointment503JSONResponseBodyErrorCode = "service_unavailable"
+)
+
+// Valid indicates whether the value is a known member of the UpdateAppointment503JSONResponseBodyErrorCode enum.
+func (e UpdateAppointment503JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case UpdateAppointment503JSONResponseBodyErrorCodeServiceUnavailable:
 		return true
 	default:
 		return false
@@ -15993,6 +17046,191 @@ type ApiLogEntry struct {
 	UserAgent string `json:"user_agent"`
 }
 
+// Appointment defines model for Appointment.
+type Appointment struct {
+	CancelledAt *time.Time `json:"cancelled_at"`
+	ContactId   *int       `json:"contact_id"`
+	CreatedAt   time.Time  `json:"created_at"`
+	Email       string     `json:"email"`
+
+	// End `start` + `duration_minutes`.
+	End       time.Time         `json:"end"`
+	Id        int               `json:"id"`
+	Name      string            `json:"name"`
+	Note      string            `json:"note"`
+	Phone     string            `json:"phone"`
+	Source    AppointmentSource `json:"source"`
+	Start     time.Time         `json:"start"`
+	Status    AppointmentStatus `json:"status"`
+	UpdatedAt time.Time         `json:"updated_at"`
+}
+
+// AppointmentSource defines model for Appointment.Source.
+type AppointmentSource string
+
+// AppointmentStatus defines model for Appointment.Status.
+type AppointmentStatus string
+
+// AppointmentBlockedRange defines model for AppointmentBlockedRange.
+type AppointmentBlockedRange struct {
+	From openapi_types.Date `json:"from"`
+	Note *string            `json:"note,omitempty"`
+
+	// To Einschließlich / included.
+	To openapi_types.Date `json:"to"`
+}
+
+// AppointmentCreate defines model for AppointmentCreate.
+type AppointmentCreate struct {
+	Email string  `json:"email"`
+	Name  string  `json:"name"`
+	Note  *string `json:"note,omitempty"`
+	Phone *string `json:"phone,omitempty"`
+
+	// Start Ein freier Termin aus `GET /appointments/slots` / a free slot's start.
+	Start time.Time `json:"start"`
+}
+
+// AppointmentSettings defines model for AppointmentSettings.
+type AppointmentSettings struct {
+	// BlockedDates Gesperrte Tage (Urlaub, Feiertage) / blocked date ranges.
+	BlockedDates []AppointmentBlockedRange `json:"blocked_dates"`
+
+	// BookingUrl `{base}/book/{token}`, nur lesbar / read-only.
+	BookingUrl    *string   `json:"booking_url,omitempty"`
+	BufferMinutes int       `json:"buffer_minutes"`
+	CreatedAt     time.Time `json:"created_at"`
+	Description   string    `json:"description"`
+
+	// DurationMinutes Default 30.
+	DurationMinutes int `json:"duration_minutes"`
+
+	// Enabled Die öffentliche Buchungsseite nimmt Buchungen an / the booking page takes bookings.
+	Enabled bool `json:"enabled"`
+
+	// ListId Buchende treten dieser Liste bei / bookers join this list.
+	ListId *int `json:"list_id"`
+
+	// MaxDaysAhead Default 30.
+	MaxDaysAhead int `json:"max_days_ahead"`
+
+	// MinFillSeconds Bot-Stempel der Buchungsseite wie bei Formularen / the booking page's minimum fill time, as forms.
+	MinFillSeconds int `json:"min_fill_seconds"`
+	MinNoticeHours int `json:"min_notice_hours"`
+
+	// PrivacyText Text der Einwilligung; leer: ein Standardtext / consent text; empty: a default.
+	PrivacyText string `json:"privacy_text"`
+
+	// ReminderHours Erinnerung so viele Stunden vorher, 0 = aus / reminder mail this many hours before, 0 = off. Default 24.
+	ReminderHours int       `json:"reminder_hours"`
+	Title         string    `json:"title"`
+	UpdatedAt     time.Time `json:"updated_at"`
+
+	// WeeklyHours Buchbare Zeiten je Wochentag, Ortszeit Europe/Berlin (09:00 bleibt 09:00 über die Zeitumstellung) / bookable hours per weekday, wall clock in Europe/Berlin.
+	WeeklyHours struct {
+		// Fri Zeiträume `["HH:MM","HH:MM"]` in Europe/Berlin / wall-clock ranges.
+		Fri [][]string `json:"fri"`
+
+		// Mon Zeiträume `["HH:MM","HH:MM"]` in Europe/Berlin / wall-clock ranges.
+		Mon [][]string `json:"mon"`
+
+		// Sat Zeiträume `["HH:MM","HH:MM"]` in Europe/Berlin / wall-clock ranges.
+		Sat [][]string `json:"sat"`
+
+		// Sun Zeiträume `["HH:MM","HH:MM"]` in Europe/Berlin / wall-clock ranges.
+		Sun [][]string `json:"sun"`
+
+		// Thu Zeiträume `["HH:MM","HH:MM"]` in Europe/Berlin / wall-clock ranges.
+		Thu [][]string `json:"thu"`
+
+		// Tue Zeiträume `["HH:MM","HH:MM"]` in Europe/Berlin / wall-clock ranges.
+		Tue [][]string `json:"tue"`
+
+		// Wed Zeiträume `["HH:MM","HH:MM"]` in Europe/Berlin / wall-clock ranges.
+		Wed [][]string `json:"wed"`
+	} `json:"weekly_hours"`
+}
+
+// AppointmentSettingsUpdate Angegebene Felder ändern sich, andere bleiben / given fields change, others stay.
+type AppointmentSettingsUpdate struct {
+	// BlockedDates Gesperrte Tage (Urlaub, Feiertage) / blocked date ranges.
+	BlockedDates *[]AppointmentBlockedRange `json:"blocked_dates,omitempty"`
+
+	// BookingUrl Nur lesbar: angegeben → 422 / read-only: given → 422.
+	BookingUrl    interface{} `json:"booking_url,omitempty"`
+	BufferMinutes *int        `json:"buffer_minutes,omitempty"`
+	Description   *string     `json:"description,omitempty"`
+
+	// DurationMinutes Default 30.
+	DurationMinutes *int `json:"duration_minutes,omitempty"`
+
+	// Enabled Die öffentliche Buchungsseite nimmt Buchungen an / the booking page takes bookings.
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// ListId Buchende treten dieser Liste bei / bookers join this list.
+	ListId *int `json:"list_id,omitempty"`
+
+	// MaxDaysAhead Default 30.
+	MaxDaysAhead *int `json:"max_days_ahead,omitempty"`
+
+	// MinFillSeconds Bot-Stempel der Buchungsseite wie bei Formularen / the booking page's minimum fill time, as forms.
+	MinFillSeconds *int `json:"min_fill_seconds,omitempty"`
+	MinNoticeHours *int `json:"min_notice_hours,omitempty"`
+
+	// PrivacyText Text der Einwilligung; leer: ein Standardtext / consent text; empty: a default.
+	PrivacyText *string `json:"privacy_text,omitempty"`
+
+	// ReminderHours Erinnerung so viele Stunden vorher, 0 = aus / reminder mail this many hours before, 0 = off. Default 24.
+	ReminderHours *int    `json:"reminder_hours,omitempty"`
+	Title         *string `json:"title,omitempty"`
+
+	// WeeklyHours Buchbare Zeiten je Wochentag, Ortszeit Europe/Berlin (09:00 bleibt 09:00 über die Zeitumstellung) / bookable hours per weekday, wall clock in Europe/Berlin.
+	WeeklyHours *struct {
+		// Fri Zeiträume `["HH:MM","HH:MM"]` in Europe/Berlin / wall-clock ranges.
+		Fri *[][]string `json:"fri,omitempty"`
+
+		// Mon Zeiträume `["HH:MM","HH:MM"]` in Europe/Berlin / wall-clock ranges.
+		Mon *[][]string `json:"mon,omitempty"`
+
+		// Sat Zeiträume `["HH:MM","HH:MM"]` in Europe/Berlin / wall-clock ranges.
+		Sat *[][]string `json:"sat,omitempty"`
+
+		// Sun Zeiträume `["HH:MM","HH:MM"]` in Europe/Berlin / wall-clock ranges.
+		Sun *[][]string `json:"sun,omitempty"`
+
+		// Thu Zeiträume `["HH:MM","HH:MM"]` in Europe/Berlin / wall-clock ranges.
+		Thu *[][]string `json:"thu,omitempty"`
+
+		// Tue Zeiträume `["HH:MM","HH:MM"]` in Europe/Berlin / wall-clock ranges.
+		Tue *[][]string `json:"tue,omitempty"`
+
+		// Wed Zeiträume `["HH:MM","HH:MM"]` in Europe/Berlin / wall-clock ranges.
+		Wed *[][]string `json:"wed,omitempty"`
+	} `json:"weekly_hours,omitempty"`
+}
+
+// AppointmentSlot defines model for AppointmentSlot.
+type AppointmentSlot struct {
+	End   time.Time `json:"end"`
+	Start time.Time `json:"start"`
+}
+
+// AppointmentUpdate defines model for AppointmentUpdate.
+type AppointmentUpdate struct {
+	Name  *string `json:"name,omitempty"`
+	Note  *string `json:"note,omitempty"`
+	Phone *string `json:"phone,omitempty"`
+
+	// Start Verschiebt auf einen freien Termin / reschedules onto a free slot.
+	Start *time.Time `json:"start,omitempty"`
+
+	// Status `cancelled` sagt ab und gibt den Termin frei / cancels and frees the slot.
+	Status *AppointmentUpdateStatus `json:"status,omitempty"`
+}
+
+// AppointmentUpdateStatus `cancelled` sagt ab und gibt den Termin frei / cancels and frees the slot.
+type AppointmentUpdateStatus string
+
 // Attachment defines model for Attachment.
 type Attachment struct {
 	ContentType string    `json:"content_type"`
@@ -18427,6 +19665,229 @@ type GetAnalyticsTimeseries429JSONResponseBodyErrorCode string
 
 // GetAnalyticsTimeseries500JSONResponseBodyErrorCode defines parameters for GetAnalyticsTimeseries.
 type GetAnalyticsTimeseries500JSONResponseBodyErrorCode string
+
+// ListAppointmentsParams defines parameters for ListAppointments.
+type ListAppointmentsParams struct {
+	// Page Seite, 1 bis 1000000 / page number, 1 to 1000000.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PerPage Einträge pro Seite / entries per page, 1 to 100.
+	PerPage *PerPage `form:"per_page,omitempty" json:"per_page,omitempty"`
+
+	// From Beginn ab diesem Tag / starting on or after this day.
+	From *openapi_types.Date `form:"from,omitempty" json:"from,omitempty"`
+
+	// To Beginn bis einschließlich diesem Tag / starting on or before this day.
+	To     *openapi_types.Date           `form:"to,omitempty" json:"to,omitempty"`
+	Status *ListAppointmentsParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+}
+
+// ListAppointmentsParamsStatus defines parameters for ListAppointments.
+type ListAppointmentsParamsStatus string
+
+// ListAppointments401JSONResponseBodyErrorCode defines parameters for ListAppointments.
+type ListAppointments401JSONResponseBodyErrorCode string
+
+// ListAppointments402JSONResponseBodyErrorCode defines parameters for ListAppointments.
+type ListAppointments402JSONResponseBodyErrorCode string
+
+// ListAppointments403JSONResponseBodyErrorCode defines parameters for ListAppointments.
+type ListAppointments403JSONResponseBodyErrorCode string
+
+// ListAppointments422JSONResponseBodyErrorCode defines parameters for ListAppointments.
+type ListAppointments422JSONResponseBodyErrorCode string
+
+// ListAppointments429JSONResponseBodyErrorCode defines parameters for ListAppointments.
+type ListAppointments429JSONResponseBodyErrorCode string
+
+// ListAppointments500JSONResponseBodyErrorCode defines parameters for ListAppointments.
+type ListAppointments500JSONResponseBodyErrorCode string
+
+// CreateAppointmentParams defines parameters for CreateAppointment.
+type CreateAppointmentParams struct {
+	// IdempotencyKey Optional bei jedem nicht-öffentlichen POST / optional on every non-public POST. A repeat with the same key within 24 hours returns the stored response with `Idempotent-Replayed: true`; the same key with a different body gives `409 conflict` (`reason: idempotency_key_reused`); a repeat while the first request runs gives `409` with `Retry-After: 2`; `5xx` responses are not stored. More than 255 characters give `422 validation_error`.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CreateAppointment400JSONResponseBodyErrorCode defines parameters for CreateAppointment.
+type CreateAppointment400JSONResponseBodyErrorCode string
+
+// CreateAppointment401JSONResponseBodyErrorCode defines parameters for CreateAppointment.
+type CreateAppointment401JSONResponseBodyErrorCode string
+
+// CreateAppointment402JSONResponseBodyErrorCode defines parameters for CreateAppointment.
+type CreateAppointment402JSONResponseBodyErrorCode string
+
+// CreateAppointment403JSONResponseBodyErrorCode defines parameters for CreateAppointment.
+type CreateAppointment403JSONResponseBodyErrorCode string
+
+// CreateAppointment409JSONResponseBodyErrorCode defines parameters for CreateAppointment.
+type CreateAppointment409JSONResponseBodyErrorCode string
+
+// CreateAppointment413JSONResponseBodyErrorCode defines parameters for CreateAppointment.
+type CreateAppointment413JSONResponseBodyErrorCode string
+
+// CreateAppointment422JSONResponseBodyErrorCode defines parameters for CreateAppointment.
+type CreateAppointment422JSONResponseBodyErrorCode string
+
+// CreateAppointment429JSONResponseBodyErrorCode defines parameters for CreateAppointment.
+type CreateAppointment429JSONResponseBodyErrorCode string
+
+// CreateAppointment500JSONResponseBodyErrorCode defines parameters for CreateAppointment.
+type CreateAppointment500JSONResponseBodyErrorCode string
+
+// CreateAppointment503JSONResponseBodyErrorCode defines parameters for CreateAppointment.
+type CreateAppointment503JSONResponseBodyErrorCode string
+
+// GetAppointmentSettings401JSONResponseBodyErrorCode defines parameters for GetAppointmentSettings.
+type GetAppointmentSettings401JSONResponseBodyErrorCode string
+
+// GetAppointmentSettings402JSONResponseBodyErrorCode defines parameters for GetAppointmentSettings.
+type GetAppointmentSettings402JSONResponseBodyErrorCode string
+
+// GetAppointmentSettings403JSONResponseBodyErrorCode defines parameters for GetAppointmentSettings.
+type GetAppointmentSettings403JSONResponseBodyErrorCode string
+
+// GetAppointmentSettings422JSONResponseBodyErrorCode defines parameters for GetAppointmentSettings.
+type GetAppointmentSettings422JSONResponseBodyErrorCode string
+
+// GetAppointmentSettings429JSONResponseBodyErrorCode defines parameters for GetAppointmentSettings.
+type GetAppointmentSettings429JSONResponseBodyErrorCode string
+
+// GetAppointmentSettings500JSONResponseBodyErrorCode defines parameters for GetAppointmentSettings.
+type GetAppointmentSettings500JSONResponseBodyErrorCode string
+
+// PutAppointmentSettings400JSONResponseBodyErrorCode defines parameters for PutAppointmentSettings.
+type PutAppointmentSettings400JSONResponseBodyErrorCode string
+
+// PutAppointmentSettings401JSONResponseBodyErrorCode defines parameters for PutAppointmentSettings.
+type PutAppointmentSettings401JSONResponseBodyErrorCode string
+
+// PutAppointmentSettings402JSONResponseBodyErrorCode defines parameters for PutAppointmentSettings.
+type PutAppointmentSettings402JSONResponseBodyErrorCode string
+
+// PutAppointmentSettings403JSONResponseBodyErrorCode defines parameters for PutAppointmentSettings.
+type PutAppointmentSettings403JSONResponseBodyErrorCode string
+
+// PutAppointmentSettings413JSONResponseBodyErrorCode defines parameters for PutAppointmentSettings.
+type PutAppointmentSettings413JSONResponseBodyErrorCode string
+
+// PutAppointmentSettings422JSONResponseBodyErrorCode defines parameters for PutAppointmentSettings.
+type PutAppointmentSettings422JSONResponseBodyErrorCode string
+
+// PutAppointmentSettings429JSONResponseBodyErrorCode defines parameters for PutAppointmentSettings.
+type PutAppointmentSettings429JSONResponseBodyErrorCode string
+
+// PutAppointmentSettings500JSONResponseBodyErrorCode defines parameters for PutAppointmentSettings.
+type PutAppointmentSettings500JSONResponseBodyErrorCode string
+
+// PutAppointmentSettings503JSONResponseBodyErrorCode defines parameters for PutAppointmentSettings.
+type PutAppointmentSettings503JSONResponseBodyErrorCode string
+
+// ListAppointmentSlotsParams defines parameters for ListAppointmentSlots.
+type ListAppointmentSlotsParams struct {
+	// From Erster Tag / first day (YYYY-MM-DD, Europe/Berlin).
+	From *openapi_types.Date `form:"from,omitempty" json:"from,omitempty"`
+
+	// To Letzter Tag / last day, included.
+	To *openapi_types.Date `form:"to,omitempty" json:"to,omitempty"`
+}
+
+// ListAppointmentSlots401JSONResponseBodyErrorCode defines parameters for ListAppointmentSlots.
+type ListAppointmentSlots401JSONResponseBodyErrorCode string
+
+// ListAppointmentSlots402JSONResponseBodyErrorCode defines parameters for ListAppointmentSlots.
+type ListAppointmentSlots402JSONResponseBodyErrorCode string
+
+// ListAppointmentSlots403JSONResponseBodyErrorCode defines parameters for ListAppointmentSlots.
+type ListAppointmentSlots403JSONResponseBodyErrorCode string
+
+// ListAppointmentSlots422JSONResponseBodyErrorCode defines parameters for ListAppointmentSlots.
+type ListAppointmentSlots422JSONResponseBodyErrorCode string
+
+// ListAppointmentSlots429JSONResponseBodyErrorCode defines parameters for ListAppointmentSlots.
+type ListAppointmentSlots429JSONResponseBodyErrorCode string
+
+// ListAppointmentSlots500JSONResponseBodyErrorCode defines parameters for ListAppointmentSlots.
+type ListAppointmentSlots500JSONResponseBodyErrorCode string
+
+// DeleteAppointment401JSONResponseBodyErrorCode defines parameters for DeleteAppointment.
+type DeleteAppointment401JSONResponseBodyErrorCode string
+
+// DeleteAppointment402JSONResponseBodyErrorCode defines parameters for DeleteAppointment.
+type DeleteAppointment402JSONResponseBodyErrorCode string
+
+// DeleteAppointment403JSONResponseBodyErrorCode defines parameters for DeleteAppointment.
+type DeleteAppointment403JSONResponseBodyErrorCode string
+
+// DeleteAppointment404JSONResponseBodyErrorCode defines parameters for DeleteAppointment.
+type DeleteAppointment404JSONResponseBodyErrorCode string
+
+// DeleteAppointment422JSONResponseBodyErrorCode defines parameters for DeleteAppointment.
+type DeleteAppointment422JSONResponseBodyErrorCode string
+
+// DeleteAppointment429JSONResponseBodyErrorCode defines parameters for DeleteAppointment.
+type DeleteAppointment429JSONResponseBodyErrorCode string
+
+// DeleteAppointment500JSONResponseBodyErrorCode defines parameters for DeleteAppointment.
+type DeleteAppointment500JSONResponseBodyErrorCode string
+
+// DeleteAppointment503JSONResponseBodyErrorCode defines parameters for DeleteAppointment.
+type DeleteAppointment503JSONResponseBodyErrorCode string
+
+// GetAppointment401JSONResponseBodyErrorCode defines parameters for GetAppointment.
+type GetAppointment401JSONResponseBodyErrorCode string
+
+// GetAppointment402JSONResponseBodyErrorCode defines parameters for GetAppointment.
+type GetAppointment402JSONResponseBodyErrorCode string
+
+// GetAppointment403JSONResponseBodyErrorCode defines parameters for GetAppointment.
+type GetAppointment403JSONResponseBodyErrorCode string
+
+// GetAppointment404JSONResponseBodyErrorCode defines parameters for GetAppointment.
+type GetAppointment404JSONResponseBodyErrorCode string
+
+// GetAppointment422JSONResponseBodyErrorCode defines parameters for GetAppointment.
+type GetAppointment422JSONResponseBodyErrorCode string
+
+// GetAppointment429JSONResponseBodyErrorCode defines parameters for GetAppointment.
+type GetAppointment429JSONResponseBodyErrorCode string
+
+// GetAppointment500JSONResponseBodyErrorCode defines parameters for GetAppointment.
+type GetAppointment500JSONResponseBodyErrorCode string
+
+// UpdateAppointment400JSONResponseBodyErrorCode defines parameters for UpdateAppointment.
+type UpdateAppointment400JSONResponseBodyErrorCode string
+
+// UpdateAppointment401JSONResponseBodyErrorCode defines parameters for UpdateAppointment.
+type UpdateAppointment401JSONResponseBodyErrorCode string
+
+// UpdateAppointment402JSONResponseBodyErrorCode defines parameters for UpdateAppointment.
+type UpdateAppointment402JSONResponseBodyErrorCode string
+
+// UpdateAppointment403JSONResponseBodyErrorCode defines parameters for UpdateAppointment.
+type UpdateAppointment403JSONResponseBodyErrorCode string
+
+// UpdateAppointment404JSONResponseBodyErrorCode defines parameters for UpdateAppointment.
+type UpdateAppointment404JSONResponseBodyErrorCode string
+
+// UpdateAppointment409JSONResponseBodyErrorCode defines parameters for UpdateAppointment.
+type UpdateAppointment409JSONResponseBodyErrorCode string
+
+// UpdateAppointment413JSONResponseBodyErrorCode defines parameters for UpdateAppointment.
+type UpdateAppointment413JSONResponseBodyErrorCode string
+
+// UpdateAppointment422JSONResponseBodyErrorCode defines parameters for UpdateAppointment.
+type UpdateAppointment422JSONResponseBodyErrorCode string
+
+// UpdateAppointment429JSONResponseBodyErrorCode defines parameters for UpdateAppointment.
+type UpdateAppointment429JSONResponseBodyErrorCode string
+
+// UpdateAppointment500JSONResponseBodyErrorCode defines parameters for UpdateAppointment.
+type UpdateAppointment500JSONResponseBodyErrorCode string
+
+// UpdateAppointment503JSONResponseBodyErrorCode defines parameters for UpdateAppointment.
+type UpdateAppointment503JSONResponseBodyErrorCode string
 
 // ListAttachmentsParams defines parameters for ListAttachments.
 type ListAttachmentsParams struct {
@@ -20996,6 +22457,15 @@ type PutAccountSettingsJSONRequestBody = AccountSettingsWrite
 // GenerateAiTextJSONRequestBody defines body for GenerateAiText for application/json ContentType.
 type GenerateAiTextJSONRequestBody = AiGenerateRequest
 
+// CreateAppointmentJSONRequestBody defines body for CreateAppointment for application/json ContentType.
+type CreateAppointmentJSONRequestBody = AppointmentCreate
+
+// PutAppointmentSettingsJSONRequestBody defines body for PutAppointmentSettings for application/json ContentType.
+type PutAppointmentSettingsJSONRequestBody = AppointmentSettingsUpdate
+
+// UpdateAppointmentJSONRequestBody defines body for UpdateAppointment for application/json ContentType.
+type UpdateAppointmentJSONRequestBody = AppointmentUpdate
+
 // UploadAttachmentMultipartRequestBody defines body for UploadAttachment for multipart/form-data ContentType.
 type UploadAttachmentMultipartRequestBody = AttachmentUpload
 
@@ -21995,6 +23465,95 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /analytics/timeseries (the `GetAnalyticsTimeseries` operationId).
 	GetAnalyticsTimeseries(ctx context.Context, params *GetAnalyticsTimeseriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListAppointments List appointments
+	//
+	// Termine nach Beginn / appointments by start; `from`/`to` (Tage, einschließlich) und `status` filtern. Scope `read`; Tariffunktion / plan feature `appointments`.
+	//
+	// Corresponds with GET /appointments (the `ListAppointments` operationId).
+	ListAppointments(ctx context.Context, params *ListAppointmentsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateAppointmentWithBody Book an appointment
+	//
+	// Bucht einen freien Termin (`source: api`); der Buchende wird Kontakt (Quelle `booking`), bekommt eine Bestätigung mit `.ics`-Einladung, der Inhaber eine Benachrichtigung; `appointment.booked` wird ausgelöst. Kein freier Termin oder schon vergeben: `409 conflict`, `reason: slot_taken` / books a free slot; not free: 409 slot_taken. Scope `write`; Tariffunktion / plan feature `appointments`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /appointments (the `CreateAppointment` operationId).
+	CreateAppointmentWithBody(ctx context.Context, params *CreateAppointmentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateAppointment Book an appointment
+	//
+	// Bucht einen freien Termin (`source: api`); der Buchende wird Kontakt (Quelle `booking`), bekommt eine Bestätigung mit `.ics`-Einladung, der Inhaber eine Benachrichtigung; `appointment.booked` wird ausgelöst. Kein freier Termin oder schon vergeben: `409 conflict`, `reason: slot_taken` / books a free slot; not free: 409 slot_taken. Scope `write`; Tariffunktion / plan feature `appointments`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /appointments (the `CreateAppointment` operationId).
+	CreateAppointment(ctx context.Context, params *CreateAppointmentParams, body CreateAppointmentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetAppointmentSettings Get the appointment settings
+	//
+	// Die Einstellungen des Terminbuchs; beim ersten Abruf mit Standardwerten angelegt / the appointment book's settings, created with defaults on first read. Scope `read`; Tariffunktion / plan feature `appointments`.
+	//
+	// Corresponds with GET /appointments/settings (the `GetAppointmentSettings` operationId).
+	GetAppointmentSettings(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutAppointmentSettingsWithBody Change the appointment settings
+	//
+	// Ändert die angegebenen Felder / changes the given fields. `booking_url` ist nur lesbar / is read-only. Scope `write`; Tariffunktion / plan feature `appointments`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /appointments/settings (the `PutAppointmentSettings` operationId).
+	PutAppointmentSettingsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutAppointmentSettings Change the appointment settings
+	//
+	// Ändert die angegebenen Felder / changes the given fields. `booking_url` ist nur lesbar / is read-only. Scope `write`; Tariffunktion / plan feature `appointments`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /appointments/settings (the `PutAppointmentSettings` operationId).
+	PutAppointmentSettings(ctx context.Context, body PutAppointmentSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListAppointmentSlots List free slots
+	//
+	// Freie Termine von `from` bis `to` (beide einschließlich, höchstens 62 Tage; Standard: heute bis heute + 6), nach Wochenzeiten, Dauer, Puffer, Vorlauf, Horizont, gesperrten Tagen und Buchungen; korrekt über die Zeitumstellung. Nicht paginiert / free slots, both days included, at most 62 days; not paginated. Scope `read`; Tariffunktion / plan feature `appointments`.
+	//
+	// Corresponds with GET /appointments/slots (the `ListAppointmentSlots` operationId).
+	ListAppointmentSlots(ctx context.Context, params *ListAppointmentSlotsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteAppointment Delete an appointment
+	//
+	// Löscht den Termin; ein gebuchter künftiger wird dem Buchenden abgesagt / deletes it; a booked future one is cancelled by mail. Scope `write`; Tariffunktion / plan feature `appointments`.
+	//
+	// Corresponds with DELETE /appointments/{id} (the `DeleteAppointment` operationId).
+	DeleteAppointment(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetAppointment Get an appointment
+	//
+	// Ein Termin / one appointment. Scope `read`; Tariffunktion / plan feature `appointments`.
+	//
+	// Corresponds with GET /appointments/{id} (the `GetAppointment` operationId).
+	GetAppointment(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateAppointmentWithBody Change, reschedule or cancel an appointment
+	//
+	// Neuer `start` verschiebt (auf einen freien Termin, sonst `409 slot_taken`; neue Einladung mit gleicher UID); `status: cancelled` sagt ab, gibt den Termin frei und schickt `METHOD:CANCEL`. Ein abgesagter Termin ändert sich nicht mehr (`409`, `reason: appointment_cancelled`). Scope `write`; Tariffunktion / plan feature `appointments`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /appointments/{id} (the `UpdateAppointment` operationId).
+	UpdateAppointmentWithBody(ctx context.Context, id Id, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateAppointment Change, reschedule or cancel an appointment
+	//
+	// Neuer `start` verschiebt (auf einen freien Termin, sonst `409 slot_taken`; neue Einladung mit gleicher UID); `status: cancelled` sagt ab, gibt den Termin frei und schickt `METHOD:CANCEL`. Ein abgesagter Termin ändert sich nicht mehr (`409`, `reason: appointment_cancelled`). Scope `write`; Tariffunktion / plan feature `appointments`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /appointments/{id} (the `UpdateAppointment` operationId).
+	UpdateAppointment(ctx context.Context, id Id, body UpdateAppointmentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListAttachments List attachments
 	//
@@ -23330,6 +24889,205 @@ func (c *Client) GetAnalyticsOverview(ctx context.Context, params *GetAnalyticsO
 // Corresponds with GET /analytics/timeseries (the `GetAnalyticsTimeseries` operationId).
 func (c *Client) GetAnalyticsTimeseries(ctx context.Context, params *GetAnalyticsTimeseriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetAnalyticsTimeseriesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListAppointments List appointments
+//
+// Termine nach Beginn / appointments by start; `from`/`to` (Tage, einschließlich) und `status` filtern. Scope `read`; Tariffunktion / plan feature `appointments`.
+//
+// Corresponds with GET /appointments (the `ListAppointments` operationId).
+func (c *Client) ListAppointments(ctx context.Context, params *ListAppointmentsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAppointmentsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateAppointmentWithBody Book an appointment
+//
+// Bucht einen freien Termin (`source: api`); der Buchende wird Kontakt (Quelle `booking`), bekommt eine Bestätigung mit `.ics`-Einladung, der Inhaber eine Benachrichtigung; `appointment.booked` wird ausgelöst. Kein freier Termin oder schon vergeben: `409 conflict`, `reason: slot_taken` / books a free slot; not free: 409 slot_taken. Scope `write`; Tariffunktion / plan feature `appointments`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /appointments (the `CreateAppointment` operationId).
+func (c *Client) CreateAppointmentWithBody(ctx context.Context, params *CreateAppointmentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateAppointmentRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateAppointment Book an appointment
+//
+// Bucht einen freien Termin (`source: api`); der Buchende wird Kontakt (Quelle `booking`), bekommt eine Bestätigung mit `.ics`-Einladung, der Inhaber eine Benachrichtigung; `appointment.booked` wird ausgelöst. Kein freier Termin oder schon vergeben: `409 conflict`, `reason: slot_taken` / books a free slot; not free: 409 slot_taken. Scope `write`; Tariffunktion / plan feature `appointments`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /appointments (the `CreateAppointment` operationId).
+func (c *Client) CreateAppointment(ctx context.Context, params *CreateAppointmentParams, body CreateAppointmentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateAppointmentRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetAppointmentSettings Get the appointment settings
+//
+// Die Einstellungen des Terminbuchs; beim ersten Abruf mit Standardwerten angelegt / the appointment book's settings, created with defaults on first read. Scope `read`; Tariffunktion / plan feature `appointments`.
+//
+// Corresponds with GET /appointments/settings (the `GetAppointmentSettings` operationId).
+func (c *Client) GetAppointmentSettings(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetAppointmentSettingsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutAppointmentSettingsWithBody Change the appointment settings
+//
+// Ändert die angegebenen Felder / changes the given fields. `booking_url` ist nur lesbar / is read-only. Scope `write`; Tariffunktion / plan feature `appointments`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /appointments/settings (the `PutAppointmentSettings` operationId).
+func (c *Client) PutAppointmentSettingsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutAppointmentSettingsRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutAppointmentSettings Change the appointment settings
+//
+// Ändert die angegebenen Felder / changes the given fields. `booking_url` ist nur lesbar / is read-only. Scope `write`; Tariffunktion / plan feature `appointments`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /appointments/settings (the `PutAppointmentSettings` operationId).
+func (c *Client) PutAppointmentSettings(ctx context.Context, body PutAppointmentSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutAppointmentSettingsRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListAppointmentSlots List free slots
+//
+// Freie Termine von `from` bis `to` (beide einschließlich, höchstens 62 Tage; Standard: heute bis heute + 6), nach Wochenzeiten, Dauer, Puffer, Vorlauf, Horizont, gesperrten Tagen und Buchungen; korrekt über die Zeitumstellung. Nicht paginiert / free slots, both days included, at most 62 days; not paginated. Scope `read`; Tariffunktion / plan feature `appointments`.
+//
+// Corresponds with GET /appointments/slots (the `ListAppointmentSlots` operationId).
+func (c *Client) ListAppointmentSlots(ctx context.Context, params *ListAppointmentSlotsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAppointmentSlotsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteAppointment Delete an appointment
+//
+// Löscht den Termin; ein gebuchter künftiger wird dem Buchenden abgesagt / deletes it; a booked future one is cancelled by mail. Scope `write`; Tariffunktion / plan feature `appointments`.
+//
+// Corresponds with DELETE /appointments/{id} (the `DeleteAppointment` operationId).
+func (c *Client) DeleteAppointment(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteAppointmentRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetAppointment Get an appointment
+//
+// Ein Termin / one appointment. Scope `read`; Tariffunktion / plan feature `appointments`.
+//
+// Corresponds with GET /appointments/{id} (the `GetAppointment` operationId).
+func (c *Client) GetAppointment(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetAppointmentRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateAppointmentWithBody Change, reschedule or cancel an appointment
+//
+// Neuer `start` verschiebt (auf einen freien Termin, sonst `409 slot_taken`; neue Einladung mit gleicher UID); `status: cancelled` sagt ab, gibt den Termin frei und schickt `METHOD:CANCEL`. Ein abgesagter Termin ändert sich nicht mehr (`409`, `reason: appointment_cancelled`). Scope `write`; Tariffunktion / plan feature `appointments`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /appointments/{id} (the `UpdateAppointment` operationId).
+func (c *Client) UpdateAppointmentWithBody(ctx context.Context, id Id, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateAppointmentRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateAppointment Change, reschedule or cancel an appointment
+//
+// Neuer `start` verschiebt (auf einen freien Termin, sonst `409 slot_taken`; neue Einladung mit gleicher UID); `status: cancelled` sagt ab, gibt den Termin frei und schickt `METHOD:CANCEL`. Ein abgesagter Termin ändert sich nicht mehr (`409`, `reason: appointment_cancelled`). Scope `write`; Tariffunktion / plan feature `appointments`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /appointments/{id} (the `UpdateAppointment` operationId).
+func (c *Client) UpdateAppointment(ctx context.Context, id Id, body UpdateAppointmentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateAppointmentRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -26285,6 +28043,411 @@ func NewGetAnalyticsTimeseriesRequest(server string, params *GetAnalyticsTimeser
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewListAppointmentsRequest constructs an http.Request for the ListAppointments method
+func NewListAppointmentsRequest(server string, params *ListAppointmentsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/appointments")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Page != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page", *params.Page, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.PerPage != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "per_page", *params.PerPage, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.To != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateAppointmentRequest calls the generic CreateAppointment builder with application/json body
+func NewCreateAppointmentRequest(server string, params *CreateAppointmentParams, body CreateAppointmentJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateAppointmentRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateAppointmentRequestWithBody constructs an http.Request for the CreateAppointment method, with any body, and a specified content type
+func NewCreateAppointmentRequestWithBody(server string, params *CreateAppointmentParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/appointments")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetAppointmentSettingsRequest constructs an http.Request for the GetAppointmentSettings method
+func NewGetAppointmentSettingsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/appointments/settings")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPutAppointmentSettingsRequest calls the generic PutAppointmentSettings builder with application/json body
+func NewPutAppointmentSettingsRequest(server string, body PutAppointmentSettingsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPutAppointmentSettingsRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewPutAppointmentSettingsRequestWithBody constructs an http.Request for the PutAppointmentSettings method, with any body, and a specified content type
+func NewPutAppointmentSettingsRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/appointments/settings")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListAppointmentSlotsRequest constructs an http.Request for the ListAppointmentSlots method
+func NewListAppointmentSlotsRequest(server string, params *ListAppointmentSlotsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/appointments/slots")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.To != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDeleteAppointmentRequest constructs an http.Request for the DeleteAppointment method
+func NewDeleteAppointmentRequest(server string, id Id) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/appointments/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetAppointmentRequest constructs an http.Request for the GetAppointment method
+func NewGetAppointmentRequest(server string, id Id) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/appointments/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateAppointmentRequest calls the generic UpdateAppointment builder with application/json body
+func NewUpdateAppointmentRequest(server string, id Id, body UpdateAppointmentJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateAppointmentRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewUpdateAppointmentRequestWithBody constructs an http.Request for the UpdateAppointment method, with any body, and a specified content type
+func NewUpdateAppointmentRequestWithBody(server string, id Id, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/appointments/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -31342,6 +33505,105 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /analytics/timeseries (the `GetAnalyticsTimeseries` operationId).
 	GetAnalyticsTimeseriesWithResponse(ctx context.Context, params *GetAnalyticsTimeseriesParams, reqEditors ...RequestEditorFn) (*GetAnalyticsTimeseriesResponse, error)
 
+	// ListAppointmentsWithResponse List appointments
+	//
+	// Termine nach Beginn / appointments by start; `from`/`to` (Tage, einschließlich) und `status` filtern. Scope `read`; Tariffunktion / plan feature `appointments`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /appointments (the `ListAppointments` operationId).
+	ListAppointmentsWithResponse(ctx context.Context, params *ListAppointmentsParams, reqEditors ...RequestEditorFn) (*ListAppointmentsResponse, error)
+
+	// CreateAppointmentWithBodyWithResponse Book an appointment
+	//
+	// Bucht einen freien Termin (`source: api`); der Buchende wird Kontakt (Quelle `booking`), bekommt eine Bestätigung mit `.ics`-Einladung, der Inhaber eine Benachrichtigung; `appointment.booked` wird ausgelöst. Kein freier Termin oder schon vergeben: `409 conflict`, `reason: slot_taken` / books a free slot; not free: 409 slot_taken. Scope `write`; Tariffunktion / plan feature `appointments`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /appointments (the `CreateAppointment` operationId).
+	CreateAppointmentWithBodyWithResponse(ctx context.Context, params *CreateAppointmentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAppointmentResponse, error)
+
+	// CreateAppointmentWithResponse Book an appointment
+	//
+	// Bucht einen freien Termin (`source: api`); der Buchende wird Kontakt (Quelle `booking`), bekommt eine Bestätigung mit `.ics`-Einladung, der Inhaber eine Benachrichtigung; `appointment.booked` wird ausgelöst. Kein freier Termin oder schon vergeben: `409 conflict`, `reason: slot_taken` / books a free slot; not free: 409 slot_taken. Scope `write`; Tariffunktion / plan feature `appointments`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /appointments (the `CreateAppointment` operationId).
+	CreateAppointmentWithResponse(ctx context.Context, params *CreateAppointmentParams, body CreateAppointmentJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAppointmentResponse, error)
+
+	// GetAppointmentSettingsWithResponse Get the appointment settings
+	//
+	// Die Einstellungen des Terminbuchs; beim ersten Abruf mit Standardwerten angelegt / the appointment book's settings, created with defaults on first read. Scope `read`; Tariffunktion / plan feature `appointments`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /appointments/settings (the `GetAppointmentSettings` operationId).
+	GetAppointmentSettingsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetAppointmentSettingsResponse, error)
+
+	// PutAppointmentSettingsWithBodyWithResponse Change the appointment settings
+	//
+	// Ändert die angegebenen Felder / changes the given fields. `booking_url` ist nur lesbar / is read-only. Scope `write`; Tariffunktion / plan feature `appointments`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /appointments/settings (the `PutAppointmentSettings` operationId).
+	PutAppointmentSettingsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutAppointmentSettingsResponse, error)
+
+	// PutAppointmentSettingsWithResponse Change the appointment settings
+	//
+	// Ändert die angegebenen Felder / changes the given fields. `booking_url` ist nur lesbar / is read-only. Scope `write`; Tariffunktion / plan feature `appointments`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /appointments/settings (the `PutAppointmentSettings` operationId).
+	PutAppointmentSettingsWithResponse(ctx context.Context, body PutAppointmentSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*PutAppointmentSettingsResponse, error)
+
+	// ListAppointmentSlotsWithResponse List free slots
+	//
+	// Freie Termine von `from` bis `to` (beide einschließlich, höchstens 62 Tage; Standard: heute bis heute + 6), nach Wochenzeiten, Dauer, Puffer, Vorlauf, Horizont, gesperrten Tagen und Buchungen; korrekt über die Zeitumstellung. Nicht paginiert / free slots, both days included, at most 62 days; not paginated. Scope `read`; Tariffunktion / plan feature `appointments`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /appointments/slots (the `ListAppointmentSlots` operationId).
+	ListAppointmentSlotsWithResponse(ctx context.Context, params *ListAppointmentSlotsParams, reqEditors ...RequestEditorFn) (*ListAppointmentSlotsResponse, error)
+
+	// DeleteAppointmentWithResponse Delete an appointment
+	//
+	// Löscht den Termin; ein gebuchter künftiger wird dem Buchenden abgesagt / deletes it; a booked future one is cancelled by mail. Scope `write`; Tariffunktion / plan feature `appointments`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /appointments/{id} (the `DeleteAppointment` operationId).
+	DeleteAppointmentWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*DeleteAppointmentResponse, error)
+
+	// GetAppointmentWithResponse Get an appointment
+	//
+	// Ein Termin / one appointment. Scope `read`; Tariffunktion / plan feature `appointments`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /appointments/{id} (the `GetAppointment` operationId).
+	GetAppointmentWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*GetAppointmentResponse, error)
+
+	// UpdateAppointmentWithBodyWithResponse Change, reschedule or cancel an appointment
+	//
+	// Neuer `start` verschiebt (auf einen freien Termin, sonst `409 slot_taken`; neue Einladung mit gleicher UID); `status: cancelled` sagt ab, gibt den Termin frei und schickt `METHOD:CANCEL`. Ein abgesagter Termin ändert sich nicht mehr (`409`, `reason: appointment_cancelled`). Scope `write`; Tariffunktion / plan feature `appointments`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /appointments/{id} (the `UpdateAppointment` operationId).
+	UpdateAppointmentWithBodyWithResponse(ctx context.Context, id Id, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateAppointmentResponse, error)
+
+	// UpdateAppointmentWithResponse Change, reschedule or cancel an appointment
+	//
+	// Neuer `start` verschiebt (auf einen freien Termin, sonst `409 slot_taken`; neue Einladung mit gleicher UID); `status: cancelled` sagt ab, gibt den Termin frei und schickt `METHOD:CANCEL`. Ein abgesagter Termin ändert sich nicht mehr (`409`, `reason: appointment_cancelled`). Scope `write`; Tariffunktion / plan feature `appointments`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /appointments/{id} (the `UpdateAppointment` operationId).
+	UpdateAppointmentWithResponse(ctx context.Context, id Id, body UpdateAppointmentJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateAppointmentResponse, error)
+
 	// ListAttachmentsWithResponse List attachments
 	//
 	// Die Anhänge des Kontos, neueste zuerst, mit der Zahl der Mails, die sie nennen / the account's attachments, newest first, with the number of mails naming each. Scope `read`.
@@ -35130,6 +37392,1425 @@ func (r GetAnalyticsTimeseriesResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetAnalyticsTimeseriesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListAppointmentsResponse200Headers the declared response headers of an HTTP 200 response for ListAppointments
+type ListAppointmentsResponse200Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// ListAppointmentsResponse401Headers the declared response headers of an HTTP 401 response for ListAppointments
+type ListAppointmentsResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// ListAppointmentsResponse402Headers the declared response headers of an HTTP 402 response for ListAppointments
+type ListAppointmentsResponse402Headers struct {
+	XRequestId string
+}
+
+// ListAppointmentsResponse403Headers the declared response headers of an HTTP 403 response for ListAppointments
+type ListAppointmentsResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// ListAppointmentsResponse422Headers the declared response headers of an HTTP 422 response for ListAppointments
+type ListAppointmentsResponse422Headers struct {
+	XRequestId string
+}
+
+// ListAppointmentsResponse429Headers the declared response headers of an HTTP 429 response for ListAppointments
+type ListAppointmentsResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// ListAppointmentsResponse500Headers the declared response headers of an HTTP 500 response for ListAppointments
+type ListAppointmentsResponse500Headers struct {
+	XRequestId string
+}
+
+type ListAppointmentsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data []Appointment `json:"data"`
+
+		// Meta `Meta` einer Listenantwort, immer mit `pagination` / `Meta` of a list response, always with `pagination`.
+		Meta ListMeta `json:"meta"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListAppointmentsResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListAppointmentsResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *ListAppointmentsResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListAppointmentsResponse403Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *ListAppointmentsResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListAppointmentsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListAppointmentsResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListAppointmentsResponse) GetJSON200() *struct {
+	Data []Appointment `json:"data"`
+
+	// Meta `Meta` einer Listenantwort, immer mit `pagination` / `Meta` of a list response, always with `pagination`.
+	Meta ListMeta `json:"meta"`
+} {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListAppointmentsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r ListAppointmentsResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListAppointmentsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r ListAppointmentsResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListAppointmentsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListAppointmentsResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListAppointmentsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAppointmentsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAppointmentsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListAppointmentsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateAppointmentResponse201Headers the declared response headers of an HTTP 201 response for CreateAppointment
+type CreateAppointmentResponse201Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// CreateAppointmentResponse400Headers the declared response headers of an HTTP 400 response for CreateAppointment
+type CreateAppointmentResponse400Headers struct {
+	XRequestId string
+}
+
+// CreateAppointmentResponse401Headers the declared response headers of an HTTP 401 response for CreateAppointment
+type CreateAppointmentResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// CreateAppointmentResponse402Headers the declared response headers of an HTTP 402 response for CreateAppointment
+type CreateAppointmentResponse402Headers struct {
+	XRequestId string
+}
+
+// CreateAppointmentResponse403Headers the declared response headers of an HTTP 403 response for CreateAppointment
+type CreateAppointmentResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// CreateAppointmentResponse409Headers the declared response headers of an HTTP 409 response for CreateAppointment
+type CreateAppointmentResponse409Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// CreateAppointmentResponse413Headers the declared response headers of an HTTP 413 response for CreateAppointment
+type CreateAppointmentResponse413Headers struct {
+	XRequestId string
+}
+
+// CreateAppointmentResponse422Headers the declared response headers of an HTTP 422 response for CreateAppointment
+type CreateAppointmentResponse422Headers struct {
+	XRequestId string
+}
+
+// CreateAppointmentResponse429Headers the declared response headers of an HTTP 429 response for CreateAppointment
+type CreateAppointmentResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// CreateAppointmentResponse500Headers the declared response headers of an HTTP 500 response for CreateAppointment
+type CreateAppointmentResponse500Headers struct {
+	XRequestId string
+}
+
+// CreateAppointmentResponse503Headers the declared response headers of an HTTP 503 response for CreateAppointment
+type CreateAppointmentResponse503Headers struct {
+	XRequestId string
+}
+
+type CreateAppointmentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *struct {
+		Data Appointment `json:"data"`
+
+		// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+		Meta Meta `json:"meta"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateAppointmentResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CreateAppointmentResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateAppointmentResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *CreateAppointmentResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CreateAppointmentResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateAppointmentResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *CreateAppointmentResponse413Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *CreateAppointmentResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateAppointmentResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CreateAppointmentResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateAppointmentResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateAppointmentResponse) GetJSON201() *struct {
+	Data Appointment `json:"data"`
+
+	// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+	Meta Meta `json:"meta"`
+} {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateAppointmentResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateAppointmentResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r CreateAppointmentResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateAppointmentResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateAppointmentResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateAppointmentResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreateAppointmentResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateAppointmentResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateAppointmentResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateAppointmentResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateAppointmentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateAppointmentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateAppointmentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateAppointmentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetAppointmentSettingsResponse200Headers the declared response headers of an HTTP 200 response for GetAppointmentSettings
+type GetAppointmentSettingsResponse200Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// GetAppointmentSettingsResponse401Headers the declared response headers of an HTTP 401 response for GetAppointmentSettings
+type GetAppointmentSettingsResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// GetAppointmentSettingsResponse402Headers the declared response headers of an HTTP 402 response for GetAppointmentSettings
+type GetAppointmentSettingsResponse402Headers struct {
+	XRequestId string
+}
+
+// GetAppointmentSettingsResponse403Headers the declared response headers of an HTTP 403 response for GetAppointmentSettings
+type GetAppointmentSettingsResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// GetAppointmentSettingsResponse422Headers the declared response headers of an HTTP 422 response for GetAppointmentSettings
+type GetAppointmentSettingsResponse422Headers struct {
+	XRequestId string
+}
+
+// GetAppointmentSettingsResponse429Headers the declared response headers of an HTTP 429 response for GetAppointmentSettings
+type GetAppointmentSettingsResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// GetAppointmentSettingsResponse500Headers the declared response headers of an HTTP 500 response for GetAppointmentSettings
+type GetAppointmentSettingsResponse500Headers struct {
+	XRequestId string
+}
+
+type GetAppointmentSettingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data AppointmentSettings `json:"data"`
+
+		// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+		Meta Meta `json:"meta"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetAppointmentSettingsResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetAppointmentSettingsResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *GetAppointmentSettingsResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetAppointmentSettingsResponse403Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *GetAppointmentSettingsResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetAppointmentSettingsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetAppointmentSettingsResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetAppointmentSettingsResponse) GetJSON200() *struct {
+	Data AppointmentSettings `json:"data"`
+
+	// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+	Meta Meta `json:"meta"`
+} {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAppointmentSettingsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r GetAppointmentSettingsResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAppointmentSettingsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r GetAppointmentSettingsResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetAppointmentSettingsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetAppointmentSettingsResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetAppointmentSettingsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetAppointmentSettingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetAppointmentSettingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetAppointmentSettingsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PutAppointmentSettingsResponse200Headers the declared response headers of an HTTP 200 response for PutAppointmentSettings
+type PutAppointmentSettingsResponse200Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// PutAppointmentSettingsResponse400Headers the declared response headers of an HTTP 400 response for PutAppointmentSettings
+type PutAppointmentSettingsResponse400Headers struct {
+	XRequestId string
+}
+
+// PutAppointmentSettingsResponse401Headers the declared response headers of an HTTP 401 response for PutAppointmentSettings
+type PutAppointmentSettingsResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// PutAppointmentSettingsResponse402Headers the declared response headers of an HTTP 402 response for PutAppointmentSettings
+type PutAppointmentSettingsResponse402Headers struct {
+	XRequestId string
+}
+
+// PutAppointmentSettingsResponse403Headers the declared response headers of an HTTP 403 response for PutAppointmentSettings
+type PutAppointmentSettingsResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// PutAppointmentSettingsResponse413Headers the declared response headers of an HTTP 413 response for PutAppointmentSettings
+type PutAppointmentSettingsResponse413Headers struct {
+	XRequestId string
+}
+
+// PutAppointmentSettingsResponse422Headers the declared response headers of an HTTP 422 response for PutAppointmentSettings
+type PutAppointmentSettingsResponse422Headers struct {
+	XRequestId string
+}
+
+// PutAppointmentSettingsResponse429Headers the declared response headers of an HTTP 429 response for PutAppointmentSettings
+type PutAppointmentSettingsResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// PutAppointmentSettingsResponse500Headers the declared response headers of an HTTP 500 response for PutAppointmentSettings
+type PutAppointmentSettingsResponse500Headers struct {
+	XRequestId string
+}
+
+// PutAppointmentSettingsResponse503Headers the declared response headers of an HTTP 503 response for PutAppointmentSettings
+type PutAppointmentSettingsResponse503Headers struct {
+	XRequestId string
+}
+
+type PutAppointmentSettingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data AppointmentSettings `json:"data"`
+
+		// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+		Meta Meta `json:"meta"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PutAppointmentSettingsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *PutAppointmentSettingsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PutAppointmentSettingsResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *PutAppointmentSettingsResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *PutAppointmentSettingsResponse403Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *PutAppointmentSettingsResponse413Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *PutAppointmentSettingsResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PutAppointmentSettingsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *PutAppointmentSettingsResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PutAppointmentSettingsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PutAppointmentSettingsResponse) GetJSON200() *struct {
+	Data AppointmentSettings `json:"data"`
+
+	// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+	Meta Meta `json:"meta"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PutAppointmentSettingsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PutAppointmentSettingsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r PutAppointmentSettingsResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PutAppointmentSettingsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PutAppointmentSettingsResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PutAppointmentSettingsResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PutAppointmentSettingsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PutAppointmentSettingsResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PutAppointmentSettingsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PutAppointmentSettingsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutAppointmentSettingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutAppointmentSettingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutAppointmentSettingsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListAppointmentSlotsResponse200Headers the declared response headers of an HTTP 200 response for ListAppointmentSlots
+type ListAppointmentSlotsResponse200Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// ListAppointmentSlotsResponse401Headers the declared response headers of an HTTP 401 response for ListAppointmentSlots
+type ListAppointmentSlotsResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// ListAppointmentSlotsResponse402Headers the declared response headers of an HTTP 402 response for ListAppointmentSlots
+type ListAppointmentSlotsResponse402Headers struct {
+	XRequestId string
+}
+
+// ListAppointmentSlotsResponse403Headers the declared response headers of an HTTP 403 response for ListAppointmentSlots
+type ListAppointmentSlotsResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// ListAppointmentSlotsResponse422Headers the declared response headers of an HTTP 422 response for ListAppointmentSlots
+type ListAppointmentSlotsResponse422Headers struct {
+	XRequestId string
+}
+
+// ListAppointmentSlotsResponse429Headers the declared response headers of an HTTP 429 response for ListAppointmentSlots
+type ListAppointmentSlotsResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// ListAppointmentSlotsResponse500Headers the declared response headers of an HTTP 500 response for ListAppointmentSlots
+type ListAppointmentSlotsResponse500Headers struct {
+	XRequestId string
+}
+
+type ListAppointmentSlotsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data []AppointmentSlot `json:"data"`
+
+		// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+		Meta Meta `json:"meta"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListAppointmentSlotsResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListAppointmentSlotsResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *ListAppointmentSlotsResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListAppointmentSlotsResponse403Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *ListAppointmentSlotsResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListAppointmentSlotsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListAppointmentSlotsResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListAppointmentSlotsResponse) GetJSON200() *struct {
+	Data []AppointmentSlot `json:"data"`
+
+	// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+	Meta Meta `json:"meta"`
+} {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListAppointmentSlotsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r ListAppointmentSlotsResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListAppointmentSlotsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r ListAppointmentSlotsResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListAppointmentSlotsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListAppointmentSlotsResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListAppointmentSlotsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAppointmentSlotsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAppointmentSlotsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListAppointmentSlotsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteAppointmentResponse204Headers the declared response headers of an HTTP 204 response for DeleteAppointment
+type DeleteAppointmentResponse204Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// DeleteAppointmentResponse401Headers the declared response headers of an HTTP 401 response for DeleteAppointment
+type DeleteAppointmentResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// DeleteAppointmentResponse402Headers the declared response headers of an HTTP 402 response for DeleteAppointment
+type DeleteAppointmentResponse402Headers struct {
+	XRequestId string
+}
+
+// DeleteAppointmentResponse403Headers the declared response headers of an HTTP 403 response for DeleteAppointment
+type DeleteAppointmentResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// DeleteAppointmentResponse404Headers the declared response headers of an HTTP 404 response for DeleteAppointment
+type DeleteAppointmentResponse404Headers struct {
+	XRequestId string
+}
+
+// DeleteAppointmentResponse422Headers the declared response headers of an HTTP 422 response for DeleteAppointment
+type DeleteAppointmentResponse422Headers struct {
+	XRequestId string
+}
+
+// DeleteAppointmentResponse429Headers the declared response headers of an HTTP 429 response for DeleteAppointment
+type DeleteAppointmentResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// DeleteAppointmentResponse500Headers the declared response headers of an HTTP 500 response for DeleteAppointment
+type DeleteAppointmentResponse500Headers struct {
+	XRequestId string
+}
+
+// DeleteAppointmentResponse503Headers the declared response headers of an HTTP 503 response for DeleteAppointment
+type DeleteAppointmentResponse503Headers struct {
+	XRequestId string
+}
+
+type DeleteAppointmentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *DeleteAppointmentResponse204Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteAppointmentResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *DeleteAppointmentResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *DeleteAppointmentResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *DeleteAppointmentResponse404Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *DeleteAppointmentResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteAppointmentResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *DeleteAppointmentResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteAppointmentResponse503Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteAppointmentResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r DeleteAppointmentResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteAppointmentResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteAppointmentResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r DeleteAppointmentResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteAppointmentResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteAppointmentResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DeleteAppointmentResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteAppointmentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteAppointmentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteAppointmentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteAppointmentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetAppointmentResponse200Headers the declared response headers of an HTTP 200 response for GetAppointment
+type GetAppointmentResponse200Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// GetAppointmentResponse401Headers the declared response headers of an HTTP 401 response for GetAppointment
+type GetAppointmentResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// GetAppointmentResponse402Headers the declared response headers of an HTTP 402 response for GetAppointment
+type GetAppointmentResponse402Headers struct {
+	XRequestId string
+}
+
+// GetAppointmentResponse403Headers the declared response headers of an HTTP 403 response for GetAppointment
+type GetAppointmentResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// GetAppointmentResponse404Headers the declared response headers of an HTTP 404 response for GetAppointment
+type GetAppointmentResponse404Headers struct {
+	XRequestId string
+}
+
+// GetAppointmentResponse422Headers the declared response headers of an HTTP 422 response for GetAppointment
+type GetAppointmentResponse422Headers struct {
+	XRequestId string
+}
+
+// GetAppointmentResponse429Headers the declared response headers of an HTTP 429 response for GetAppointment
+type GetAppointmentResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// GetAppointmentResponse500Headers the declared response headers of an HTTP 500 response for GetAppointment
+type GetAppointmentResponse500Headers struct {
+	XRequestId string
+}
+
+type GetAppointmentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data Appointment `json:"data"`
+
+		// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+		Meta Meta `json:"meta"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetAppointmentResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetAppointmentResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *GetAppointmentResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetAppointmentResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetAppointmentResponse404Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *GetAppointmentResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetAppointmentResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetAppointmentResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetAppointmentResponse) GetJSON200() *struct {
+	Data Appointment `json:"data"`
+
+	// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+	Meta Meta `json:"meta"`
+} {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAppointmentResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r GetAppointmentResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAppointmentResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetAppointmentResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r GetAppointmentResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetAppointmentResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetAppointmentResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetAppointmentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetAppointmentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetAppointmentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetAppointmentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateAppointmentResponse200Headers the declared response headers of an HTTP 200 response for UpdateAppointment
+type UpdateAppointmentResponse200Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// UpdateAppointmentResponse400Headers the declared response headers of an HTTP 400 response for UpdateAppointment
+type UpdateAppointmentResponse400Headers struct {
+	XRequestId string
+}
+
+// UpdateAppointmentResponse401Headers the declared response headers of an HTTP 401 response for UpdateAppointment
+type UpdateAppointmentResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// UpdateAppointmentResponse402Headers the declared response headers of an HTTP 402 response for UpdateAppointment
+type UpdateAppointmentResponse402Headers struct {
+	XRequestId string
+}
+
+// UpdateAppointmentResponse403Headers the declared response headers of an HTTP 403 response for UpdateAppointment
+type UpdateAppointmentResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// UpdateAppointmentResponse404Headers the declared response headers of an HTTP 404 response for UpdateAppointment
+type UpdateAppointmentResponse404Headers struct {
+	XRequestId string
+}
+
+// UpdateAppointmentResponse409Headers the declared response headers of an HTTP 409 response for UpdateAppointment
+type UpdateAppointmentResponse409Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// UpdateAppointmentResponse413Headers the declared response headers of an HTTP 413 response for UpdateAppointment
+type UpdateAppointmentResponse413Headers struct {
+	XRequestId string
+}
+
+// UpdateAppointmentResponse422Headers the declared response headers of an HTTP 422 response for UpdateAppointment
+type UpdateAppointmentResponse422Headers struct {
+	XRequestId string
+}
+
+// UpdateAppointmentResponse429Headers the declared response headers of an HTTP 429 response for UpdateAppointment
+type UpdateAppointmentResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// UpdateAppointmentResponse500Headers the declared response headers of an HTTP 500 response for UpdateAppointment
+type UpdateAppointmentResponse500Headers struct {
+	XRequestId string
+}
+
+// UpdateAppointmentResponse503Headers the declared response headers of an HTTP 503 response for UpdateAppointment
+type UpdateAppointmentResponse503Headers struct {
+	XRequestId string
+}
+
+type UpdateAppointmentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data Appointment `json:"data"`
+
+		// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+		Meta Meta `json:"meta"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *UpdateAppointmentResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *UpdateAppointmentResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateAppointmentResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *UpdateAppointmentResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *UpdateAppointmentResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *UpdateAppointmentResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *UpdateAppointmentResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *UpdateAppointmentResponse413Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *UpdateAppointmentResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateAppointmentResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *UpdateAppointmentResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *UpdateAppointmentResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateAppointmentResponse) GetJSON200() *struct {
+	Data Appointment `json:"data"`
+
+	// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+	Meta Meta `json:"meta"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateAppointmentResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateAppointmentResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r UpdateAppointmentResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateAppointmentResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateAppointmentResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UpdateAppointmentResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateAppointmentResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r UpdateAppointmentResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UpdateAppointmentResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateAppointmentResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UpdateAppointmentResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateAppointmentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateAppointmentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateAppointmentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateAppointmentResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -51343,6 +55024,171 @@ func (c *ClientWithResponses) GetAnalyticsTimeseriesWithResponse(ctx context.Con
 	return ParseGetAnalyticsTimeseriesResponse(rsp)
 }
 
+// ListAppointmentsWithResponse List appointments
+//
+// Termine nach Beginn / appointments by start; `from`/`to` (Tage, einschließlich) und `status` filtern. Scope `read`; Tariffunktion / plan feature `appointments`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /appointments (the `ListAppointments` operationId).
+func (c *ClientWithResponses) ListAppointmentsWithResponse(ctx context.Context, params *ListAppointmentsParams, reqEditors ...RequestEditorFn) (*ListAppointmentsResponse, error) {
+	rsp, err := c.ListAppointments(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAppointmentsResponse(rsp)
+}
+
+// CreateAppointmentWithBodyWithResponse Book an appointment
+//
+// Bucht einen freien Termin (`source: api`); der Buchende wird Kontakt (Quelle `booking`), bekommt eine Bestätigung mit `.ics`-Einladung, der Inhaber eine Benachrichtigung; `appointment.booked` wird ausgelöst. Kein freier Termin oder schon vergeben: `409 conflict`, `reason: slot_taken` / books a free slot; not free: 409 slot_taken. Scope `write`; Tariffunktion / plan feature `appointments`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /appointments (the `CreateAppointment` operationId).
+func (c *ClientWithResponses) CreateAppointmentWithBodyWithResponse(ctx context.Context, params *CreateAppointmentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAppointmentResponse, error) {
+	rsp, err := c.CreateAppointmentWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateAppointmentResponse(rsp)
+}
+
+// CreateAppointmentWithResponse Book an appointment
+//
+// Bucht einen freien Termin (`source: api`); der Buchende wird Kontakt (Quelle `booking`), bekommt eine Bestätigung mit `.ics`-Einladung, der Inhaber eine Benachrichtigung; `appointment.booked` wird ausgelöst. Kein freier Termin oder schon vergeben: `409 conflict`, `reason: slot_taken` / books a free slot; not free: 409 slot_taken. Scope `write`; Tariffunktion / plan feature `appointments`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /appointments (the `CreateAppointment` operationId).
+func (c *ClientWithResponses) CreateAppointmentWithResponse(ctx context.Context, params *CreateAppointmentParams, body CreateAppointmentJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAppointmentResponse, error) {
+	rsp, err := c.CreateAppointment(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateAppointmentResponse(rsp)
+}
+
+// GetAppointmentSettingsWithResponse Get the appointment settings
+//
+// Die Einstellungen des Terminbuchs; beim ersten Abruf mit Standardwerten angelegt / the appointment book's settings, created with defaults on first read. Scope `read`; Tariffunktion / plan feature `appointments`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /appointments/settings (the `GetAppointmentSettings` operationId).
+func (c *ClientWithResponses) GetAppointmentSettingsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetAppointmentSettingsResponse, error) {
+	rsp, err := c.GetAppointmentSettings(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetAppointmentSettingsResponse(rsp)
+}
+
+// PutAppointmentSettingsWithBodyWithResponse Change the appointment settings
+//
+// Ändert die angegebenen Felder / changes the given fields. `booking_url` ist nur lesbar / is read-only. Scope `write`; Tariffunktion / plan feature `appointments`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /appointments/settings (the `PutAppointmentSettings` operationId).
+func (c *ClientWithResponses) PutAppointmentSettingsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutAppointmentSettingsResponse, error) {
+	rsp, err := c.PutAppointmentSettingsWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutAppointmentSettingsResponse(rsp)
+}
+
+// PutAppointmentSettingsWithResponse Change the appointment settings
+//
+// Ändert die angegebenen Felder / changes the given fields. `booking_url` ist nur lesbar / is read-only. Scope `write`; Tariffunktion / plan feature `appointments`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /appointments/settings (the `PutAppointmentSettings` operationId).
+func (c *ClientWithResponses) PutAppointmentSettingsWithResponse(ctx context.Context, body PutAppointmentSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*PutAppointmentSettingsResponse, error) {
+	rsp, err := c.PutAppointmentSettings(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutAppointmentSettingsResponse(rsp)
+}
+
+// ListAppointmentSlotsWithResponse List free slots
+//
+// Freie Termine von `from` bis `to` (beide einschließlich, höchstens 62 Tage; Standard: heute bis heute + 6), nach Wochenzeiten, Dauer, Puffer, Vorlauf, Horizont, gesperrten Tagen und Buchungen; korrekt über die Zeitumstellung. Nicht paginiert / free slots, both days included, at most 62 days; not paginated. Scope `read`; Tariffunktion / plan feature `appointments`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /appointments/slots (the `ListAppointmentSlots` operationId).
+func (c *ClientWithResponses) ListAppointmentSlotsWithResponse(ctx context.Context, params *ListAppointmentSlotsParams, reqEditors ...RequestEditorFn) (*ListAppointmentSlotsResponse, error) {
+	rsp, err := c.ListAppointmentSlots(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAppointmentSlotsResponse(rsp)
+}
+
+// DeleteAppointmentWithResponse Delete an appointment
+//
+// Löscht den Termin; ein gebuchter künftiger wird dem Buchenden abgesagt / deletes it; a booked future one is cancelled by mail. Scope `write`; Tariffunktion / plan feature `appointments`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /appointments/{id} (the `DeleteAppointment` operationId).
+func (c *ClientWithResponses) DeleteAppointmentWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*DeleteAppointmentResponse, error) {
+	rsp, err := c.DeleteAppointment(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteAppointmentResponse(rsp)
+}
+
+// GetAppointmentWithResponse Get an appointment
+//
+// Ein Termin / one appointment. Scope `read`; Tariffunktion / plan feature `appointments`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /appointments/{id} (the `GetAppointment` operationId).
+func (c *ClientWithResponses) GetAppointmentWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*GetAppointmentResponse, error) {
+	rsp, err := c.GetAppointment(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetAppointmentResponse(rsp)
+}
+
+// UpdateAppointmentWithBodyWithResponse Change, reschedule or cancel an appointment
+//
+// Neuer `start` verschiebt (auf einen freien Termin, sonst `409 slot_taken`; neue Einladung mit gleicher UID); `status: cancelled` sagt ab, gibt den Termin frei und schickt `METHOD:CANCEL`. Ein abgesagter Termin ändert sich nicht mehr (`409`, `reason: appointment_cancelled`). Scope `write`; Tariffunktion / plan feature `appointments`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /appointments/{id} (the `UpdateAppointment` operationId).
+func (c *ClientWithResponses) UpdateAppointmentWithBodyWithResponse(ctx context.Context, id Id, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateAppointmentResponse, error) {
+	rsp, err := c.UpdateAppointmentWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateAppointmentResponse(rsp)
+}
+
+// UpdateAppointmentWithResponse Change, reschedule or cancel an appointment
+//
+// Neuer `start` verschiebt (auf einen freien Termin, sonst `409 slot_taken`; neue Einladung mit gleicher UID); `status: cancelled` sagt ab, gibt den Termin frei und schickt `METHOD:CANCEL`. Ein abgesagter Termin ändert sich nicht mehr (`409`, `reason: appointment_cancelled`). Scope `write`; Tariffunktion / plan feature `appointments`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /appointments/{id} (the `UpdateAppointment` operationId).
+func (c *ClientWithResponses) UpdateAppointmentWithResponse(ctx context.Context, id Id, body UpdateAppointmentJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateAppointmentResponse, error) {
+	rsp, err := c.UpdateAppointment(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateAppointmentResponse(rsp)
+}
+
 // ListAttachmentsWithResponse List attachments
 //
 // Die Anhänge des Kontos, neueste zuerst, mit der Zahl der Mails, die sie nennen / the account's attachments, newest first, with the number of mails naming each. Scope `read`.
@@ -56981,6 +60827,2050 @@ func ParseGetAnalyticsTimeseriesResponse(rsp *http.Response) (*GetAnalyticsTimes
 			headers.XRequestId = value
 		}
 		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListAppointmentsResponse parses an HTTP response from a ListAppointmentsWithResponse call
+func ParseListAppointmentsResponse(rsp *http.Response) (*ListAppointmentsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAppointmentsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data []Appointment `json:"data"`
+
+			// Meta `Meta` einer Listenantwort, immer mit `pagination` / `Meta` of a list response, always with `pagination`.
+			Meta ListMeta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListAppointmentsResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListAppointmentsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers ListAppointmentsResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListAppointmentsResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 422:
+		var headers ListAppointmentsResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListAppointmentsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListAppointmentsResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateAppointmentResponse parses an HTTP response from a CreateAppointmentWithResponse call
+func ParseCreateAppointmentResponse(rsp *http.Response) (*CreateAppointmentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateAppointmentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			Data Appointment `json:"data"`
+
+			// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+			Meta Meta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CreateAppointmentResponse201Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers CreateAppointmentResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateAppointmentResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers CreateAppointmentResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers CreateAppointmentResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateAppointmentResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers CreateAppointmentResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 422:
+		var headers CreateAppointmentResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateAppointmentResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers CreateAppointmentResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateAppointmentResponse503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetAppointmentSettingsResponse parses an HTTP response from a GetAppointmentSettingsWithResponse call
+func ParseGetAppointmentSettingsResponse(rsp *http.Response) (*GetAppointmentSettingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetAppointmentSettingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data AppointmentSettings `json:"data"`
+
+			// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+			Meta Meta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetAppointmentSettingsResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetAppointmentSettingsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers GetAppointmentSettingsResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetAppointmentSettingsResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 422:
+		var headers GetAppointmentSettingsResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetAppointmentSettingsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetAppointmentSettingsResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePutAppointmentSettingsResponse parses an HTTP response from a PutAppointmentSettingsWithResponse call
+func ParsePutAppointmentSettingsResponse(rsp *http.Response) (*PutAppointmentSettingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutAppointmentSettingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data AppointmentSettings `json:"data"`
+
+			// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+			Meta Meta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers PutAppointmentSettingsResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers PutAppointmentSettingsResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers PutAppointmentSettingsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers PutAppointmentSettingsResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers PutAppointmentSettingsResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 413:
+		var headers PutAppointmentSettingsResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 422:
+		var headers PutAppointmentSettingsResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers PutAppointmentSettingsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers PutAppointmentSettingsResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers PutAppointmentSettingsResponse503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListAppointmentSlotsResponse parses an HTTP response from a ListAppointmentSlotsWithResponse call
+func ParseListAppointmentSlotsResponse(rsp *http.Response) (*ListAppointmentSlotsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAppointmentSlotsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data []AppointmentSlot `json:"data"`
+
+			// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+			Meta Meta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListAppointmentSlotsResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListAppointmentSlotsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers ListAppointmentSlotsResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListAppointmentSlotsResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 422:
+		var headers ListAppointmentSlotsResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListAppointmentSlotsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListAppointmentSlotsResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteAppointmentResponse parses an HTTP response from a DeleteAppointmentWithResponse call
+func ParseDeleteAppointmentResponse(rsp *http.Response) (*DeleteAppointmentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteAppointmentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers DeleteAppointmentResponse204Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 401:
+		var headers DeleteAppointmentResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers DeleteAppointmentResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers DeleteAppointmentResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers DeleteAppointmentResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 422:
+		var headers DeleteAppointmentResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteAppointmentResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers DeleteAppointmentResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteAppointmentResponse503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetAppointmentResponse parses an HTTP response from a GetAppointmentWithResponse call
+func ParseGetAppointmentResponse(rsp *http.Response) (*GetAppointmentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetAppointmentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data Appointment `json:"data"`
+
+			// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+			Meta Meta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetAppointmentResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetAppointmentResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers GetAppointmentResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetAppointmentResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetAppointmentResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 422:
+		var headers GetAppointmentResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetAppointmentResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetAppointmentResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateAppointmentResponse parses an HTTP response from a UpdateAppointmentWithResponse call
+func ParseUpdateAppointmentResponse(rsp *http.Response) (*UpdateAppointmentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateAppointmentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data Appointment `json:"data"`
+
+			// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+			Meta Meta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers UpdateAppointmentResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers UpdateAppointmentResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers UpdateAppointmentResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers UpdateAppointmentResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers UpdateAppointmentResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers UpdateAppointmentResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers UpdateAppointmentResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers UpdateAppointmentResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 422:
+		var headers UpdateAppointmentResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateAppointmentResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers UpdateAppointmentResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers UpdateAppointmentResponse503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
