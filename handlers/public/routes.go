@@ -21,6 +21,7 @@ import (
 	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/botguard"
+	"github.com/rundbrief/rundbrief/store/integration"
 	"github.com/rundbrief/rundbrief/store/services"
 	"github.com/rundbrief/rundbrief/views"
 )
@@ -33,12 +34,14 @@ type Config struct {
 
 // Public holds the dependencies of the public pages.
 type Public struct {
-	db      *store.DB
-	guard   *botguard.Guard // stamps of the hosted sign-up form (RUNDBRIEF_SECRET)
-	tokens  *mailer.Tokens  // verifies the unsubscribe links in mails
-	log     *slog.Logger
-	baseURL string
-	now     func() time.Time
+	db     *store.DB
+	guard  *botguard.Guard // stamps of the hosted sign-up form (RUNDBRIEF_SECRET)
+	tokens *mailer.Tokens  // verifies the unsubscribe links in mails
+	// integrations receives the payment providers' calls (nil: 503).
+	integrations *integration.Service
+	log          *slog.Logger
+	baseURL      string
+	now          func() time.Time
 }
 
 // New returns the public pages over the shared services (s.Guard and
@@ -54,7 +57,8 @@ func New(s *services.Set, cfg Config) (*Public, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Public{db: s.DB, guard: s.Guard, tokens: s.Tokens, log: log, baseURL: strings.TrimRight(cfg.BaseURL, "/"), now: cfg.Now}, nil
+	return &Public{db: s.DB, guard: s.Guard, tokens: s.Tokens, log: log, baseURL: strings.TrimRight(cfg.BaseURL, "/"), now: cfg.Now,
+		integrations: s.Integrations}, nil
 }
 
 // Routes registers every public page, top to bottom. A page that may be shown
@@ -79,6 +83,10 @@ func (p *Public) Routes(r chi.Router) {
 		r.Get("/o/{token}", p.openPixel)
 		r.Get("/c/{token}", p.handle(p.click))
 	})
+
+	// Payment providers' calls (issue 23): no key, verified with each
+	// provider's own signature scheme; bodies at most 256 KB.
+	r.Post("/hooks/{provider}/{token}", p.inbound)
 }
 
 // pageHeaders sets what every public page carries: no caching of pages that
