@@ -559,3 +559,180 @@ func TestIntegrationProviders(t *testing.T) {
 		})
 	}
 }
+
+func TestIntegrationPayPalCertificates(t *testing.T) {
+	s := newHookSite(t, "business")
+	var p provider
+	for _, x := range providers() {
+		if x.name == "paypal" {
+			p = x
+		}
+	}
+	ig := s.createIntegration(t, p, s.list(t))
+	rejected := func() int {
+		return s.count(t, `SELECT count(*) FROM integration_events WHERE account_id = $1 AND status = 'rejected'`, s.acct)
+	}
+
+	// Three good calls fetch the certificate once: it is cached in PostgreSQL.
+	for n := range 3 {
+		if code, body := s.post(t, ig.InboundURL, p.purchase(s, fmt.Sprintf("PP-%d", n), "kaeufer@example.com", time.Now())); code != http.StatusOK {
+			t.Fatalf("call %d: %d %s", n, code, body)
+		}
+	}
+	if n := s.ca.fetches.Load(); n != 1 {
+		t.Fatalf("certificate fetched %d times", n)
+	}
+	if n := s.count(t, `SELECT count(*) FROM integration_certs WHERE account_id = $1`, s.acct); n != 1 {
+		t.Fatalf("cached certificates %d", n)
+	}
+
+	body := []byte(`{"id":"WH-X","event_type":"CHECKOUT.ORDER.COMPLETED","resource":{"id":"PP-X","payer":{"email_address":"x@example.com"}}}`)
+	cases := []struct {
+		name string
+		h    http.Header
+	}{
+		// Signed correctly, but the certificate is not from an allowed host.
+		{"foreign host", func() http.Header {
+			h := s.paypalSign(body, p.secret, "/cert.pem", time.Now())
+			h.Set("Paypal-Cert-Url", "https://evil.example/cert.pem")
+			return h
+		}()},
+		{"plain http", func() http.Header {
+			h := s.paypalSign(body, p.secret, "/cert.pem", time.Now())
+			h.Set("Paypal-Cert-Url", strings.Replace(s.ca.srv.URL, "https://", "http://", 1)+"/cert.pem")
+			return h
+		}()},
+		// From the allowed host, but chained to no trusted root.
+		{"untrusted certificate", s.paypalSign(body, p.secret, "/rogue.pem", time.Now())},
+		// Signed over another webhook id.
+		{"other webhook id", s.paypalSign(body, "OTHER-WEBHOOK", "/cert.pem", time.Now())},
+		{"wrong algorithm", func() http.Header {
+			h := s.paypalSign(body, p.secret, "/cert.pem", time.Now())
+			h.Set("Paypal-Auth-Algo", "SHA1withRSA")
+			return h
+		}()},
+	}
+	for n, c := range cases {
+		if code, out := s.post(t, ig.InboundURL, integration.Inbound{Header: c.h, Body: body}); code != http.StatusUnauthorized {
+			t.Fatalf("%s: %d %s", c.name, code, out)
+		}
+		if rejected() != n+1 {
+			t.Fatalf("%s: not logged as rejected", c.name)
+		}
+	}
+	if n := s.count(t, `SELECT count(*) FROM contacts WHERE account_id = $1 AND email = 'x@example.com'`, s.acct); n != 0 {
+		t.Fatal("a refused call created a contact")
+	}
+}
+
+func (s *hookSite) list(t *testing.T) int64 {
+	t.Helper()
+	l, err := s.db.CreateList(context.Background(), s.acct, store.Actor{Type: store.ActorSystem}, store.ListInput{Name: ptr("Kunden " + store.RandomString(4))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l.ID
+}
+
+func TestIntegrationInboundRules(t *testing.T) {
+	s := newHookSite(t, "business")
+	p := providers()[4] // generic
+	ig := s.createIntegration(t, p, s.list(t))
+	status := func() string {
+		var v string
+		if err := s.db.GetContext(context.Background(), &v, `SELECT status || ':' || error FROM integration_events WHERE account_id = $1 ORDER BY id DESC LIMIT 1`, s.acct); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+
+	// Bodies are bounded: 413, nothing logged.
+	big := integration.Inbound{Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{"x":"` + strings.Repeat("a", integration.MaxInboundBody) + `"}`)}
+	if code, _ := s.post(t, ig.InboundURL, big); code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("large body: %d", code)
+	}
+	// The provider of the URL must be the integration's.
+	if code, _ := s.post(t, strings.Replace(ig.InboundURL, "/generic/", "/stripe/", 1), p.purchase(s, "G-1", "a@example.com", time.Now())); code != http.StatusNotFound {
+		t.Fatalf("other provider's path: %d", code)
+	}
+	// Verified events of no interest are ignored.
+	other := jsonBody(map[string]any{"event": "customer.created", "order_id": "G-0", "email": "a@example.com"})
+	in := integration.Inbound{Header: http.Header{"X-Signature": {"sha256=" + hexHMAC(p.secret, other)}}, Body: other}
+	if code, _ := s.post(t, ig.InboundURL, in); code != http.StatusOK || !strings.HasPrefix(status(), "ignored:") {
+		t.Fatalf("other event: %d %s", code, status())
+	}
+	// An inactive integration verifies and ignores.
+	if res := s.c.Request(http.MethodPatch, fmt.Sprintf("/v1/integrations/%d", ig.ID), map[string]any{"active": false}); res.Status != http.StatusOK {
+		t.Fatalf("deactivate: %d %s", res.Status, res.Body)
+	}
+	if code, _ := s.post(t, ig.InboundURL, p.purchase(s, "G-1", "a@example.com", time.Now())); code != http.StatusOK || !strings.HasPrefix(status(), "ignored:") {
+		t.Fatalf("inactive: %d %s", code, status())
+	}
+	// Without a secret every call is refused.
+	if res := s.c.Request(http.MethodPatch, fmt.Sprintf("/v1/integrations/%d", ig.ID), map[string]any{"active": true, "secret": ""}); res.Status != http.StatusOK {
+		t.Fatalf("remove secret: %d %s", res.Status, res.Body)
+	}
+	if code, _ := s.post(t, ig.InboundURL, p.purchase(s, "G-1", "a@example.com", time.Now())); code != http.StatusUnauthorized || !strings.HasPrefix(status(), "rejected:") {
+		t.Fatalf("no secret: %d %s", code, status())
+	}
+	if res := s.c.Request(http.MethodPatch, fmt.Sprintf("/v1/integrations/%d", ig.ID), map[string]any{"secret": p.secret}); res.Status != http.StatusOK {
+		t.Fatalf("set secret: %d %s", res.Status, res.Body)
+	}
+	// A plan without integrations: 402, logged as rejected, nothing created.
+	if err := s.db.SetPlan(context.Background(), s.acct, "pro"); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := s.post(t, ig.InboundURL, p.purchase(s, "G-1", "a@example.com", time.Now())); code != http.StatusPaymentRequired || !strings.HasPrefix(status(), "rejected:") {
+		t.Fatalf("plan without integrations: %d %s", code, status())
+	}
+	if n := s.count(t, `SELECT count(*) FROM contacts WHERE account_id = $1`, s.acct); n != 0 {
+		t.Fatalf("contacts %d", n)
+	}
+	// A purchase of two products of one order: two items, two events.
+	if err := s.db.SetPlan(context.Background(), s.acct, "business"); err != nil {
+		t.Fatal(err)
+	}
+	for _, product := range []string{"Kurs A", "Kurs B", "Kurs A"} {
+		body := jsonBody(map[string]any{"event": "order.completed", "order_id": "MULTI", "email": "b@example.com", "product": product, "amount": 10, "currency": "eur"})
+		if code, out := s.post(t, ig.InboundURL, integration.Inbound{Header: http.Header{"X-Signature": {"sha256=" + hexHMAC(p.secret, body)}}, Body: body}); code != http.StatusOK {
+			t.Fatalf("item %s: %d %s", product, code, out)
+		}
+	}
+	if n := s.count(t, `SELECT count(*) FROM events WHERE account_id = $1 AND name = 'order.completed'`, s.acct); n != 2 {
+		t.Fatalf("order.completed per item: %d", n)
+	}
+}
+
+func TestIntegrationSendTest(t *testing.T) {
+	s := newHookSite(t, "business")
+	svc := integration.New(s.db, integration.Config{Box: mustBox(t), BaseURL: s.url})
+	for _, p := range providers() {
+		ig := s.createIntegration(t, p, s.list(t))
+		reply, err := svc.SendTest(context.Background(), s.acct, ig.ID)
+		if p.name == "paypal" {
+			if err == nil {
+				t.Fatal("paypal test event without PayPal's certificate")
+			}
+			continue
+		}
+		if err != nil || reply.Logged != store.IntegrationProcessed {
+			t.Fatalf("%s: %v %+v", p.name, err, reply)
+		}
+		// Another account's integration is not found.
+		if _, err := svc.SendTest(context.Background(), s.acct+1000, ig.ID); err == nil {
+			t.Fatalf("%s: test of another account's integration", p.name)
+		}
+	}
+	c, err := s.db.ContactByEmail(context.Background(), s.acct, integration.TestBuyer)
+	if err != nil || !slices.Contains(c.Tags, "product:online-kurs") {
+		t.Fatalf("test buyer: %v %+v", err, c)
+	}
+}
+
+func mustBox(t *testing.T) *secret.Box {
+	b, err := secret.NewBox("integration tests secret, at least 32 characters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
