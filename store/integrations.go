@@ -496,7 +496,7 @@ const setOrderContact = `UPDATE integration_orders SET contact_id = $3 WHERE acc
 
 // productTag is the tag of a product, cut to the length a tag may have.
 func productTag(product string) string {
-	t := strings.ToLower(ProductTagPrefix + product)
+	t := ProductTagPrefix + product
 	if utf8.RuneCountInString(t) > maxTagLen {
 		t = string([]rune(t)[:maxTagLen])
 	}

@@ -462,7 +462,7 @@ func TestIntegrationProviders(t *testing.T) {
 				t.Fatalf("buyer not a contact: %v", err)
 			}
 			if c.Source != store.SourceIntegration || c.FirstName != "Erika" || c.LastName != "Mustermann" || c.Status != store.StatusSubscribed ||
-				!slices.Contains(c.Tags, "kunde") || !slices.Contains(c.Tags, "product:online-kurs") || len(c.Lists) != 1 || c.Lists[0].ID != list.ID {
+				!slices.Contains(c.Tags, "kunde") || !slices.Contains(c.Tags, "product:Online-Kurs") || len(c.Lists) != 1 || c.Lists[0].ID != list.ID {
 				t.Fatalf("contact %+v", c)
 			}
 			if orders() != 1 || completed() != 1 || logged("processed") != 1 {
@@ -724,7 +724,7 @@ func TestIntegrationSendTest(t *testing.T) {
 		}
 	}
 	c, err := s.db.ContactByEmail(context.Background(), s.acct, integration.TestBuyer)
-	if err != nil || !slices.Contains(c.Tags, "product:online-kurs") {
+	if err != nil || !slices.Contains(c.Tags, "product:Online-Kurs") {
 		t.Fatalf("test buyer: %v %+v", err, c)
 	}
 }
