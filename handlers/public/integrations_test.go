@@ -59,7 +59,7 @@ type paypalCA struct {
 	roguePEM []byte // a certificate for the same name that no trusted root signed
 }
 
-func newPayPalCA(t *testing.T) *paypalCA {
+func newPayPalCA(t testing.TB) *paypalCA {
 	t.Helper()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -116,7 +116,7 @@ type hookSite struct {
 	http *http.Client
 }
 
-func newHookSite(t *testing.T, plan string) *hookSite {
+func newHookSite(t testing.TB, plan string) *hookSite {
 	t.Helper()
 	db := dbtest.NewDB(t)
 	ca := newPayPalCA(t)
@@ -390,7 +390,7 @@ func forge(in integration.Inbound) integration.Inbound {
 	return integration.Inbound{Header: in.Header, Body: b}
 }
 
-func (s *hookSite) createIntegration(t *testing.T, p provider, listID int64) integrationJSON {
+func (s *hookSite) createIntegration(t testing.TB, p provider, listID int64) integrationJSON {
 	t.Helper()
 	res := s.c.Request(http.MethodPost, "/v1/integrations", map[string]any{"provider": p.name, "name": p.name + " Shop",
 		"secret": p.secret, "list_ids": []int64{listID}, "tags": []string{"kunde"}})
@@ -625,7 +625,7 @@ func TestIntegrationPayPalCertificates(t *testing.T) {
 	}
 }
 
-func (s *hookSite) list(t *testing.T) int64 {
+func (s *hookSite) list(t testing.TB) int64 {
 	t.Helper()
 	l, err := s.db.CreateList(context.Background(), s.acct, store.Actor{Type: store.ActorSystem}, store.ListInput{Name: ptr("Kunden " + store.RandomString(4))})
 	if err != nil {
