@@ -482,17 +482,36 @@ type OrderRef struct {
 	Currency string  `json:"currency"`
 }
 
-const insertOrderItems = `INSERT INTO integration_orders (account_id, integration_id, provider, order_id, product, amount, currency, email, created_at)
-SELECT $1, $2, $3, $4, x.product, x.amount, $7, $8, $9
-FROM unnest($5::text[], $6::numeric[]) AS x(product, amount)
-ON CONFLICT (integration_id, order_id, product) DO NOTHING
-RETURNING id, product, amount::float8 AS amount`
+// recordOrder records the order's items unique per (integration, order id,
+// product), logs the call as processed when an item is new and as duplicate
+// otherwise, and returns the new items with the names the buyer's contact has
+// (empty when there is none) and which of the integration's lists still
+// exist: one round trip for what a replay needs in all. ($10 to $14: the
+// call's event type, provider event id, error, payload and content type;
+// $15 the integration's lists.) A data-modifying WITH runs whether or not
+// the query reads it.
+const recordOrder = `WITH ins AS (
+  INSERT INTO integration_orders (account_id, integration_id, provider, order_id, product, amount, currency, email, created_at)
+  SELECT $1, $2, $3, $4, x.product, x.amount, $7, $8, $9
+  FROM unnest($5::text[], $6::numeric[]) AS x(product, amount)
+  ON CONFLICT (integration_id, order_id, product) DO NOTHING
+  RETURNING id, product, amount::float8 AS amount
+), lg AS (
+  INSERT INTO integration_events (account_id, integration_id, status, event_type, provider_event_id, order_id, email, error,
+    payload, content_type, received_at)
+  SELECT $1, $2, CASE WHEN EXISTS (SELECT 1 FROM ins) THEN 'processed' ELSE 'duplicate' END, $10, $11, $4, $8, $12, $13, $14, $9
+)
+SELECT ins.id, ins.product, ins.amount, coalesce(c.first_name, '') AS first_name, coalesce(c.last_name, '') AS last_name,
+  (SELECT coalesce(array_agg(l.id ORDER BY l.id), '{}') FROM lists l WHERE l.account_id = $1 AND l.id = ANY($15)) AS list_ids
+FROM ins LEFT JOIN contacts c ON c.account_id = $1 AND c.email = $8`
 
-const selectNamesOfContact = `SELECT first_name, last_name FROM contacts WHERE account_id = $1 AND email = $2`
-
-const existingListIDs = `SELECT coalesce(array_agg(id ORDER BY id), '{}') FROM lists WHERE account_id = $1 AND id = ANY($2)`
-
-const setOrderContact = `UPDATE integration_orders SET contact_id = $3 WHERE account_id = $1 AND id = ANY($2)`
+// finishOrder links the new order items to the buyer's contact and emits
+// their order.completed events ($1 to $4 as insertEvents) in one statement:
+// it runs after the contact write path, whose hot rows (list and account
+// counters) stay locked until commit, so it is one round trip only.
+const finishOrder = `WITH o AS (
+  UPDATE integration_orders SET contact_id = $5 WHERE account_id = $1 AND id = ANY($6::bigint[])
+) ` + insertEvents
 
 // productTag is the tag of a product, cut to the length a tag may have.
 func productTag(product string) string {
@@ -529,18 +548,11 @@ func (db *DB) ApplyOrder(ctx context.Context, i Integration, ev ProviderEvent, c
 	err := retryTxOn(ctx, db.generic, func(tx *sqlx.Tx) error {
 		var err error
 		if ev.Kind == OrderRefund {
-			status, err = applyRefund(ctx, preparedTx{Tx: tx, db: db}, i, ev, call.ReceivedAt)
+			status, err = applyRefund(ctx, preparedTx{Tx: tx, db: db}, i, ev, call)
 		} else {
-			status, err = applyPurchase(ctx, preparedTx{Tx: tx, db: db}, i, ev, call.ReceivedAt)
+			status, err = applyPurchase(ctx, preparedTx{Tx: tx, db: db}, i, ev, call)
 		}
-		if err != nil {
-			return err
-		}
-		call.Status = status
-		if status == IntegrationIgnored && call.Error == "" {
-			call.Error = "Kein Kontakt mit dieser Adresse: nichts zu erstatten."
-		}
-		return logIntegrationEvent(ctx, tx, call)
+		return err
 	})
 	if err != nil {
 		return "", err
@@ -548,7 +560,7 @@ func (db *DB) ApplyOrder(ctx context.Context, i Integration, ev ProviderEvent, c
 	return status, nil
 }
 
-func applyPurchase(ctx context.Context, tx preparedTx, i Integration, ev ProviderEvent, now time.Time) (string, error) {
+func applyPurchase(ctx context.Context, tx preparedTx, i Integration, ev ProviderEvent, call IntegrationEvent) (string, error) {
 	products := make(pq.StringArray, 0, len(ev.Items))
 	amounts := make(pq.Float64Array, 0, len(ev.Items))
 	for _, it := range ev.Items {
@@ -560,12 +572,17 @@ func applyPurchase(ctx context.Context, tx preparedTx, i Integration, ev Provide
 		amounts = append(amounts, it.Amount)
 	}
 	var items []struct {
-		ID      int64   `db:"id"`
-		Product string  `db:"product"`
-		Amount  float64 `db:"amount"`
+		ID        int64         `db:"id"`
+		Product   string        `db:"product"`
+		Amount    float64       `db:"amount"`
+		FirstName string        `db:"first_name"`
+		LastName  string        `db:"last_name"`
+		ListIDs   pq.Int64Array `db:"list_ids"`
 	}
-	if err := tx.SelectContext(ctx, &items, insertOrderItems, i.AccountID, i.ID, i.Provider, clip(ev.OrderID, maxOrderIDLen),
-		products, amounts, strings.ToUpper(ev.Currency), ev.Email, now); err != nil {
+	if err := tx.SelectContext(ctx, &items, recordOrder, i.AccountID, i.ID, i.Provider, clip(ev.OrderID, maxOrderIDLen),
+		products, amounts, strings.ToUpper(ev.Currency), ev.Email, call.ReceivedAt,
+		clip(call.EventType, 200), clip(call.ProviderEventID, 200), clip(call.Error, 1000), clip(call.Payload, maxEventPayload),
+		clip(call.ContentType, 200), i.ListIDs); err != nil {
 		return "", fmt.Errorf("store: record order: %w", err)
 	}
 	if len(items) == 0 {
@@ -573,24 +590,16 @@ func applyPurchase(ctx context.Context, tx preparedTx, i Integration, ev Provide
 	}
 
 	in := ContactInput{Email: ev.Email, Tags: slices.Clone([]string(i.Tags))}
-	var names struct {
-		FirstName string `db:"first_name"`
-		LastName  string `db:"last_name"`
-	}
-	switch err := tx.GetContext(ctx, &names, selectNamesOfContact, i.AccountID, ev.Email); {
-	case errors.Is(err, sql.ErrNoRows):
-	case err != nil:
-		return "", fmt.Errorf("store: order contact: %w", err)
-	}
+	target := items[0]
 	// The provider's names fill what the account does not know yet; they never
 	// overwrite what it does.
-	if v := strings.TrimSpace(ev.FirstName); v != "" && names.FirstName == "" {
+	if v := strings.TrimSpace(ev.FirstName); v != "" && target.FirstName == "" {
 		in.FirstName = &v
 	}
-	if v := strings.TrimSpace(ev.LastName); v != "" && names.LastName == "" {
+	if v := strings.TrimSpace(ev.LastName); v != "" && target.LastName == "" {
 		in.LastName = &v
 	}
-	ids := make([]int64, len(items))
+	ids := make(pq.Int64Array, len(items))
 	for n, it := range items {
 		ids[n] = it.ID
 		if it.Product != "" {
@@ -599,14 +608,8 @@ func applyPurchase(ctx context.Context, tx preparedTx, i Integration, ev Provide
 			}
 		}
 	}
-	if len(i.ListIDs) > 0 {
-		// Lists deleted since the integration was set up are left out.
-		var lists pq.Int64Array
-		if err := tx.GetContext(ctx, &lists, existingListIDs, i.AccountID, i.ListIDs); err != nil {
-			return "", fmt.Errorf("store: order lists: %w", err)
-		}
-		in.ListIDs = lists
-	}
+	// Lists deleted since the integration was set up are left out.
+	in.ListIDs = target.ListIDs
 	op := &contactOp{in: in, newSource: SourceIntegration}
 	if err := op.in.Normalize(); err != nil {
 		return "", err
@@ -618,9 +621,6 @@ func applyPurchase(ctx context.Context, tx preparedTx, i Integration, ev Provide
 	if err != nil {
 		return "", err
 	}
-	if _, err := tx.ExecContext(ctx, setOrderContact, i.AccountID, pq.Int64Array(ids), res.Contact.ID); err != nil {
-		return "", fmt.Errorf("store: order contact: %w", err)
-	}
 	contact := res.Contact.Data()
 	events := make([]Event, len(items))
 	for n, it := range items {
@@ -631,8 +631,12 @@ func applyPurchase(ctx context.Context, tx preparedTx, i Integration, ev Provide
 			Contact: contact,
 		}}
 	}
-	if _, err := EmitAll(ctx, tx.Tx, i.AccountID, events); err != nil {
+	evIDs, names, payloads, err := eventArgs(events)
+	if err != nil {
 		return "", err
+	}
+	if _, err := tx.ExecContext(ctx, finishOrder, i.AccountID, evIDs, names, payloads, res.Contact.ID, ids); err != nil {
+		return "", fmt.Errorf("store: finish order: %w", err)
 	}
 	return IntegrationProcessed, nil
 }
@@ -643,7 +647,19 @@ RETURNING email`
 
 const emailOfOrder = `SELECT email FROM integration_orders WHERE account_id = $1 AND integration_id = $2 AND order_id = $3 LIMIT 1`
 
-func applyRefund(ctx context.Context, tx preparedTx, i Integration, ev ProviderEvent, now time.Time) (string, error) {
+func applyRefund(ctx context.Context, tx preparedTx, i Integration, ev ProviderEvent, call IntegrationEvent) (string, error) {
+	status, err := refund(ctx, tx, i, ev, call.ReceivedAt)
+	if err != nil {
+		return "", err
+	}
+	call.Status = status
+	if status == IntegrationIgnored && call.Error == "" {
+		call.Error = "Kein Kontakt mit dieser Adresse: nichts zu erstatten."
+	}
+	return status, logIntegrationEvent(ctx, tx.Tx, call)
+}
+
+func refund(ctx context.Context, tx preparedTx, i Integration, ev ProviderEvent, now time.Time) (string, error) {
 	var emails []string
 	if err := tx.SelectContext(ctx, &emails, refundOrder, i.AccountID, i.ID, clip(ev.OrderID, maxOrderIDLen), now); err != nil {
 		return "", fmt.Errorf("store: refund order: %w", err)
