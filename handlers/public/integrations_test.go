@@ -701,6 +701,25 @@ func TestIntegrationInboundRules(t *testing.T) {
 	if n := s.count(t, `SELECT count(*) FROM events WHERE account_id = $1 AND name = 'order.completed'`, s.acct); n != 2 {
 		t.Fatalf("order.completed per item: %d", n)
 	}
+
+	// One transaction: a buyer the plan has no room for leaves no order behind
+	// (503, so that the provider retries once there is room).
+	if _, err := s.db.ExecContext(context.Background(), `UPDATE plans SET max_contacts = 1 WHERE name = 'business'`); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := s.post(t, ig.InboundURL, p.purchase(s, "FULL-1", "c@example.com", time.Now())); code != http.StatusServiceUnavailable ||
+		!strings.HasPrefix(status(), "ignored:") {
+		t.Fatalf("over the contact limit: %d %s %s", code, out, status())
+	}
+	if n := s.count(t, `SELECT count(*) FROM integration_orders WHERE account_id = $1 AND order_id = 'FULL-1'`, s.acct); n != 0 {
+		t.Fatal("an order was recorded without its contact")
+	}
+	if _, err := s.db.ExecContext(context.Background(), `UPDATE plans SET max_contacts = 1000000 WHERE name = 'business'`); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := s.post(t, ig.InboundURL, p.purchase(s, "FULL-1", "c@example.com", time.Now())); code != http.StatusOK || status() != "processed:" {
+		t.Fatalf("retry with room: %d %s", code, status())
+	}
 }
 
 func TestIntegrationSendTest(t *testing.T) {
