@@ -10,7 +10,8 @@ import (
 // Purge deletes what has outlived its retention: API log rows after 90 days,
 // idempotency records after 24 hours, finished rate-limit windows (day windows
 // once their Berlin day is over), used proof-of-work challenges once expired,
-// webhook deliveries (with their attempts) after 30 days, and outbox events once
+// webhook deliveries (with their attempts) after 30 days, the integrations'
+// inbound event log after 90 days, and outbox events once
 // every consumer has passed them (the webhook deliveries carry their body), or
 // after EventRetention, so that a consumer that stopped for good (or was
 // retired without removing its row from outbox_consumers) cannot keep them
@@ -28,6 +29,7 @@ func (db *DB) Purge(ctx context.Context, now time.Time) error {
 		{"used challenges", `DELETE FROM used_challenges WHERE expires_at < $1`, now},
 		{"webhook deliveries", `DELETE FROM webhook_deliveries WHERE created_at < $1`, now.Add(-WebhookDeliveryRetention)},
 		{"expired events", `DELETE FROM events WHERE created_at < $1`, now.Add(-EventRetention)},
+		{"integration events", `DELETE FROM integration_events WHERE received_at < $1`, now.Add(-IntegrationEventRetention)},
 	}
 	for _, s := range stmts {
 		if _, err := db.ExecContext(ctx, s.sql, s.arg); err != nil {

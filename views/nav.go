@@ -29,6 +29,8 @@ const (
 	NavSender      = "sender"
 	// NavAppointments is the appointment book (issue 22).
 	NavAppointments = "appointments"
+	// NavIntegrations is the payment-provider integrations (issue 23).
+	NavIntegrations = "integrations"
 )
 
 // NavItem is one entry of the sidebar.
@@ -62,6 +64,7 @@ func Navigation(t Text) []NavItem {
 		{ID: NavTemplates, Href: "/templates", Label: t.Templates.NavTemplates, Icon: "form"},
 		{ID: NavAttachments, Href: "/attachments", Label: t.Templates.NavAttachments, Icon: "lists"},
 		{ID: NavAppointments, Href: "/appointments", Label: t.Appointments.NavLabel, Icon: "activity"},
+		{ID: NavIntegrations, Href: "/integrations", Label: t.Integrations.Nav, Roles: admins, Icon: "webhook"},
 		{ID: NavAPIKeys, Href: "/api-keys", Label: t.Nav.APIKeys, Section: t.Nav.SectionDev, Roles: admins, Icon: "key"},
 		{ID: NavWebhooks, Href: "/webhooks", Label: t.Nav.Webhooks, Section: t.Nav.SectionDev, Roles: admins, Icon: "webhook"},
 		{ID: NavDevOutbox, Href: "/dev/outbox", Label: t.Nav.DevOutbox, Section: t.Nav.SectionDev, Icon: "mail", DevOutbox: true},

@@ -66,6 +66,8 @@ type Text struct {
 	Forms FormsText
 	// Public holds the public pages (hosted sign-up form, confirmation).
 	Public PublicText
+	// Integrations holds the payment-provider integration pages (issue 23).
+	Integrations IntegrationsText
 	// Unsubscribe holds the unsubscribe page behind every mail's link.
 	Unsubscribe UnsubscribeText
 	// Charts holds the SVG charts (ChartFigure); Stats a newsletter's
@@ -2267,6 +2269,7 @@ func German() Text {
 			ShowStats:          "Statistik von „%s“",
 			Email:              "E-Mail",
 		},
+		Integrations: integrationsText(),
 		Public: PublicText{
 			SubscribeTitle: "Newsletter abonnieren",
 			SubscribeLead:  "Melden Sie sich für die E-Mails von %s an.",
@@ -2577,5 +2580,140 @@ func germanAppointments() AppointmentsText {
 		PlanTitle:     "Terminbuchung ist nicht im Tarif enthalten",
 		PlanBody:      "Mit der Terminbuchung buchen Kundinnen und Kunden selbst Termine über Ihren Buchungslink. Sie ist im Tarif Business enthalten.",
 		NavLabel:      "Termine",
+	}
+}
+
+// IntegrationsText holds the payment-provider integration pages: list, form
+// with each provider's setup steps, test event and event log (issue 23).
+type IntegrationsText struct {
+	Nav, Title, Lead, New, NewTitle, EditTitle, Caption    string
+	EmptyTitle, EmptyBody                                  string
+	PlanTitle, PlanBody                                    string
+	Name, NameHint, Provider, ProviderHint                 string
+	Secret, SecretHint, SecretKeep, SecretSet, SecretUnset string
+	Lists, ListsHint, NoLists, Tags, TagsHint              string
+	Active, ActiveHint, Inactive, Status                   string
+	InboundURL, InboundHint, InboundAfterSave              string
+	Create, Save, Delete, DeleteQuestion, DeleteDetail     string
+	CreatedFlash, UpdatedFlash, DeletedFlash               string
+	Events, EventsTitle, EventsEmpty, BackToList           string
+	Received, EventType, EventID, OrderID, Email, Error    string
+	Payload, ShowPayload                                   string
+	TestTitle, TestLead, TestSend, TestDone, TestPayPal    string
+	SetupTitle                                             string
+	ProviderNames                                          map[string]string
+	Setup                                                  map[string][]string
+	SecretLabels                                           map[string]string
+	StatusLabels                                           map[string]string
+}
+
+func integrationsText() IntegrationsText {
+	return IntegrationsText{
+		Nav:              "Integrationen",
+		Title:            "Integrationen",
+		Lead:             "Zahlungsanbieter melden Käufe an Rundbrief: Käufer werden zu Kontakten, kommen in Ihre Listen und erhalten Tags – automatisch und ohne Doppelungen.",
+		New:              "Neue Integration",
+		NewTitle:         "Neue Integration anlegen",
+		EditTitle:        "Integration „%s“ bearbeiten",
+		Caption:          "Integrationen des Kontos",
+		EmptyTitle:       "Noch keine Integration",
+		EmptyBody:        "Verbinden Sie Stripe, Digistore24, CopeCart, PayPal oder Ihr eigenes System: Jeder Kauf legt den Käufer als Kontakt an.",
+		PlanTitle:        "Integrationen sind nicht in Ihrem Tarif",
+		PlanBody:         "Integrationen mit Zahlungsanbietern gibt es ab dem Tarif Business. Unter „Tarif“ sehen Sie, wie Sie wechseln.",
+		Name:             "Name",
+		NameHint:         "Zur Unterscheidung, z. B. „Stripe Online-Kurse“.",
+		Provider:         "Anbieter",
+		ProviderHint:     "Lässt sich später nicht ändern: Er ist Teil der Eingangs-URL.",
+		Secret:           "Schlüssel",
+		SecretHint:       "Wird verschlüsselt gespeichert und nie wieder angezeigt.",
+		SecretKeep:       "Leer lassen, um den gespeicherten Schlüssel zu behalten.",
+		SecretSet:        "Schlüssel hinterlegt",
+		SecretUnset:      "Kein Schlüssel: Aufrufe werden abgewiesen",
+		Lists:            "Listen",
+		ListsHint:        "Käufer werden in diese Listen eingetragen. Abgemeldete und gesperrte Adressen bleiben abgemeldet.",
+		NoLists:          "Noch keine Listen angelegt.",
+		Tags:             "Tags",
+		TagsHint:         "Durch Kommas getrennt. Zusätzlich erhält jeder Käufer den Tag product:<Produktname>, nach einer Erstattung refunded.",
+		Active:           "Aktiv",
+		ActiveHint:       "Inaktive Integrationen prüfen Aufrufe weiter, übernehmen aber nichts (Status „ignoriert“).",
+		Inactive:         "Inaktiv",
+		Status:           "Status",
+		InboundURL:       "Eingangs-URL",
+		InboundHint:      "Diese Adresse tragen Sie beim Anbieter als Webhook- bzw. IPN-URL ein.",
+		InboundAfterSave: "Die Eingangs-URL erscheint nach dem Speichern; erst dann können Sie sie beim Anbieter eintragen.",
+		Create:           "Integration anlegen",
+		Save:             "Speichern",
+		Delete:           "Löschen",
+		DeleteQuestion:   "Integration „%s“ löschen?",
+		DeleteDetail:     "Die Eingangs-URL antwortet danach mit 404, Bestellungen und Protokoll werden gelöscht. Angelegte Kontakte bleiben erhalten.",
+		CreatedFlash:     "Die Integration „%s“ ist angelegt. Tragen Sie jetzt die Eingangs-URL beim Anbieter ein.",
+		UpdatedFlash:     "Die Integration „%s“ wurde gespeichert.",
+		DeletedFlash:     "Die Integration „%s“ wurde gelöscht.",
+		Events:           "Ereignisse",
+		EventsTitle:      "Ereignisse von „%s“",
+		EventsEmpty:      "Noch keine Aufrufe. Senden Sie ein Testereignis oder lösen Sie beim Anbieter einen Test aus.",
+		BackToList:       "Zurück zu den Integrationen",
+		Received:         "Empfangen",
+		EventType:        "Ereignis",
+		EventID:          "Ereignis-ID",
+		OrderID:          "Bestellung",
+		Email:            "E-Mail",
+		Error:            "Hinweis",
+		Payload:          "Rohdaten",
+		ShowPayload:      "Rohdaten anzeigen",
+		TestTitle:        "Testereignis senden",
+		TestLead:         "Sendet einen korrekt signierten Beispielkauf an die Eingangs-URL dieser Integration. Er durchläuft dieselbe Prüfung wie ein echter Aufruf und legt den Testkontakt testkauf@example.com mit einer neuen Bestellung an.",
+		TestSend:         "Testereignis senden",
+		TestDone:         "Testereignis gesendet: Antwort %d, Status „%s“.",
+		TestPayPal:       "PayPal signiert seine Aufrufe mit dem eigenen Zertifikat. Testereignisse senden Sie im PayPal-Developer-Dashboard unter „Testing Tools“ → „Webhooks Simulator“ an die Eingangs-URL.",
+		SetupTitle:       "So richten Sie es beim Anbieter ein",
+		ProviderNames: map[string]string{
+			"stripe": "Stripe", "digistore24": "Digistore24", "copecart": "CopeCart", "paypal": "PayPal", "generic": "Eigenes System (generisch)",
+		},
+		SecretLabels: map[string]string{
+			"stripe":      "Signaturgeheimnis (whsec_…)",
+			"digistore24": "IPN-Passphrase",
+			"copecart":    "IPN-Secret",
+			"paypal":      "Webhook-ID",
+			"generic":     "HMAC-Schlüssel",
+		},
+		StatusLabels: map[string]string{
+			"processed": "verarbeitet", "duplicate": "Wiederholung", "ignored": "ignoriert", "rejected": "abgewiesen",
+		},
+		Setup: map[string][]string{
+			"stripe": {
+				"Öffnen Sie im Stripe-Dashboard „Entwickler“ → „Webhooks“ und klicken Sie auf „Endpunkt hinzufügen“.",
+				"Fügen Sie unter „Endpunkt-URL“ die Eingangs-URL von unten ein.",
+				"Wählen Sie unter „Zu überwachende Ereignisse“: checkout.session.completed, checkout.session.async_payment_succeeded und charge.refunded. Speichern.",
+				"Klicken Sie beim neuen Endpunkt unter „Signaturgeheimnis“ auf „Anzeigen“, kopieren Sie den Wert (beginnt mit whsec_) und fügen Sie ihn hier ins Feld „Schlüssel“ ein.",
+				"Damit der Tag product:<Produkt> entsteht: Setzen Sie im Payment Link bzw. in der Checkout-Session unter „Metadaten“ den Schlüssel product mit dem Produktnamen.",
+			},
+			"digistore24": {
+				"Öffnen Sie in Digistore24 „Einstellungen“ → „Integrationen (IPN)“ → „Neue Verbindung hinzufügen“ und wählen Sie den Typ „Generic“.",
+				"Fügen Sie als „IPN-URL“ die Eingangs-URL von unten ein.",
+				"Tragen Sie bei „IPN-Passphrase“ eine lange, zufällige Passphrase ein und fügen Sie dieselbe hier ins Feld „Schlüssel“ ein.",
+				"Aktivieren Sie die Ereignisse „Zahlung“ (on_payment), „Erstattung“ (on_refund) und „Rückbuchung“ (on_chargeback) und wählen Sie die Produkte. Speichern.",
+				"Mit „Verbindung testen“ prüfen Sie die Einrichtung: Rundbrief antwortet OK.",
+			},
+			"copecart": {
+				"Öffnen Sie in CopeCart „Einstellungen“ → „IPN / Webhooks“ (oder beim Produkt „Erweitert“ → „IPN-URL“) und legen Sie eine neue IPN-URL an.",
+				"Fügen Sie die Eingangs-URL von unten ein.",
+				"Kopieren Sie das angezeigte IPN-Secret und fügen Sie es hier ins Feld „Schlüssel“ ein. CopeCart signiert jeden Aufruf im Header X-Copecart-Signature.",
+				"Übernommen werden Käufe (payment.made) sowie Erstattungen und Rückbuchungen (payment.refunded, payment.charged_back).",
+			},
+			"paypal": {
+				"Öffnen Sie im PayPal-Developer-Dashboard (developer.paypal.com) „Apps & Credentials“ und dort die App Ihres Shops (Live oder Sandbox).",
+				"Klicken Sie unter „Webhooks“ auf „Add Webhook“ und fügen Sie bei „Webhook URL“ die Eingangs-URL von unten ein.",
+				"Wählen Sie die Ereignisse „Checkout order completed“ (CHECKOUT.ORDER.COMPLETED) und „Payment capture refunded“ (PAYMENT.CAPTURE.REFUNDED). Speichern.",
+				"Kopieren Sie die angezeigte „Webhook ID“ und fügen Sie sie hier ins Feld „Schlüssel“ ein. PayPal signiert mit seinem Zertifikat; Rundbrief prüft die Signatur zusammen mit dieser Webhook-ID.",
+				"Testereignisse senden Sie mit dem „Webhooks Simulator“ unter „Testing Tools“ im Developer-Dashboard.",
+			},
+			"generic": {
+				"Erzeugen Sie einen langen, zufälligen Schlüssel, tragen Sie ihn hier ins Feld „Schlüssel“ ein und hinterlegen Sie ihn in Ihrem System.",
+				"Ihr System sendet je Kauf einen POST an die Eingangs-URL mit JSON: {\"event\":\"order.completed\",\"order_id\":\"A-1001\",\"email\":\"kunde@example.com\",\"first_name\":\"Erika\",\"last_name\":\"Mustermann\",\"product\":\"Online-Kurs\",\"amount\":49.0,\"currency\":\"EUR\"}. Eine Erstattung sendet \"event\":\"order.refunded\" mit derselben order_id.",
+				"Signieren Sie den unveränderten Körper: Header X-Signature: sha256=<HMAC-SHA256 des Körpers mit dem Schlüssel, als Hex>.",
+				"Antwort 200: angenommen (Wiederholungen sind unschädlich); 401: Signatur falsch; 404: unbekannte URL.",
+			},
+		},
 	}
 }

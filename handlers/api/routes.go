@@ -17,6 +17,7 @@ import (
 	"github.com/rundbrief/rundbrief/store/appointment"
 	"github.com/rundbrief/rundbrief/store/botguard"
 	"github.com/rundbrief/rundbrief/store/campaign"
+	"github.com/rundbrief/rundbrief/store/integration"
 	"github.com/rundbrief/rundbrief/store/secret"
 	"github.com/rundbrief/rundbrief/store/services"
 	"github.com/rundbrief/rundbrief/store/smtpserver"
@@ -49,6 +50,8 @@ type API struct {
 	smtpServers *smtpserver.Service
 
 	appointments *appointment.Service
+	// integrations: payment providers (issue 23).
+	integrations *integration.Service
 }
 
 // New returns the API over the shared services; mount Handler() at /v1.
@@ -61,7 +64,7 @@ func New(s *services.Set, cfg Config) *API {
 	}
 	return &API{db: s.DB, limiter: store.NewRateLimiter(s.DB), apiLog: s.APILog, log: s.Log, cfg: cfg, ai: s.AI, box: s.Box, mail: s.Mail,
 		webhooks: s.Webhooks, guard: s.Guard, campaigns: s.Campaigns, abTests: s.ABTests, smtpServers: s.SMTPServers,
-		appointments: s.Appointments}
+		appointments: s.Appointments, integrations: s.Integrations}
 }
 
 // Handler is the /v1 router. Every route of the API is listed here, top to bottom.
@@ -223,6 +226,14 @@ func (a *API) Handler() http.Handler {
 		r.Patch("/smtp-servers/{id}", a.need("write", "", a.updateSMTPServer))
 		r.Delete("/smtp-servers/{id}", a.need("write", "", a.deleteSMTPServer))
 		r.Post("/smtp-servers/{id}/test", a.need("write", "", a.testSMTPServer))
+		// Payment-provider integrations and their inbound event log; the
+		// inbound URLs themselves are public pages (/hooks/…) (issue 23).
+		r.Get("/integrations", a.need("read", "integrations", a.listIntegrations))
+		r.Post("/integrations", a.need("write", "integrations", a.createIntegration))
+		r.Get("/integrations/{id}", a.need("read", "integrations", a.getIntegration))
+		r.Patch("/integrations/{id}", a.need("write", "integrations", a.updateIntegration))
+		r.Delete("/integrations/{id}", a.need("write", "integrations", a.deleteIntegration))
+		r.Get("/integrations/{id}/events", a.need("read", "integrations", a.listIntegrationEvents))
 		if a.devOutboxEnabled() {
 			r.Get("/dev/outbox", a.need("read", "", a.listDevOutbox))
 			r.Get("/dev/outbox/{id}", a.need("read", "", a.getDevOutboxMail))

@@ -26,6 +26,7 @@ import (
 	"github.com/rundbrief/rundbrief/store/appointment"
 	"github.com/rundbrief/rundbrief/store/campaign"
 	"github.com/rundbrief/rundbrief/store/imports"
+	"github.com/rundbrief/rundbrief/store/integration"
 	"github.com/rundbrief/rundbrief/store/secret"
 	"github.com/rundbrief/rundbrief/store/services"
 	"github.com/rundbrief/rundbrief/store/smtpserver"
@@ -69,6 +70,8 @@ type Portal struct {
 	imports     *imports.Service
 
 	appointments *appointment.Service // the appointment book (issue 22)
+	// integrations: payment-provider integrations (issue 23).
+	integrations *integration.Service
 }
 
 // New returns the portal over the shared services (s.Box is required);
@@ -83,7 +86,7 @@ func New(s *services.Set, cfg Config) (*Portal, error) {
 	}
 	p := &Portal{db: s.DB, box: s.Box, log: s.Log, baseURL: strings.TrimRight(cfg.BaseURL, "/"), now: cfg.Now, upgradeURL: cfg.UpgradeURL,
 		mail: s.Mail, webhooks: s.Webhooks, campaigns: s.Campaigns, abTests: s.ABTests, smtpServers: s.SMTPServers, imports: s.Imports,
-		appointments: s.Appointments}
+		appointments: s.Appointments, integrations: s.Integrations}
 	secure := strings.HasPrefix(p.baseURL, "https://")
 
 	p.sessions = scs.New()
@@ -280,6 +283,18 @@ func (p *Portal) Routes(r chi.Router) {
 				r.Get("/smtp-servers/{id}/delete", p.handle(p.confirmDeleteSMTP))
 				r.Post("/smtp-servers/{id}/delete", p.handle(p.deleteSMTPServer))
 				r.Post("/smtp-servers/{id}/test", p.handle(p.testSMTPServer))
+
+				// Payment-provider integrations: setup per provider, test event,
+				// the inbound event log with raw payloads (issue 23).
+				r.Get("/integrations", p.needIntegrations(p.listIntegrations))
+				r.Get("/integrations/new", p.needIntegrations(p.newIntegrationForm))
+				r.Post("/integrations/new", p.needIntegrations(p.createIntegration))
+				r.Get("/integrations/{id}/edit", p.needIntegrations(p.editIntegrationForm))
+				r.Post("/integrations/{id}/edit", p.needIntegrations(p.updateIntegration))
+				r.Get("/integrations/{id}/delete", p.needIntegrations(p.confirmDeleteIntegration))
+				r.Post("/integrations/{id}/delete", p.needIntegrations(p.deleteIntegration))
+				r.Post("/integrations/{id}/test", p.needIntegrations(p.testIntegration))
+				r.Get("/integrations/{id}/events", p.needIntegrations(p.integrationEvents))
 
 				// Webhooks: secrets shown once, test sends, the delivery log and resends.
 				r.Get("/webhooks", p.handle(p.listWebhooks))

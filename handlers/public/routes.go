@@ -22,6 +22,7 @@ import (
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/appointment"
 	"github.com/rundbrief/rundbrief/store/botguard"
+	"github.com/rundbrief/rundbrief/store/integration"
 	"github.com/rundbrief/rundbrief/store/services"
 	"github.com/rundbrief/rundbrief/views"
 )
@@ -34,12 +35,14 @@ type Config struct {
 
 // Public holds the dependencies of the public pages.
 type Public struct {
-	db      *store.DB
-	guard   *botguard.Guard // stamps of the hosted sign-up form (RUNDBRIEF_SECRET)
-	tokens  *mailer.Tokens  // verifies the unsubscribe links in mails
-	log     *slog.Logger
-	baseURL string
-	now     func() time.Time
+	db     *store.DB
+	guard  *botguard.Guard // stamps of the hosted sign-up form (RUNDBRIEF_SECRET)
+	tokens *mailer.Tokens  // verifies the unsubscribe links in mails
+	// integrations receives the payment providers' calls (nil: 503).
+	integrations *integration.Service
+	log          *slog.Logger
+	baseURL      string
+	now          func() time.Time
 
 	appointments *appointment.Service // the booking pages; nil: they are 404
 }
@@ -58,7 +61,7 @@ func New(s *services.Set, cfg Config) (*Public, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Public{db: s.DB, guard: s.Guard, tokens: s.Tokens, log: log, baseURL: strings.TrimRight(cfg.BaseURL, "/"), now: cfg.Now,
-		appointments: s.Appointments}, nil
+		appointments: s.Appointments, integrations: s.Integrations}, nil
 }
 
 // Routes registers every public page, top to bottom. A page that may be shown
@@ -90,6 +93,10 @@ func (p *Public) Routes(r chi.Router) {
 		r.Get("/book/cancel/{token}", p.handle(p.cancelBookingPage))
 		r.Post("/book/cancel/{token}", p.handle(p.cancelBookingPost))
 	})
+
+	// Payment providers' calls (issue 23): no key, verified with each
+	// provider's own signature scheme; bodies at most 256 KB.
+	r.Post("/hooks/{provider}/{token}", p.inbound)
 }
 
 // pageHeaders sets what every public page carries: no caching of pages that

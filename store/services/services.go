@@ -18,6 +18,7 @@ import (
 	"github.com/rundbrief/rundbrief/store/botguard"
 	"github.com/rundbrief/rundbrief/store/campaign"
 	"github.com/rundbrief/rundbrief/store/imports"
+	"github.com/rundbrief/rundbrief/store/integration"
 	"github.com/rundbrief/rundbrief/store/secret"
 	"github.com/rundbrief/rundbrief/store/smtpserver"
 	"github.com/rundbrief/rundbrief/store/webhook"
@@ -48,6 +49,8 @@ type Set struct {
 	ABTests     *abtest.Service
 	SMTPServers *smtpserver.Service
 	Imports     *imports.Service
+	// Integrations: payment providers' inbound calls turn buyers into contacts.
+	Integrations *integration.Service
 
 	// Appointments is the appointment book with its booking page (issue 22).
 	Appointments *appointment.Service
@@ -117,6 +120,9 @@ func New(db *store.DB, cfg Config) (*Set, error) {
 		Webhooks:    webhook.New(db, webhook.Config{Box: box, AllowPrivate: cfg.WebhookAllowPrivate, Outcomes: cfg.WebhookOutcomes, Log: log}),
 		SMTPServers: smtpserver.New(db, smtpserver.Config{Box: box, Mail: mail, AllowPrivate: cfg.SMTPAllowPrivate}),
 		Imports:     imports.New(db),
+		// Payment-provider integrations; their event log is purged by the
+		// retention worker after 90 days.
+		Integrations: integration.New(db, integration.Config{Box: box, BaseURL: cfg.BaseURL, Log: log}),
 	}
 	// The SMTP servers' messages-per-second settings hold for all serve
 	// processes together (a budget shared through PostgreSQL), and mail goes

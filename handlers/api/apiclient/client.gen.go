@@ -1383,6 +1383,84 @@ func (e FormWriteFields) Valid() bool {
 	}
 }
 
+// Defines values for IntegrationProvider.
+const (
+	IntegrationProviderCopecart    IntegrationProvider = "copecart"
+	IntegrationProviderDigistore24 IntegrationProvider = "digistore24"
+	IntegrationProviderGeneric     IntegrationProvider = "generic"
+	IntegrationProviderPaypal      IntegrationProvider = "paypal"
+	IntegrationProviderStripe      IntegrationProvider = "stripe"
+)
+
+// Valid indicates whether the value is a known member of the IntegrationProvider enum.
+func (e IntegrationProvider) Valid() bool {
+	switch e {
+	case IntegrationProviderCopecart:
+		return true
+	case IntegrationProviderDigistore24:
+		return true
+	case IntegrationProviderGeneric:
+		return true
+	case IntegrationProviderPaypal:
+		return true
+	case IntegrationProviderStripe:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for IntegrationCreateProvider.
+const (
+	IntegrationCreateProviderCopecart    IntegrationCreateProvider = "copecart"
+	IntegrationCreateProviderDigistore24 IntegrationCreateProvider = "digistore24"
+	IntegrationCreateProviderGeneric     IntegrationCreateProvider = "generic"
+	IntegrationCreateProviderPaypal      IntegrationCreateProvider = "paypal"
+	IntegrationCreateProviderStripe      IntegrationCreateProvider = "stripe"
+)
+
+// Valid indicates whether the value is a known member of the IntegrationCreateProvider enum.
+func (e IntegrationCreateProvider) Valid() bool {
+	switch e {
+	case IntegrationCreateProviderCopecart:
+		return true
+	case IntegrationCreateProviderDigistore24:
+		return true
+	case IntegrationCreateProviderGeneric:
+		return true
+	case IntegrationCreateProviderPaypal:
+		return true
+	case IntegrationCreateProviderStripe:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for IntegrationEventStatus.
+const (
+	Duplicate IntegrationEventStatus = "duplicate"
+	Ignored   IntegrationEventStatus = "ignored"
+	Processed IntegrationEventStatus = "processed"
+	Rejected  IntegrationEventStatus = "rejected"
+)
+
+// Valid indicates whether the value is a known member of the IntegrationEventStatus enum.
+func (e IntegrationEventStatus) Valid() bool {
+	switch e {
+	case Duplicate:
+		return true
+	case Ignored:
+		return true
+	case Processed:
+		return true
+	case Rejected:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for LibraryTemplateCategory.
 const (
 	LibraryTemplateCategoryAnnouncement  LibraryTemplateCategory = "announcement"
@@ -9378,6 +9456,849 @@ const (
 func (e GetFormEmbed500JSONResponseBodyErrorCode) Valid() bool {
 	switch e {
 	case GetFormEmbed500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListIntegrations400JSONResponseBodyErrorCode.
+const (
+	ListIntegrations400JSONResponseBodyErrorCodeBadRequest ListIntegrations400JSONResponseBodyErrorCode = "bad_request"
+)
+
+// Valid indicates whether the value is a known member of the ListIntegrations400JSONResponseBodyErrorCode enum.
+func (e ListIntegrations400JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListIntegrations400JSONResponseBodyErrorCodeBadRequest:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListIntegrations401JSONResponseBodyErrorCode.
+const (
+	ListIntegrations401JSONResponseBodyErrorCodeUnauthorized ListIntegrations401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the ListIntegrations401JSONResponseBodyErrorCode enum.
+func (e ListIntegrations401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListIntegrations401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListIntegrations402JSONResponseBodyErrorCode.
+const (
+	ListIntegrations402JSONResponseBodyErrorCodeLimitReached ListIntegrations402JSONResponseBodyErrorCode = "limit_reached"
+	ListIntegrations402JSONResponseBodyErrorCodePlanRequired ListIntegrations402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the ListIntegrations402JSONResponseBodyErrorCode enum.
+func (e ListIntegrations402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListIntegrations402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case ListIntegrations402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListIntegrations403JSONResponseBodyErrorCode.
+const (
+	ListIntegrations403JSONResponseBodyErrorCodeForbidden ListIntegrations403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the ListIntegrations403JSONResponseBodyErrorCode enum.
+func (e ListIntegrations403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListIntegrations403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListIntegrations422JSONResponseBodyErrorCode.
+const (
+	ListIntegrations422JSONResponseBodyErrorCodeValidationError ListIntegrations422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the ListIntegrations422JSONResponseBodyErrorCode enum.
+func (e ListIntegrations422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListIntegrations422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListIntegrations429JSONResponseBodyErrorCode.
+const (
+	ListIntegrations429JSONResponseBodyErrorCodeRateLimited ListIntegrations429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the ListIntegrations429JSONResponseBodyErrorCode enum.
+func (e ListIntegrations429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListIntegrations429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListIntegrations500JSONResponseBodyErrorCode.
+const (
+	ListIntegrations500JSONResponseBodyErrorCodeServerError ListIntegrations500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the ListIntegrations500JSONResponseBodyErrorCode enum.
+func (e ListIntegrations500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListIntegrations500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListIntegrations503JSONResponseBodyErrorCode.
+const (
+	ListIntegrations503JSONResponseBodyErrorCodeServiceUnavailable ListIntegrations503JSONResponseBodyErrorCode = "service_unavailable"
+)
+
+// Valid indicates whether the value is a known member of the ListIntegrations503JSONResponseBodyErrorCode enum.
+func (e ListIntegrations503JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListIntegrations503JSONResponseBodyErrorCodeServiceUnavailable:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateIntegration400JSONResponseBodyErrorCode.
+const (
+	CreateIntegration400JSONResponseBodyErrorCodeBadRequest CreateIntegration400JSONResponseBodyErrorCode = "bad_request"
+)
+
+// Valid indicates whether the value is a known member of the CreateIntegration400JSONResponseBodyErrorCode enum.
+func (e CreateIntegration400JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CreateIntegration400JSONResponseBodyErrorCodeBadRequest:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateIntegration401JSONResponseBodyErrorCode.
+const (
+	CreateIntegration401JSONResponseBodyErrorCodeUnauthorized CreateIntegration401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the CreateIntegration401JSONResponseBodyErrorCode enum.
+func (e CreateIntegration401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CreateIntegration401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateIntegration402JSONResponseBodyErrorCode.
+const (
+	CreateIntegration402JSONResponseBodyErrorCodeLimitReached CreateIntegration402JSONResponseBodyErrorCode = "limit_reached"
+	CreateIntegration402JSONResponseBodyErrorCodePlanRequired CreateIntegration402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the CreateIntegration402JSONResponseBodyErrorCode enum.
+func (e CreateIntegration402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CreateIntegration402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case CreateIntegration402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateIntegration403JSONResponseBodyErrorCode.
+const (
+	CreateIntegration403JSONResponseBodyErrorCodeForbidden CreateIntegration403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the CreateIntegration403JSONResponseBodyErrorCode enum.
+func (e CreateIntegration403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CreateIntegration403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateIntegration409JSONResponseBodyErrorCode.
+const (
+	CreateIntegration409JSONResponseBodyErrorCodeConflict CreateIntegration409JSONResponseBodyErrorCode = "conflict"
+)
+
+// Valid indicates whether the value is a known member of the CreateIntegration409JSONResponseBodyErrorCode enum.
+func (e CreateIntegration409JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CreateIntegration409JSONResponseBodyErrorCodeConflict:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateIntegration413JSONResponseBodyErrorCode.
+const (
+	CreateIntegration413JSONResponseBodyErrorCodePayloadTooLarge CreateIntegration413JSONResponseBodyErrorCode = "payload_too_large"
+)
+
+// Valid indicates whether the value is a known member of the CreateIntegration413JSONResponseBodyErrorCode enum.
+func (e CreateIntegration413JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CreateIntegration413JSONResponseBodyErrorCodePayloadTooLarge:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateIntegration422JSONResponseBodyErrorCode.
+const (
+	CreateIntegration422JSONResponseBodyErrorCodeValidationError CreateIntegration422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the CreateIntegration422JSONResponseBodyErrorCode enum.
+func (e CreateIntegration422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CreateIntegration422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateIntegration429JSONResponseBodyErrorCode.
+const (
+	CreateIntegration429JSONResponseBodyErrorCodeRateLimited CreateIntegration429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the CreateIntegration429JSONResponseBodyErrorCode enum.
+func (e CreateIntegration429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CreateIntegration429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateIntegration500JSONResponseBodyErrorCode.
+const (
+	CreateIntegration500JSONResponseBodyErrorCodeServerError CreateIntegration500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the CreateIntegration500JSONResponseBodyErrorCode enum.
+func (e CreateIntegration500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CreateIntegration500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateIntegration503JSONResponseBodyErrorCode.
+const (
+	CreateIntegration503JSONResponseBodyErrorCodeServiceUnavailable CreateIntegration503JSONResponseBodyErrorCode = "service_unavailable"
+)
+
+// Valid indicates whether the value is a known member of the CreateIntegration503JSONResponseBodyErrorCode enum.
+func (e CreateIntegration503JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CreateIntegration503JSONResponseBodyErrorCodeServiceUnavailable:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeleteIntegration400JSONResponseBodyErrorCode.
+const (
+	DeleteIntegration400JSONResponseBodyErrorCodeBadRequest DeleteIntegration400JSONResponseBodyErrorCode = "bad_request"
+)
+
+// Valid indicates whether the value is a known member of the DeleteIntegration400JSONResponseBodyErrorCode enum.
+func (e DeleteIntegration400JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteIntegration400JSONResponseBodyErrorCodeBadRequest:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeleteIntegration401JSONResponseBodyErrorCode.
+const (
+	DeleteIntegration401JSONResponseBodyErrorCodeUnauthorized DeleteIntegration401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the DeleteIntegration401JSONResponseBodyErrorCode enum.
+func (e DeleteIntegration401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteIntegration401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeleteIntegration402JSONResponseBodyErrorCode.
+const (
+	DeleteIntegration402JSONResponseBodyErrorCodeLimitReached DeleteIntegration402JSONResponseBodyErrorCode = "limit_reached"
+	DeleteIntegration402JSONResponseBodyErrorCodePlanRequired DeleteIntegration402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the DeleteIntegration402JSONResponseBodyErrorCode enum.
+func (e DeleteIntegration402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteIntegration402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case DeleteIntegration402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeleteIntegration403JSONResponseBodyErrorCode.
+const (
+	DeleteIntegration403JSONResponseBodyErrorCodeForbidden DeleteIntegration403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the DeleteIntegration403JSONResponseBodyErrorCode enum.
+func (e DeleteIntegration403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteIntegration403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeleteIntegration404JSONResponseBodyErrorCode.
+const (
+	DeleteIntegration404JSONResponseBodyErrorCodeNotFound DeleteIntegration404JSONResponseBodyErrorCode = "not_found"
+)
+
+// Valid indicates whether the value is a known member of the DeleteIntegration404JSONResponseBodyErrorCode enum.
+func (e DeleteIntegration404JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteIntegration404JSONResponseBodyErrorCodeNotFound:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeleteIntegration422JSONResponseBodyErrorCode.
+const (
+	DeleteIntegration422JSONResponseBodyErrorCodeValidationError DeleteIntegration422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the DeleteIntegration422JSONResponseBodyErrorCode enum.
+func (e DeleteIntegration422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteIntegration422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeleteIntegration429JSONResponseBodyErrorCode.
+const (
+	DeleteIntegration429JSONResponseBodyErrorCodeRateLimited DeleteIntegration429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the DeleteIntegration429JSONResponseBodyErrorCode enum.
+func (e DeleteIntegration429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteIntegration429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeleteIntegration500JSONResponseBodyErrorCode.
+const (
+	DeleteIntegration500JSONResponseBodyErrorCodeServerError DeleteIntegration500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the DeleteIntegration500JSONResponseBodyErrorCode enum.
+func (e DeleteIntegration500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteIntegration500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeleteIntegration503JSONResponseBodyErrorCode.
+const (
+	DeleteIntegration503JSONResponseBodyErrorCodeServiceUnavailable DeleteIntegration503JSONResponseBodyErrorCode = "service_unavailable"
+)
+
+// Valid indicates whether the value is a known member of the DeleteIntegration503JSONResponseBodyErrorCode enum.
+func (e DeleteIntegration503JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteIntegration503JSONResponseBodyErrorCodeServiceUnavailable:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetIntegration400JSONResponseBodyErrorCode.
+const (
+	GetIntegration400JSONResponseBodyErrorCodeBadRequest GetIntegration400JSONResponseBodyErrorCode = "bad_request"
+)
+
+// Valid indicates whether the value is a known member of the GetIntegration400JSONResponseBodyErrorCode enum.
+func (e GetIntegration400JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetIntegration400JSONResponseBodyErrorCodeBadRequest:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetIntegration401JSONResponseBodyErrorCode.
+const (
+	GetIntegration401JSONResponseBodyErrorCodeUnauthorized GetIntegration401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the GetIntegration401JSONResponseBodyErrorCode enum.
+func (e GetIntegration401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetIntegration401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetIntegration402JSONResponseBodyErrorCode.
+const (
+	GetIntegration402JSONResponseBodyErrorCodeLimitReached GetIntegration402JSONResponseBodyErrorCode = "limit_reached"
+	GetIntegration402JSONResponseBodyErrorCodePlanRequired GetIntegration402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the GetIntegration402JSONResponseBodyErrorCode enum.
+func (e GetIntegration402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetIntegration402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case GetIntegration402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetIntegration403JSONResponseBodyErrorCode.
+const (
+	GetIntegration403JSONResponseBodyErrorCodeForbidden GetIntegration403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the GetIntegration403JSONResponseBodyErrorCode enum.
+func (e GetIntegration403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetIntegration403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetIntegration404JSONResponseBodyErrorCode.
+const (
+	GetIntegration404JSONResponseBodyErrorCodeNotFound GetIntegration404JSONResponseBodyErrorCode = "not_found"
+)
+
+// Valid indicates whether the value is a known member of the GetIntegration404JSONResponseBodyErrorCode enum.
+func (e GetIntegration404JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetIntegration404JSONResponseBodyErrorCodeNotFound:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetIntegration422JSONResponseBodyErrorCode.
+const (
+	GetIntegration422JSONResponseBodyErrorCodeValidationError GetIntegration422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the GetIntegration422JSONResponseBodyErrorCode enum.
+func (e GetIntegration422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetIntegration422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetIntegration429JSONResponseBodyErrorCode.
+const (
+	GetIntegration429JSONResponseBodyErrorCodeRateLimited GetIntegration429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the GetIntegration429JSONResponseBodyErrorCode enum.
+func (e GetIntegration429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetIntegration429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetIntegration500JSONResponseBodyErrorCode.
+const (
+	GetIntegration500JSONResponseBodyErrorCodeServerError GetIntegration500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the GetIntegration500JSONResponseBodyErrorCode enum.
+func (e GetIntegration500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetIntegration500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetIntegration503JSONResponseBodyErrorCode.
+const (
+	GetIntegration503JSONResponseBodyErrorCodeServiceUnavailable GetIntegration503JSONResponseBodyErrorCode = "service_unavailable"
+)
+
+// Valid indicates whether the value is a known member of the GetIntegration503JSONResponseBodyErrorCode enum.
+func (e GetIntegration503JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetIntegration503JSONResponseBodyErrorCodeServiceUnavailable:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpdateIntegration400JSONResponseBodyErrorCode.
+const (
+	UpdateIntegration400JSONResponseBodyErrorCodeBadRequest UpdateIntegration400JSONResponseBodyErrorCode = "bad_request"
+)
+
+// Valid indicates whether the value is a known member of the UpdateIntegration400JSONResponseBodyErrorCode enum.
+func (e UpdateIntegration400JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case UpdateIntegration400JSONResponseBodyErrorCodeBadRequest:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpdateIntegration401JSONResponseBodyErrorCode.
+const (
+	UpdateIntegration401JSONResponseBodyErrorCodeUnauthorized UpdateIntegration401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the UpdateIntegration401JSONResponseBodyErrorCode enum.
+func (e UpdateIntegration401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case UpdateIntegration401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpdateIntegration402JSONResponseBodyErrorCode.
+const (
+	UpdateIntegration402JSONResponseBodyErrorCodeLimitReached UpdateIntegration402JSONResponseBodyErrorCode = "limit_reached"
+	UpdateIntegration402JSONResponseBodyErrorCodePlanRequired UpdateIntegration402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the UpdateIntegration402JSONResponseBodyErrorCode enum.
+func (e UpdateIntegration402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case UpdateIntegration402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case UpdateIntegration402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpdateIntegration403JSONResponseBodyErrorCode.
+const (
+	UpdateIntegration403JSONResponseBodyErrorCodeForbidden UpdateIntegration403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the UpdateIntegration403JSONResponseBodyErrorCode enum.
+func (e UpdateIntegration403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case UpdateIntegration403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpdateIntegration404JSONResponseBodyErrorCode.
+const (
+	UpdateIntegration404JSONResponseBodyErrorCodeNotFound UpdateIntegration404JSONResponseBodyErrorCode = "not_found"
+)
+
+// Valid indicates whether the value is a known member of the UpdateIntegration404JSONResponseBodyErrorCode enum.
+func (e UpdateIntegration404JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case UpdateIntegration404JSONResponseBodyErrorCodeNotFound:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpdateIntegration413JSONResponseBodyErrorCode.
+const (
+	UpdateIntegration413JSONResponseBodyErrorCodePayloadTooLarge UpdateIntegration413JSONResponseBodyErrorCode = "payload_too_large"
+)
+
+// Valid indicates whether the value is a known member of the UpdateIntegration413JSONResponseBodyErrorCode enum.
+func (e UpdateIntegration413JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case UpdateIntegration413JSONResponseBodyErrorCodePayloadTooLarge:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpdateIntegration422JSONResponseBodyErrorCode.
+const (
+	UpdateIntegration422JSONResponseBodyErrorCodeValidationError UpdateIntegration422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the UpdateIntegration422JSONResponseBodyErrorCode enum.
+func (e UpdateIntegration422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case UpdateIntegration422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpdateIntegration429JSONResponseBodyErrorCode.
+const (
+	UpdateIntegration429JSONResponseBodyErrorCodeRateLimited UpdateIntegration429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the UpdateIntegration429JSONResponseBodyErrorCode enum.
+func (e UpdateIntegration429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case UpdateIntegration429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpdateIntegration500JSONResponseBodyErrorCode.
+const (
+	UpdateIntegration500JSONResponseBodyErrorCodeServerError UpdateIntegration500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the UpdateIntegration500JSONResponseBodyErrorCode enum.
+func (e UpdateIntegration500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case UpdateIntegration500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpdateIntegration503JSONResponseBodyErrorCode.
+const (
+	UpdateIntegration503JSONResponseBodyErrorCodeServiceUnavailable UpdateIntegration503JSONResponseBodyErrorCode = "service_unavailable"
+)
+
+// Valid indicates whether the value is a known member of the UpdateIntegration503JSONResponseBodyErrorCode enum.
+func (e UpdateIntegration503JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case UpdateIntegration503JSONResponseBodyErrorCodeServiceUnavailable:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListIntegrationEvents400JSONResponseBodyErrorCode.
+const (
+	ListIntegrationEvents400JSONResponseBodyErrorCodeBadRequest ListIntegrationEvents400JSONResponseBodyErrorCode = "bad_request"
+)
+
+// Valid indicates whether the value is a known member of the ListIntegrationEvents400JSONResponseBodyErrorCode enum.
+func (e ListIntegrationEvents400JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListIntegrationEvents400JSONResponseBodyErrorCodeBadRequest:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListIntegrationEvents401JSONResponseBodyErrorCode.
+const (
+	ListIntegrationEvents401JSONResponseBodyErrorCodeUnauthorized ListIntegrationEvents401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the ListIntegrationEvents401JSONResponseBodyErrorCode enum.
+func (e ListIntegrationEvents401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListIntegrationEvents401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListIntegrationEvents402JSONResponseBodyErrorCode.
+const (
+	ListIntegrationEvents402JSONResponseBodyErrorCodeLimitReached ListIntegrationEvents402JSONResponseBodyErrorCode = "limit_reached"
+	ListIntegrationEvents402JSONResponseBodyErrorCodePlanRequired ListIntegrationEvents402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the ListIntegrationEvents402JSONResponseBodyErrorCode enum.
+func (e ListIntegrationEvents402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListIntegrationEvents402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case ListIntegrationEvents402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListIntegrationEvents403JSONResponseBodyErrorCode.
+const (
+	ListIntegrationEvents403JSONResponseBodyErrorCodeForbidden ListIntegrationEvents403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the ListIntegrationEvents403JSONResponseBodyErrorCode enum.
+func (e ListIntegrationEvents403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListIntegrationEvents403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListIntegrationEvents404JSONResponseBodyErrorCode.
+const (
+	ListIntegrationEvents404JSONResponseBodyErrorCodeNotFound ListIntegrationEvents404JSONResponseBodyErrorCode = "not_found"
+)
+
+// Valid indicates whether the value is a known member of the ListIntegrationEvents404JSONResponseBodyErrorCode enum.
+func (e ListIntegrationEvents404JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListIntegrationEvents404JSONResponseBodyErrorCodeNotFound:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListIntegrationEvents422JSONResponseBodyErrorCode.
+const (
+	ListIntegrationEvents422JSONResponseBodyErrorCodeValidationError ListIntegrationEvents422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the ListIntegrationEvents422JSONResponseBodyErrorCode enum.
+func (e ListIntegrationEvents422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListIntegrationEvents422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListIntegrationEvents429JSONResponseBodyErrorCode.
+const (
+	ListIntegrationEvents429JSONResponseBodyErrorCodeRateLimited ListIntegrationEvents429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the ListIntegrationEvents429JSONResponseBodyErrorCode enum.
+func (e ListIntegrationEvents429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListIntegrationEvents429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListIntegrationEvents500JSONResponseBodyErrorCode.
+const (
+	ListIntegrationEvents500JSONResponseBodyErrorCodeServerError ListIntegrationEvents500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the ListIntegrationEvents500JSONResponseBodyErrorCode enum.
+func (e ListIntegrationEvents500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListIntegrationEvents500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListIntegrationEvents503JSONResponseBodyErrorCode.
+const (
+	ListIntegrationEvents503JSONResponseBodyErrorCodeServiceUnavailable ListIntegrationEvents503JSONResponseBodyErrorCode = "service_unavailable"
+)
+
+// Valid indicates whether the value is a known member of the ListIntegrationEvents503JSONResponseBodyErrorCode enum.
+func (e ListIntegrationEvents503JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListIntegrationEvents503JSONResponseBodyErrorCodeServiceUnavailable:
 		return true
 	default:
 		return false
@@ -17994,6 +18915,87 @@ type FormWrite struct {
 // FormWriteFields defines model for FormWrite.Fields.
 type FormWriteFields string
 
+// Integration Eine Integration; der Schlüssel wird nie gezeigt / an integration; its secret is never shown.
+type Integration struct {
+	// Active Inaktiv: Aufrufe werden geprüft und als `ignored` protokolliert / inactive: calls are verified and logged as ignored.
+	Active    bool      `json:"active"`
+	CreatedAt time.Time `json:"created_at"`
+
+	// HasSecret Ob ein Schlüssel hinterlegt ist; ohne wird jeder Aufruf abgewiesen / whether a secret is set; without one every call is refused.
+	HasSecret bool  `json:"has_secret"`
+	Id        int64 `json:"id"`
+
+	// InboundUrl `{base}/hooks/{provider}/{token}`: beim Anbieter einzutragen / to enter at the provider.
+	InboundUrl *string             `json:"inbound_url,omitempty"`
+	ListIds    []int64             `json:"list_ids"`
+	Name       string              `json:"name"`
+	Provider   IntegrationProvider `json:"provider"`
+	Tags       []string            `json:"tags"`
+
+	// Token Token der Eingangs-URL / token of the inbound URL.
+	Token     *string   `json:"token,omitempty"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// IntegrationProvider defines model for Integration.Provider.
+type IntegrationProvider string
+
+// IntegrationCreate defines model for IntegrationCreate.
+type IntegrationCreate struct {
+	Active *bool `json:"active,omitempty"`
+
+	// ListIds Listen, denen Käufer beitreten / lists buyers join.
+	ListIds  *[]int64                  `json:"list_ids,omitempty"`
+	Name     string                    `json:"name"`
+	Provider IntegrationCreateProvider `json:"provider"`
+
+	// Secret Schlüssel des Anbieters, nie zurückgegeben: Stripe Signing secret (`whsec_…`), Digistore24 IPN-Passphrase, CopeCart IPN-Secret, PayPal Webhook-ID, generic HMAC-Schlüssel / the provider's secret, write-only.
+	Secret *string `json:"secret,omitempty"`
+
+	// Tags Tags für Käufer (zusätzlich `product:<produkt>`) / tags for buyers (plus product:<product>).
+	Tags *[]string `json:"tags,omitempty"`
+}
+
+// IntegrationCreateProvider defines model for IntegrationCreate.Provider.
+type IntegrationCreateProvider string
+
+// IntegrationEvent Ein Aufruf der Eingangs-URL / one inbound call.
+type IntegrationEvent struct {
+	Email *string `json:"email"`
+
+	// Error Warum abgewiesen oder ignoriert / why rejected or ignored.
+	Error *string `json:"error"`
+
+	// EventType Ereignisname des Anbieters (`checkout.session.completed`, `on_payment`, …); leer wenn abgewiesen / the provider's event name; empty when rejected.
+	EventType     string  `json:"event_type"`
+	Id            int64   `json:"id"`
+	IntegrationId int64   `json:"integration_id"`
+	OrderId       *string `json:"order_id"`
+
+	// ProviderEventId Ereignis-ID des Anbieters / the provider's event id.
+	ProviderEventId *string                `json:"provider_event_id"`
+	ReceivedAt      time.Time              `json:"received_at"`
+	Status          IntegrationEventStatus `json:"status"`
+}
+
+// IntegrationEventStatus defines model for IntegrationEvent.Status.
+type IntegrationEventStatus string
+
+// IntegrationUpdate defines model for IntegrationUpdate.
+type IntegrationUpdate struct {
+	Active *bool `json:"active,omitempty"`
+
+	// ListIds Listen, denen Käufer beitreten / lists buyers join.
+	ListIds *[]int64 `json:"list_ids,omitempty"`
+	Name    *string  `json:"name,omitempty"`
+
+	// Secret Schlüssel des Anbieters, nie zurückgegeben: Stripe Signing secret (`whsec_…`), Digistore24 IPN-Passphrase, CopeCart IPN-Secret, PayPal Webhook-ID, generic HMAC-Schlüssel / the provider's secret, write-only.
+	Secret *string `json:"secret,omitempty"`
+
+	// Tags Tags für Käufer (zusätzlich `product:<produkt>`) / tags for buyers (plus product:<product>).
+	Tags *[]string `json:"tags,omitempty"`
+}
+
 // LibraryTemplate defines model for LibraryTemplate.
 type LibraryTemplate struct {
 	Category    LibraryTemplateCategory `json:"category"`
@@ -20789,6 +21791,195 @@ type GetFormEmbed429JSONResponseBodyErrorCode string
 // GetFormEmbed500JSONResponseBodyErrorCode defines parameters for GetFormEmbed.
 type GetFormEmbed500JSONResponseBodyErrorCode string
 
+// ListIntegrationsParams defines parameters for ListIntegrations.
+type ListIntegrationsParams struct {
+	// Page Seite, 1 bis 1000000 / page number, 1 to 1000000.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PerPage Einträge pro Seite / entries per page, 1 to 100.
+	PerPage *PerPage `form:"per_page,omitempty" json:"per_page,omitempty"`
+}
+
+// ListIntegrations400JSONResponseBodyErrorCode defines parameters for ListIntegrations.
+type ListIntegrations400JSONResponseBodyErrorCode string
+
+// ListIntegrations401JSONResponseBodyErrorCode defines parameters for ListIntegrations.
+type ListIntegrations401JSONResponseBodyErrorCode string
+
+// ListIntegrations402JSONResponseBodyErrorCode defines parameters for ListIntegrations.
+type ListIntegrations402JSONResponseBodyErrorCode string
+
+// ListIntegrations403JSONResponseBodyErrorCode defines parameters for ListIntegrations.
+type ListIntegrations403JSONResponseBodyErrorCode string
+
+// ListIntegrations422JSONResponseBodyErrorCode defines parameters for ListIntegrations.
+type ListIntegrations422JSONResponseBodyErrorCode string
+
+// ListIntegrations429JSONResponseBodyErrorCode defines parameters for ListIntegrations.
+type ListIntegrations429JSONResponseBodyErrorCode string
+
+// ListIntegrations500JSONResponseBodyErrorCode defines parameters for ListIntegrations.
+type ListIntegrations500JSONResponseBodyErrorCode string
+
+// ListIntegrations503JSONResponseBodyErrorCode defines parameters for ListIntegrations.
+type ListIntegrations503JSONResponseBodyErrorCode string
+
+// CreateIntegrationParams defines parameters for CreateIntegration.
+type CreateIntegrationParams struct {
+	// IdempotencyKey Optional bei jedem nicht-öffentlichen POST / optional on every non-public POST. A repeat with the same key within 24 hours returns the stored response with `Idempotent-Replayed: true`; the same key with a different body gives `409 conflict` (`reason: idempotency_key_reused`); a repeat while the first request runs gives `409` with `Retry-After: 2`; `5xx` responses are not stored. More than 255 characters give `422 validation_error`.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CreateIntegration400JSONResponseBodyErrorCode defines parameters for CreateIntegration.
+type CreateIntegration400JSONResponseBodyErrorCode string
+
+// CreateIntegration401JSONResponseBodyErrorCode defines parameters for CreateIntegration.
+type CreateIntegration401JSONResponseBodyErrorCode string
+
+// CreateIntegration402JSONResponseBodyErrorCode defines parameters for CreateIntegration.
+type CreateIntegration402JSONResponseBodyErrorCode string
+
+// CreateIntegration403JSONResponseBodyErrorCode defines parameters for CreateIntegration.
+type CreateIntegration403JSONResponseBodyErrorCode string
+
+// CreateIntegration409JSONResponseBodyErrorCode defines parameters for CreateIntegration.
+type CreateIntegration409JSONResponseBodyErrorCode string
+
+// CreateIntegration413JSONResponseBodyErrorCode defines parameters for CreateIntegration.
+type CreateIntegration413JSONResponseBodyErrorCode string
+
+// CreateIntegration422JSONResponseBodyErrorCode defines parameters for CreateIntegration.
+type CreateIntegration422JSONResponseBodyErrorCode string
+
+// CreateIntegration429JSONResponseBodyErrorCode defines parameters for CreateIntegration.
+type CreateIntegration429JSONResponseBodyErrorCode string
+
+// CreateIntegration500JSONResponseBodyErrorCode defines parameters for CreateIntegration.
+type CreateIntegration500JSONResponseBodyErrorCode string
+
+// CreateIntegration503JSONResponseBodyErrorCode defines parameters for CreateIntegration.
+type CreateIntegration503JSONResponseBodyErrorCode string
+
+// DeleteIntegration400JSONResponseBodyErrorCode defines parameters for DeleteIntegration.
+type DeleteIntegration400JSONResponseBodyErrorCode string
+
+// DeleteIntegration401JSONResponseBodyErrorCode defines parameters for DeleteIntegration.
+type DeleteIntegration401JSONResponseBodyErrorCode string
+
+// DeleteIntegration402JSONResponseBodyErrorCode defines parameters for DeleteIntegration.
+type DeleteIntegration402JSONResponseBodyErrorCode string
+
+// DeleteIntegration403JSONResponseBodyErrorCode defines parameters for DeleteIntegration.
+type DeleteIntegration403JSONResponseBodyErrorCode string
+
+// DeleteIntegration404JSONResponseBodyErrorCode defines parameters for DeleteIntegration.
+type DeleteIntegration404JSONResponseBodyErrorCode string
+
+// DeleteIntegration422JSONResponseBodyErrorCode defines parameters for DeleteIntegration.
+type DeleteIntegration422JSONResponseBodyErrorCode string
+
+// DeleteIntegration429JSONResponseBodyErrorCode defines parameters for DeleteIntegration.
+type DeleteIntegration429JSONResponseBodyErrorCode string
+
+// DeleteIntegration500JSONResponseBodyErrorCode defines parameters for DeleteIntegration.
+type DeleteIntegration500JSONResponseBodyErrorCode string
+
+// DeleteIntegration503JSONResponseBodyErrorCode defines parameters for DeleteIntegration.
+type DeleteIntegration503JSONResponseBodyErrorCode string
+
+// GetIntegration400JSONResponseBodyErrorCode defines parameters for GetIntegration.
+type GetIntegration400JSONResponseBodyErrorCode string
+
+// GetIntegration401JSONResponseBodyErrorCode defines parameters for GetIntegration.
+type GetIntegration401JSONResponseBodyErrorCode string
+
+// GetIntegration402JSONResponseBodyErrorCode defines parameters for GetIntegration.
+type GetIntegration402JSONResponseBodyErrorCode string
+
+// GetIntegration403JSONResponseBodyErrorCode defines parameters for GetIntegration.
+type GetIntegration403JSONResponseBodyErrorCode string
+
+// GetIntegration404JSONResponseBodyErrorCode defines parameters for GetIntegration.
+type GetIntegration404JSONResponseBodyErrorCode string
+
+// GetIntegration422JSONResponseBodyErrorCode defines parameters for GetIntegration.
+type GetIntegration422JSONResponseBodyErrorCode string
+
+// GetIntegration429JSONResponseBodyErrorCode defines parameters for GetIntegration.
+type GetIntegration429JSONResponseBodyErrorCode string
+
+// GetIntegration500JSONResponseBodyErrorCode defines parameters for GetIntegration.
+type GetIntegration500JSONResponseBodyErrorCode string
+
+// GetIntegration503JSONResponseBodyErrorCode defines parameters for GetIntegration.
+type GetIntegration503JSONResponseBodyErrorCode string
+
+// UpdateIntegration400JSONResponseBodyErrorCode defines parameters for UpdateIntegration.
+type UpdateIntegration400JSONResponseBodyErrorCode string
+
+// UpdateIntegration401JSONResponseBodyErrorCode defines parameters for UpdateIntegration.
+type UpdateIntegration401JSONResponseBodyErrorCode string
+
+// UpdateIntegration402JSONResponseBodyErrorCode defines parameters for UpdateIntegration.
+type UpdateIntegration402JSONResponseBodyErrorCode string
+
+// UpdateIntegration403JSONResponseBodyErrorCode defines parameters for UpdateIntegration.
+type UpdateIntegration403JSONResponseBodyErrorCode string
+
+// UpdateIntegration404JSONResponseBodyErrorCode defines parameters for UpdateIntegration.
+type UpdateIntegration404JSONResponseBodyErrorCode string
+
+// UpdateIntegration413JSONResponseBodyErrorCode defines parameters for UpdateIntegration.
+type UpdateIntegration413JSONResponseBodyErrorCode string
+
+// UpdateIntegration422JSONResponseBodyErrorCode defines parameters for UpdateIntegration.
+type UpdateIntegration422JSONResponseBodyErrorCode string
+
+// UpdateIntegration429JSONResponseBodyErrorCode defines parameters for UpdateIntegration.
+type UpdateIntegration429JSONResponseBodyErrorCode string
+
+// UpdateIntegration500JSONResponseBodyErrorCode defines parameters for UpdateIntegration.
+type UpdateIntegration500JSONResponseBodyErrorCode string
+
+// UpdateIntegration503JSONResponseBodyErrorCode defines parameters for UpdateIntegration.
+type UpdateIntegration503JSONResponseBodyErrorCode string
+
+// ListIntegrationEventsParams defines parameters for ListIntegrationEvents.
+type ListIntegrationEventsParams struct {
+	// Page Seite, 1 bis 1000000 / page number, 1 to 1000000.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PerPage Einträge pro Seite / entries per page, 1 to 100.
+	PerPage *PerPage `form:"per_page,omitempty" json:"per_page,omitempty"`
+}
+
+// ListIntegrationEvents400JSONResponseBodyErrorCode defines parameters for ListIntegrationEvents.
+type ListIntegrationEvents400JSONResponseBodyErrorCode string
+
+// ListIntegrationEvents401JSONResponseBodyErrorCode defines parameters for ListIntegrationEvents.
+type ListIntegrationEvents401JSONResponseBodyErrorCode string
+
+// ListIntegrationEvents402JSONResponseBodyErrorCode defines parameters for ListIntegrationEvents.
+type ListIntegrationEvents402JSONResponseBodyErrorCode string
+
+// ListIntegrationEvents403JSONResponseBodyErrorCode defines parameters for ListIntegrationEvents.
+type ListIntegrationEvents403JSONResponseBodyErrorCode string
+
+// ListIntegrationEvents404JSONResponseBodyErrorCode defines parameters for ListIntegrationEvents.
+type ListIntegrationEvents404JSONResponseBodyErrorCode string
+
+// ListIntegrationEvents422JSONResponseBodyErrorCode defines parameters for ListIntegrationEvents.
+type ListIntegrationEvents422JSONResponseBodyErrorCode string
+
+// ListIntegrationEvents429JSONResponseBodyErrorCode defines parameters for ListIntegrationEvents.
+type ListIntegrationEvents429JSONResponseBodyErrorCode string
+
+// ListIntegrationEvents500JSONResponseBodyErrorCode defines parameters for ListIntegrationEvents.
+type ListIntegrationEvents500JSONResponseBodyErrorCode string
+
+// ListIntegrationEvents503JSONResponseBodyErrorCode defines parameters for ListIntegrationEvents.
+type ListIntegrationEvents503JSONResponseBodyErrorCode string
+
 // ListListsParams defines parameters for ListLists.
 type ListListsParams struct {
 	// Page Seite, 1 bis 1000000 / page number, 1 to 1000000.
@@ -22493,6 +23684,12 @@ type CreateFormJSONRequestBody = FormWrite
 // UpdateFormJSONRequestBody defines body for UpdateForm for application/json ContentType.
 type UpdateFormJSONRequestBody = FormWrite
 
+// CreateIntegrationJSONRequestBody defines body for CreateIntegration for application/json ContentType.
+type CreateIntegrationJSONRequestBody = IntegrationCreate
+
+// UpdateIntegrationJSONRequestBody defines body for UpdateIntegration for application/json ContentType.
+type UpdateIntegrationJSONRequestBody = IntegrationUpdate
+
 // CreateListJSONRequestBody defines body for CreateList for application/json ContentType.
 type CreateListJSONRequestBody = ListWrite
 
@@ -23884,6 +25081,74 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /forms/{id}/embed (the `GetFormEmbed` operationId).
 	GetFormEmbed(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListIntegrations List integrations
+	//
+	// Die Integrationen des Kontos, älteste zuerst; ohne Schlüssel / the account's integrations, oldest first; secrets are never returned. Scope `read`, Tarifmerkmal / plan feature `integrations`.
+	//
+	// Corresponds with GET /integrations (the `ListIntegrations` operationId).
+	ListIntegrations(ctx context.Context, params *ListIntegrationsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateIntegrationWithBody Create an integration
+	//
+	// Legt eine Integration an (aktiv, wenn `active` fehlt) / creates an integration.
+	//
+	// Jede Integration hat eine eigene Eingangs-URL `inbound_url` = `{base}/hooks/{provider}/{token}` (außerhalb von `/v1`, ohne Schlüssel), die beim Anbieter als Webhook/IPN-Ziel eingetragen wird. Geprüft wird mit dem Verfahren des Anbieters: Stripe `Stripe-Signature` (`t=…,v1=…`, HMAC-SHA256 über `t.body`, 300 s Toleranz), Digistore24 `sha_sign` (Parameter außer `sha_sign` nach Namen sortiert, leere übersprungen, je `name=value` + Passphrase, SHA-512 hex in Großbuchstaben; Antwort `OK`), CopeCart `X-Copecart-Signature` (HMAC-SHA256 des Rohkörpers, base64), PayPal (Zertifikat von PayPal, RSA-SHA256 über `transmission_id|time|webhook_id|crc32(body)`; `secret` ist die Webhook-ID), `generic` `X-Signature: sha256=<hex HMAC-SHA256 des Körpers>` mit JSON `event` (`order.completed`/`order.refunded`), `order_id`, `email`, `first_name`, `last_name`, `product`, `amount`, `currency`. Ungeprüft: `401`, nichts ändert sich außer dem Protokolleintrag `rejected`; unbekanntes Token: `404`; Körper höchstens 256 KB (`413`). Ein Kauf legt den Käufer als Kontakt an (Quelle `integration`; abgemeldete und gesperrte Adressen bleiben abgemeldet), fügt Listen, Tags und `product:<produkt>` hinzu, speichert die Bestellung eindeutig je Integration, Bestellnummer und Produkt und sendet `order.completed` je Bestellposition genau einmal; eine Erstattung setzt den Tag `refunded` / each integration has its own inbound URL, verified with the provider's own scheme; unverified calls are 401 and change nothing but the log entry; purchases upsert the buyer, record the order once and emit order.completed once per item. Plan feature `integrations`. Scope `write`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /integrations (the `CreateIntegration` operationId).
+	CreateIntegrationWithBody(ctx context.Context, params *CreateIntegrationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateIntegration Create an integration
+	//
+	// Legt eine Integration an (aktiv, wenn `active` fehlt) / creates an integration.
+	//
+	// Jede Integration hat eine eigene Eingangs-URL `inbound_url` = `{base}/hooks/{provider}/{token}` (außerhalb von `/v1`, ohne Schlüssel), die beim Anbieter als Webhook/IPN-Ziel eingetragen wird. Geprüft wird mit dem Verfahren des Anbieters: Stripe `Stripe-Signature` (`t=…,v1=…`, HMAC-SHA256 über `t.body`, 300 s Toleranz), Digistore24 `sha_sign` (Parameter außer `sha_sign` nach Namen sortiert, leere übersprungen, je `name=value` + Passphrase, SHA-512 hex in Großbuchstaben; Antwort `OK`), CopeCart `X-Copecart-Signature` (HMAC-SHA256 des Rohkörpers, base64), PayPal (Zertifikat von PayPal, RSA-SHA256 über `transmission_id|time|webhook_id|crc32(body)`; `secret` ist die Webhook-ID), `generic` `X-Signature: sha256=<hex HMAC-SHA256 des Körpers>` mit JSON `event` (`order.completed`/`order.refunded`), `order_id`, `email`, `first_name`, `last_name`, `product`, `amount`, `currency`. Ungeprüft: `401`, nichts ändert sich außer dem Protokolleintrag `rejected`; unbekanntes Token: `404`; Körper höchstens 256 KB (`413`). Ein Kauf legt den Käufer als Kontakt an (Quelle `integration`; abgemeldete und gesperrte Adressen bleiben abgemeldet), fügt Listen, Tags und `product:<produkt>` hinzu, speichert die Bestellung eindeutig je Integration, Bestellnummer und Produkt und sendet `order.completed` je Bestellposition genau einmal; eine Erstattung setzt den Tag `refunded` / each integration has its own inbound URL, verified with the provider's own scheme; unverified calls are 401 and change nothing but the log entry; purchases upsert the buyer, record the order once and emit order.completed once per item. Plan feature `integrations`. Scope `write`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /integrations (the `CreateIntegration` operationId).
+	CreateIntegration(ctx context.Context, params *CreateIntegrationParams, body CreateIntegrationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteIntegration Delete an integration
+	//
+	// Löscht die Integration mit Bestellungen und Protokoll; die Eingangs-URL antwortet danach `404`; angelegte Kontakte bleiben / deletes the integration with its orders and log; its inbound URL answers 404; contacts stay. Scope `write`.
+	//
+	// Corresponds with DELETE /integrations/{id} (the `DeleteIntegration` operationId).
+	DeleteIntegration(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetIntegration Get an integration
+	//
+	// Eine Integration / one integration. Scope `read`.
+	//
+	// Corresponds with GET /integrations/{id} (the `GetIntegration` operationId).
+	GetIntegration(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateIntegrationWithBody Change an integration
+	//
+	// Ändert die angegebenen Felder; `provider` ist unveränderlich (`422`); `secret` ersetzt den Schlüssel, `""` entfernt ihn (dann wird jeder Aufruf abgewiesen) / changes the given fields; provider cannot change; an empty secret removes it. Scope `write`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /integrations/{id} (the `UpdateIntegration` operationId).
+	UpdateIntegrationWithBody(ctx context.Context, id Id, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateIntegration Change an integration
+	//
+	// Ändert die angegebenen Felder; `provider` ist unveränderlich (`422`); `secret` ersetzt den Schlüssel, `""` entfernt ihn (dann wird jeder Aufruf abgewiesen) / changes the given fields; provider cannot change; an empty secret removes it. Scope `write`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /integrations/{id} (the `UpdateIntegration` operationId).
+	UpdateIntegration(ctx context.Context, id Id, body UpdateIntegrationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListIntegrationEvents List an integration's inbound events
+	//
+	// Jeder Aufruf der Eingangs-URL, neueste zuerst, 90 Tage lang: `processed` (gewirkt), `duplicate` (Wiederholung, nichts Neues), `ignored` (geprüft, nichts zu tun), `rejected` (nicht geprüft oder Tarif ohne Integrationen) / every inbound call, newest first, kept 90 days. Der Rohinhalt ist im Portal einsehbar / the raw payload is shown in the portal. Scope `read`.
+	//
+	// Corresponds with GET /integrations/{id}/events (the `ListIntegrationEvents` operationId).
+	ListIntegrationEvents(ctx context.Context, id Id, params *ListIntegrationEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListLists List lists
 	//
@@ -25818,6 +27083,154 @@ func (c *Client) UpdateForm(ctx context.Context, id Id, body UpdateFormJSONReque
 // Corresponds with GET /forms/{id}/embed (the `GetFormEmbed` operationId).
 func (c *Client) GetFormEmbed(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetFormEmbedRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListIntegrations List integrations
+//
+// Die Integrationen des Kontos, älteste zuerst; ohne Schlüssel / the account's integrations, oldest first; secrets are never returned. Scope `read`, Tarifmerkmal / plan feature `integrations`.
+//
+// Corresponds with GET /integrations (the `ListIntegrations` operationId).
+func (c *Client) ListIntegrations(ctx context.Context, params *ListIntegrationsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListIntegrationsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateIntegrationWithBody Create an integration
+//
+// Legt eine Integration an (aktiv, wenn `active` fehlt) / creates an integration.
+//
+// Jede Integration hat eine eigene Eingangs-URL `inbound_url` = `{base}/hooks/{provider}/{token}` (außerhalb von `/v1`, ohne Schlüssel), die beim Anbieter als Webhook/IPN-Ziel eingetragen wird. Geprüft wird mit dem Verfahren des Anbieters: Stripe `Stripe-Signature` (`t=…,v1=…`, HMAC-SHA256 über `t.body`, 300 s Toleranz), Digistore24 `sha_sign` (Parameter außer `sha_sign` nach Namen sortiert, leere übersprungen, je `name=value` + Passphrase, SHA-512 hex in Großbuchstaben; Antwort `OK`), CopeCart `X-Copecart-Signature` (HMAC-SHA256 des Rohkörpers, base64), PayPal (Zertifikat von PayPal, RSA-SHA256 über `transmission_id|time|webhook_id|crc32(body)`; `secret` ist die Webhook-ID), `generic` `X-Signature: sha256=<hex HMAC-SHA256 des Körpers>` mit JSON `event` (`order.completed`/`order.refunded`), `order_id`, `email`, `first_name`, `last_name`, `product`, `amount`, `currency`. Ungeprüft: `401`, nichts ändert sich außer dem Protokolleintrag `rejected`; unbekanntes Token: `404`; Körper höchstens 256 KB (`413`). Ein Kauf legt den Käufer als Kontakt an (Quelle `integration`; abgemeldete und gesperrte Adressen bleiben abgemeldet), fügt Listen, Tags und `product:<produkt>` hinzu, speichert die Bestellung eindeutig je Integration, Bestellnummer und Produkt und sendet `order.completed` je Bestellposition genau einmal; eine Erstattung setzt den Tag `refunded` / each integration has its own inbound URL, verified with the provider's own scheme; unverified calls are 401 and change nothing but the log entry; purchases upsert the buyer, record the order once and emit order.completed once per item. Plan feature `integrations`. Scope `write`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /integrations (the `CreateIntegration` operationId).
+func (c *Client) CreateIntegrationWithBody(ctx context.Context, params *CreateIntegrationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateIntegrationRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateIntegration Create an integration
+//
+// Legt eine Integration an (aktiv, wenn `active` fehlt) / creates an integration.
+//
+// Jede Integration hat eine eigene Eingangs-URL `inbound_url` = `{base}/hooks/{provider}/{token}` (außerhalb von `/v1`, ohne Schlüssel), die beim Anbieter als Webhook/IPN-Ziel eingetragen wird. Geprüft wird mit dem Verfahren des Anbieters: Stripe `Stripe-Signature` (`t=…,v1=…`, HMAC-SHA256 über `t.body`, 300 s Toleranz), Digistore24 `sha_sign` (Parameter außer `sha_sign` nach Namen sortiert, leere übersprungen, je `name=value` + Passphrase, SHA-512 hex in Großbuchstaben; Antwort `OK`), CopeCart `X-Copecart-Signature` (HMAC-SHA256 des Rohkörpers, base64), PayPal (Zertifikat von PayPal, RSA-SHA256 über `transmission_id|time|webhook_id|crc32(body)`; `secret` ist die Webhook-ID), `generic` `X-Signature: sha256=<hex HMAC-SHA256 des Körpers>` mit JSON `event` (`order.completed`/`order.refunded`), `order_id`, `email`, `first_name`, `last_name`, `product`, `amount`, `currency`. Ungeprüft: `401`, nichts ändert sich außer dem Protokolleintrag `rejected`; unbekanntes Token: `404`; Körper höchstens 256 KB (`413`). Ein Kauf legt den Käufer als Kontakt an (Quelle `integration`; abgemeldete und gesperrte Adressen bleiben abgemeldet), fügt Listen, Tags und `product:<produkt>` hinzu, speichert die Bestellung eindeutig je Integration, Bestellnummer und Produkt und sendet `order.completed` je Bestellposition genau einmal; eine Erstattung setzt den Tag `refunded` / each integration has its own inbound URL, verified with the provider's own scheme; unverified calls are 401 and change nothing but the log entry; purchases upsert the buyer, record the order once and emit order.completed once per item. Plan feature `integrations`. Scope `write`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /integrations (the `CreateIntegration` operationId).
+func (c *Client) CreateIntegration(ctx context.Context, params *CreateIntegrationParams, body CreateIntegrationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateIntegrationRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteIntegration Delete an integration
+//
+// Löscht die Integration mit Bestellungen und Protokoll; die Eingangs-URL antwortet danach `404`; angelegte Kontakte bleiben / deletes the integration with its orders and log; its inbound URL answers 404; contacts stay. Scope `write`.
+//
+// Corresponds with DELETE /integrations/{id} (the `DeleteIntegration` operationId).
+func (c *Client) DeleteIntegration(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteIntegrationRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetIntegration Get an integration
+//
+// Eine Integration / one integration. Scope `read`.
+//
+// Corresponds with GET /integrations/{id} (the `GetIntegration` operationId).
+func (c *Client) GetIntegration(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetIntegrationRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateIntegrationWithBody Change an integration
+//
+// Ändert die angegebenen Felder; `provider` ist unveränderlich (`422`); `secret` ersetzt den Schlüssel, `""` entfernt ihn (dann wird jeder Aufruf abgewiesen) / changes the given fields; provider cannot change; an empty secret removes it. Scope `write`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /integrations/{id} (the `UpdateIntegration` operationId).
+func (c *Client) UpdateIntegrationWithBody(ctx context.Context, id Id, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateIntegrationRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateIntegration Change an integration
+//
+// Ändert die angegebenen Felder; `provider` ist unveränderlich (`422`); `secret` ersetzt den Schlüssel, `""` entfernt ihn (dann wird jeder Aufruf abgewiesen) / changes the given fields; provider cannot change; an empty secret removes it. Scope `write`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /integrations/{id} (the `UpdateIntegration` operationId).
+func (c *Client) UpdateIntegration(ctx context.Context, id Id, body UpdateIntegrationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateIntegrationRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListIntegrationEvents List an integration's inbound events
+//
+// Jeder Aufruf der Eingangs-URL, neueste zuerst, 90 Tage lang: `processed` (gewirkt), `duplicate` (Wiederholung, nichts Neues), `ignored` (geprüft, nichts zu tun), `rejected` (nicht geprüft oder Tarif ohne Integrationen) / every inbound call, newest first, kept 90 days. Der Rohinhalt ist im Portal einsehbar / the raw payload is shown in the portal. Scope `read`.
+//
+// Corresponds with GET /integrations/{id}/events (the `ListIntegrationEvents` operationId).
+func (c *Client) ListIntegrationEvents(ctx context.Context, id Id, params *ListIntegrationEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListIntegrationEventsRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -30193,6 +31606,315 @@ func NewGetFormEmbedRequest(server string, id Id) (*http.Request, error) {
 	return req, nil
 }
 
+// NewListIntegrationsRequest constructs an http.Request for the ListIntegrations method
+func NewListIntegrationsRequest(server string, params *ListIntegrationsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/integrations")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Page != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page", *params.Page, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.PerPage != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "per_page", *params.PerPage, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateIntegrationRequest calls the generic CreateIntegration builder with application/json body
+func NewCreateIntegrationRequest(server string, params *CreateIntegrationParams, body CreateIntegrationJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateIntegrationRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateIntegrationRequestWithBody constructs an http.Request for the CreateIntegration method, with any body, and a specified content type
+func NewCreateIntegrationRequestWithBody(server string, params *CreateIntegrationParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/integrations")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewDeleteIntegrationRequest constructs an http.Request for the DeleteIntegration method
+func NewDeleteIntegrationRequest(server string, id Id) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/integrations/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetIntegrationRequest constructs an http.Request for the GetIntegration method
+func NewGetIntegrationRequest(server string, id Id) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/integrations/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateIntegrationRequest calls the generic UpdateIntegration builder with application/json body
+func NewUpdateIntegrationRequest(server string, id Id, body UpdateIntegrationJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateIntegrationRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewUpdateIntegrationRequestWithBody constructs an http.Request for the UpdateIntegration method, with any body, and a specified content type
+func NewUpdateIntegrationRequestWithBody(server string, id Id, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/integrations/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListIntegrationEventsRequest constructs an http.Request for the ListIntegrationEvents method
+func NewListIntegrationEventsRequest(server string, id Id, params *ListIntegrationEventsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/integrations/%s/events", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Page != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page", *params.Page, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.PerPage != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "per_page", *params.PerPage, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListListsRequest constructs an http.Request for the ListLists method
 func NewListListsRequest(server string, params *ListListsParams) (*http.Request, error) {
 	var err error
@@ -33979,6 +35701,82 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /forms/{id}/embed (the `GetFormEmbed` operationId).
 	GetFormEmbedWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*GetFormEmbedResponse, error)
+
+	// ListIntegrationsWithResponse List integrations
+	//
+	// Die Integrationen des Kontos, älteste zuerst; ohne Schlüssel / the account's integrations, oldest first; secrets are never returned. Scope `read`, Tarifmerkmal / plan feature `integrations`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /integrations (the `ListIntegrations` operationId).
+	ListIntegrationsWithResponse(ctx context.Context, params *ListIntegrationsParams, reqEditors ...RequestEditorFn) (*ListIntegrationsResponse, error)
+
+	// CreateIntegrationWithBodyWithResponse Create an integration
+	//
+	// Legt eine Integration an (aktiv, wenn `active` fehlt) / creates an integration.
+	//
+	// Jede Integration hat eine eigene Eingangs-URL `inbound_url` = `{base}/hooks/{provider}/{token}` (außerhalb von `/v1`, ohne Schlüssel), die beim Anbieter als Webhook/IPN-Ziel eingetragen wird. Geprüft wird mit dem Verfahren des Anbieters: Stripe `Stripe-Signature` (`t=…,v1=…`, HMAC-SHA256 über `t.body`, 300 s Toleranz), Digistore24 `sha_sign` (Parameter außer `sha_sign` nach Namen sortiert, leere übersprungen, je `name=value` + Passphrase, SHA-512 hex in Großbuchstaben; Antwort `OK`), CopeCart `X-Copecart-Signature` (HMAC-SHA256 des Rohkörpers, base64), PayPal (Zertifikat von PayPal, RSA-SHA256 über `transmission_id|time|webhook_id|crc32(body)`; `secret` ist die Webhook-ID), `generic` `X-Signature: sha256=<hex HMAC-SHA256 des Körpers>` mit JSON `event` (`order.completed`/`order.refunded`), `order_id`, `email`, `first_name`, `last_name`, `product`, `amount`, `currency`. Ungeprüft: `401`, nichts ändert sich außer dem Protokolleintrag `rejected`; unbekanntes Token: `404`; Körper höchstens 256 KB (`413`). Ein Kauf legt den Käufer als Kontakt an (Quelle `integration`; abgemeldete und gesperrte Adressen bleiben abgemeldet), fügt Listen, Tags und `product:<produkt>` hinzu, speichert die Bestellung eindeutig je Integration, Bestellnummer und Produkt und sendet `order.completed` je Bestellposition genau einmal; eine Erstattung setzt den Tag `refunded` / each integration has its own inbound URL, verified with the provider's own scheme; unverified calls are 401 and change nothing but the log entry; purchases upsert the buyer, record the order once and emit order.completed once per item. Plan feature `integrations`. Scope `write`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /integrations (the `CreateIntegration` operationId).
+	CreateIntegrationWithBodyWithResponse(ctx context.Context, params *CreateIntegrationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateIntegrationResponse, error)
+
+	// CreateIntegrationWithResponse Create an integration
+	//
+	// Legt eine Integration an (aktiv, wenn `active` fehlt) / creates an integration.
+	//
+	// Jede Integration hat eine eigene Eingangs-URL `inbound_url` = `{base}/hooks/{provider}/{token}` (außerhalb von `/v1`, ohne Schlüssel), die beim Anbieter als Webhook/IPN-Ziel eingetragen wird. Geprüft wird mit dem Verfahren des Anbieters: Stripe `Stripe-Signature` (`t=…,v1=…`, HMAC-SHA256 über `t.body`, 300 s Toleranz), Digistore24 `sha_sign` (Parameter außer `sha_sign` nach Namen sortiert, leere übersprungen, je `name=value` + Passphrase, SHA-512 hex in Großbuchstaben; Antwort `OK`), CopeCart `X-Copecart-Signature` (HMAC-SHA256 des Rohkörpers, base64), PayPal (Zertifikat von PayPal, RSA-SHA256 über `transmission_id|time|webhook_id|crc32(body)`; `secret` ist die Webhook-ID), `generic` `X-Signature: sha256=<hex HMAC-SHA256 des Körpers>` mit JSON `event` (`order.completed`/`order.refunded`), `order_id`, `email`, `first_name`, `last_name`, `product`, `amount`, `currency`. Ungeprüft: `401`, nichts ändert sich außer dem Protokolleintrag `rejected`; unbekanntes Token: `404`; Körper höchstens 256 KB (`413`). Ein Kauf legt den Käufer als Kontakt an (Quelle `integration`; abgemeldete und gesperrte Adressen bleiben abgemeldet), fügt Listen, Tags und `product:<produkt>` hinzu, speichert die Bestellung eindeutig je Integration, Bestellnummer und Produkt und sendet `order.completed` je Bestellposition genau einmal; eine Erstattung setzt den Tag `refunded` / each integration has its own inbound URL, verified with the provider's own scheme; unverified calls are 401 and change nothing but the log entry; purchases upsert the buyer, record the order once and emit order.completed once per item. Plan feature `integrations`. Scope `write`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /integrations (the `CreateIntegration` operationId).
+	CreateIntegrationWithResponse(ctx context.Context, params *CreateIntegrationParams, body CreateIntegrationJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateIntegrationResponse, error)
+
+	// DeleteIntegrationWithResponse Delete an integration
+	//
+	// Löscht die Integration mit Bestellungen und Protokoll; die Eingangs-URL antwortet danach `404`; angelegte Kontakte bleiben / deletes the integration with its orders and log; its inbound URL answers 404; contacts stay. Scope `write`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /integrations/{id} (the `DeleteIntegration` operationId).
+	DeleteIntegrationWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*DeleteIntegrationResponse, error)
+
+	// GetIntegrationWithResponse Get an integration
+	//
+	// Eine Integration / one integration. Scope `read`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /integrations/{id} (the `GetIntegration` operationId).
+	GetIntegrationWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*GetIntegrationResponse, error)
+
+	// UpdateIntegrationWithBodyWithResponse Change an integration
+	//
+	// Ändert die angegebenen Felder; `provider` ist unveränderlich (`422`); `secret` ersetzt den Schlüssel, `""` entfernt ihn (dann wird jeder Aufruf abgewiesen) / changes the given fields; provider cannot change; an empty secret removes it. Scope `write`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /integrations/{id} (the `UpdateIntegration` operationId).
+	UpdateIntegrationWithBodyWithResponse(ctx context.Context, id Id, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateIntegrationResponse, error)
+
+	// UpdateIntegrationWithResponse Change an integration
+	//
+	// Ändert die angegebenen Felder; `provider` ist unveränderlich (`422`); `secret` ersetzt den Schlüssel, `""` entfernt ihn (dann wird jeder Aufruf abgewiesen) / changes the given fields; provider cannot change; an empty secret removes it. Scope `write`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /integrations/{id} (the `UpdateIntegration` operationId).
+	UpdateIntegrationWithResponse(ctx context.Context, id Id, body UpdateIntegrationJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateIntegrationResponse, error)
+
+	// ListIntegrationEventsWithResponse List an integration's inbound events
+	//
+	// Jeder Aufruf der Eingangs-URL, neueste zuerst, 90 Tage lang: `processed` (gewirkt), `duplicate` (Wiederholung, nichts Neues), `ignored` (geprüft, nichts zu tun), `rejected` (nicht geprüft oder Tarif ohne Integrationen) / every inbound call, newest first, kept 90 days. Der Rohinhalt ist im Portal einsehbar / the raw payload is shown in the portal. Scope `read`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /integrations/{id}/events (the `ListIntegrationEvents` operationId).
+	ListIntegrationEventsWithResponse(ctx context.Context, id Id, params *ListIntegrationEventsParams, reqEditors ...RequestEditorFn) (*ListIntegrationEventsResponse, error)
 
 	// ListListsWithResponse List lists
 	//
@@ -44341,6 +46139,1181 @@ func (r GetFormEmbedResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetFormEmbedResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListIntegrationsResponse200Headers the declared response headers of an HTTP 200 response for ListIntegrations
+type ListIntegrationsResponse200Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// ListIntegrationsResponse400Headers the declared response headers of an HTTP 400 response for ListIntegrations
+type ListIntegrationsResponse400Headers struct {
+	XRequestId string
+}
+
+// ListIntegrationsResponse401Headers the declared response headers of an HTTP 401 response for ListIntegrations
+type ListIntegrationsResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// ListIntegrationsResponse402Headers the declared response headers of an HTTP 402 response for ListIntegrations
+type ListIntegrationsResponse402Headers struct {
+	XRequestId string
+}
+
+// ListIntegrationsResponse403Headers the declared response headers of an HTTP 403 response for ListIntegrations
+type ListIntegrationsResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// ListIntegrationsResponse422Headers the declared response headers of an HTTP 422 response for ListIntegrations
+type ListIntegrationsResponse422Headers struct {
+	XRequestId string
+}
+
+// ListIntegrationsResponse429Headers the declared response headers of an HTTP 429 response for ListIntegrations
+type ListIntegrationsResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// ListIntegrationsResponse500Headers the declared response headers of an HTTP 500 response for ListIntegrations
+type ListIntegrationsResponse500Headers struct {
+	XRequestId string
+}
+
+// ListIntegrationsResponse503Headers the declared response headers of an HTTP 503 response for ListIntegrations
+type ListIntegrationsResponse503Headers struct {
+	XRequestId string
+}
+
+type ListIntegrationsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data []Integration `json:"data"`
+
+		// Meta `Meta` einer Listenantwort, immer mit `pagination` / `Meta` of a list response, always with `pagination`.
+		Meta ListMeta `json:"meta"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListIntegrationsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListIntegrationsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListIntegrationsResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *ListIntegrationsResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListIntegrationsResponse403Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *ListIntegrationsResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListIntegrationsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListIntegrationsResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListIntegrationsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListIntegrationsResponse) GetJSON200() *struct {
+	Data []Integration `json:"data"`
+
+	// Meta `Meta` einer Listenantwort, immer mit `pagination` / `Meta` of a list response, always with `pagination`.
+	Meta ListMeta `json:"meta"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListIntegrationsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListIntegrationsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r ListIntegrationsResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListIntegrationsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r ListIntegrationsResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListIntegrationsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListIntegrationsResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListIntegrationsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListIntegrationsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListIntegrationsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListIntegrationsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListIntegrationsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateIntegrationResponse201Headers the declared response headers of an HTTP 201 response for CreateIntegration
+type CreateIntegrationResponse201Headers struct {
+	IdempotentReplayed  *string
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// CreateIntegrationResponse400Headers the declared response headers of an HTTP 400 response for CreateIntegration
+type CreateIntegrationResponse400Headers struct {
+	XRequestId string
+}
+
+// CreateIntegrationResponse401Headers the declared response headers of an HTTP 401 response for CreateIntegration
+type CreateIntegrationResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// CreateIntegrationResponse402Headers the declared response headers of an HTTP 402 response for CreateIntegration
+type CreateIntegrationResponse402Headers struct {
+	XRequestId string
+}
+
+// CreateIntegrationResponse403Headers the declared response headers of an HTTP 403 response for CreateIntegration
+type CreateIntegrationResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// CreateIntegrationResponse409Headers the declared response headers of an HTTP 409 response for CreateIntegration
+type CreateIntegrationResponse409Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// CreateIntegrationResponse413Headers the declared response headers of an HTTP 413 response for CreateIntegration
+type CreateIntegrationResponse413Headers struct {
+	XRequestId string
+}
+
+// CreateIntegrationResponse422Headers the declared response headers of an HTTP 422 response for CreateIntegration
+type CreateIntegrationResponse422Headers struct {
+	XRequestId string
+}
+
+// CreateIntegrationResponse429Headers the declared response headers of an HTTP 429 response for CreateIntegration
+type CreateIntegrationResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// CreateIntegrationResponse500Headers the declared response headers of an HTTP 500 response for CreateIntegration
+type CreateIntegrationResponse500Headers struct {
+	XRequestId string
+}
+
+// CreateIntegrationResponse503Headers the declared response headers of an HTTP 503 response for CreateIntegration
+type CreateIntegrationResponse503Headers struct {
+	XRequestId string
+}
+
+type CreateIntegrationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *struct {
+		// Data Eine Integration; der Schlüssel wird nie gezeigt / an integration; its secret is never shown.
+		Data Integration `json:"data"`
+
+		// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+		Meta Meta `json:"meta"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateIntegrationResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CreateIntegrationResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateIntegrationResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *CreateIntegrationResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CreateIntegrationResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateIntegrationResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *CreateIntegrationResponse413Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *CreateIntegrationResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateIntegrationResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CreateIntegrationResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateIntegrationResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateIntegrationResponse) GetJSON201() *struct {
+	// Data Eine Integration; der Schlüssel wird nie gezeigt / an integration; its secret is never shown.
+	Data Integration `json:"data"`
+
+	// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+	Meta Meta `json:"meta"`
+} {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateIntegrationResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateIntegrationResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r CreateIntegrationResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateIntegrationResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateIntegrationResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateIntegrationResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreateIntegrationResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateIntegrationResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateIntegrationResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateIntegrationResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateIntegrationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateIntegrationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateIntegrationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateIntegrationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteIntegrationResponse204Headers the declared response headers of an HTTP 204 response for DeleteIntegration
+type DeleteIntegrationResponse204Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// DeleteIntegrationResponse400Headers the declared response headers of an HTTP 400 response for DeleteIntegration
+type DeleteIntegrationResponse400Headers struct {
+	XRequestId string
+}
+
+// DeleteIntegrationResponse401Headers the declared response headers of an HTTP 401 response for DeleteIntegration
+type DeleteIntegrationResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// DeleteIntegrationResponse402Headers the declared response headers of an HTTP 402 response for DeleteIntegration
+type DeleteIntegrationResponse402Headers struct {
+	XRequestId string
+}
+
+// DeleteIntegrationResponse403Headers the declared response headers of an HTTP 403 response for DeleteIntegration
+type DeleteIntegrationResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// DeleteIntegrationResponse404Headers the declared response headers of an HTTP 404 response for DeleteIntegration
+type DeleteIntegrationResponse404Headers struct {
+	XRequestId string
+}
+
+// DeleteIntegrationResponse422Headers the declared response headers of an HTTP 422 response for DeleteIntegration
+type DeleteIntegrationResponse422Headers struct {
+	XRequestId string
+}
+
+// DeleteIntegrationResponse429Headers the declared response headers of an HTTP 429 response for DeleteIntegration
+type DeleteIntegrationResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// DeleteIntegrationResponse500Headers the declared response headers of an HTTP 500 response for DeleteIntegration
+type DeleteIntegrationResponse500Headers struct {
+	XRequestId string
+}
+
+// DeleteIntegrationResponse503Headers the declared response headers of an HTTP 503 response for DeleteIntegration
+type DeleteIntegrationResponse503Headers struct {
+	XRequestId string
+}
+
+type DeleteIntegrationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *DeleteIntegrationResponse204Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *DeleteIntegrationResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteIntegrationResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *DeleteIntegrationResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *DeleteIntegrationResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *DeleteIntegrationResponse404Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *DeleteIntegrationResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteIntegrationResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *DeleteIntegrationResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteIntegrationResponse503Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteIntegrationResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteIntegrationResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r DeleteIntegrationResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteIntegrationResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteIntegrationResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r DeleteIntegrationResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteIntegrationResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteIntegrationResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DeleteIntegrationResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteIntegrationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteIntegrationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteIntegrationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteIntegrationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetIntegrationResponse200Headers the declared response headers of an HTTP 200 response for GetIntegration
+type GetIntegrationResponse200Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// GetIntegrationResponse400Headers the declared response headers of an HTTP 400 response for GetIntegration
+type GetIntegrationResponse400Headers struct {
+	XRequestId string
+}
+
+// GetIntegrationResponse401Headers the declared response headers of an HTTP 401 response for GetIntegration
+type GetIntegrationResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// GetIntegrationResponse402Headers the declared response headers of an HTTP 402 response for GetIntegration
+type GetIntegrationResponse402Headers struct {
+	XRequestId string
+}
+
+// GetIntegrationResponse403Headers the declared response headers of an HTTP 403 response for GetIntegration
+type GetIntegrationResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// GetIntegrationResponse404Headers the declared response headers of an HTTP 404 response for GetIntegration
+type GetIntegrationResponse404Headers struct {
+	XRequestId string
+}
+
+// GetIntegrationResponse422Headers the declared response headers of an HTTP 422 response for GetIntegration
+type GetIntegrationResponse422Headers struct {
+	XRequestId string
+}
+
+// GetIntegrationResponse429Headers the declared response headers of an HTTP 429 response for GetIntegration
+type GetIntegrationResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// GetIntegrationResponse500Headers the declared response headers of an HTTP 500 response for GetIntegration
+type GetIntegrationResponse500Headers struct {
+	XRequestId string
+}
+
+// GetIntegrationResponse503Headers the declared response headers of an HTTP 503 response for GetIntegration
+type GetIntegrationResponse503Headers struct {
+	XRequestId string
+}
+
+type GetIntegrationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data Eine Integration; der Schlüssel wird nie gezeigt / an integration; its secret is never shown.
+		Data Integration `json:"data"`
+
+		// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+		Meta Meta `json:"meta"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetIntegrationResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetIntegrationResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetIntegrationResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *GetIntegrationResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetIntegrationResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetIntegrationResponse404Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *GetIntegrationResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetIntegrationResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetIntegrationResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetIntegrationResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetIntegrationResponse) GetJSON200() *struct {
+	// Data Eine Integration; der Schlüssel wird nie gezeigt / an integration; its secret is never shown.
+	Data Integration `json:"data"`
+
+	// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+	Meta Meta `json:"meta"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetIntegrationResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetIntegrationResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r GetIntegrationResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetIntegrationResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetIntegrationResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r GetIntegrationResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetIntegrationResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetIntegrationResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetIntegrationResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetIntegrationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetIntegrationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetIntegrationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetIntegrationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateIntegrationResponse200Headers the declared response headers of an HTTP 200 response for UpdateIntegration
+type UpdateIntegrationResponse200Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// UpdateIntegrationResponse400Headers the declared response headers of an HTTP 400 response for UpdateIntegration
+type UpdateIntegrationResponse400Headers struct {
+	XRequestId string
+}
+
+// UpdateIntegrationResponse401Headers the declared response headers of an HTTP 401 response for UpdateIntegration
+type UpdateIntegrationResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// UpdateIntegrationResponse402Headers the declared response headers of an HTTP 402 response for UpdateIntegration
+type UpdateIntegrationResponse402Headers struct {
+	XRequestId string
+}
+
+// UpdateIntegrationResponse403Headers the declared response headers of an HTTP 403 response for UpdateIntegration
+type UpdateIntegrationResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// UpdateIntegrationResponse404Headers the declared response headers of an HTTP 404 response for UpdateIntegration
+type UpdateIntegrationResponse404Headers struct {
+	XRequestId string
+}
+
+// UpdateIntegrationResponse413Headers the declared response headers of an HTTP 413 response for UpdateIntegration
+type UpdateIntegrationResponse413Headers struct {
+	XRequestId string
+}
+
+// UpdateIntegrationResponse422Headers the declared response headers of an HTTP 422 response for UpdateIntegration
+type UpdateIntegrationResponse422Headers struct {
+	XRequestId string
+}
+
+// UpdateIntegrationResponse429Headers the declared response headers of an HTTP 429 response for UpdateIntegration
+type UpdateIntegrationResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// UpdateIntegrationResponse500Headers the declared response headers of an HTTP 500 response for UpdateIntegration
+type UpdateIntegrationResponse500Headers struct {
+	XRequestId string
+}
+
+// UpdateIntegrationResponse503Headers the declared response headers of an HTTP 503 response for UpdateIntegration
+type UpdateIntegrationResponse503Headers struct {
+	XRequestId string
+}
+
+type UpdateIntegrationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data Eine Integration; der Schlüssel wird nie gezeigt / an integration; its secret is never shown.
+		Data Integration `json:"data"`
+
+		// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+		Meta Meta `json:"meta"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *UpdateIntegrationResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *UpdateIntegrationResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateIntegrationResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *UpdateIntegrationResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *UpdateIntegrationResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *UpdateIntegrationResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *UpdateIntegrationResponse413Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *UpdateIntegrationResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateIntegrationResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *UpdateIntegrationResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *UpdateIntegrationResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateIntegrationResponse) GetJSON200() *struct {
+	// Data Eine Integration; der Schlüssel wird nie gezeigt / an integration; its secret is never shown.
+	Data Integration `json:"data"`
+
+	// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+	Meta Meta `json:"meta"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateIntegrationResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateIntegrationResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r UpdateIntegrationResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateIntegrationResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateIntegrationResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateIntegrationResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r UpdateIntegrationResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UpdateIntegrationResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateIntegrationResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UpdateIntegrationResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateIntegrationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateIntegrationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateIntegrationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateIntegrationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListIntegrationEventsResponse200Headers the declared response headers of an HTTP 200 response for ListIntegrationEvents
+type ListIntegrationEventsResponse200Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// ListIntegrationEventsResponse400Headers the declared response headers of an HTTP 400 response for ListIntegrationEvents
+type ListIntegrationEventsResponse400Headers struct {
+	XRequestId string
+}
+
+// ListIntegrationEventsResponse401Headers the declared response headers of an HTTP 401 response for ListIntegrationEvents
+type ListIntegrationEventsResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// ListIntegrationEventsResponse402Headers the declared response headers of an HTTP 402 response for ListIntegrationEvents
+type ListIntegrationEventsResponse402Headers struct {
+	XRequestId string
+}
+
+// ListIntegrationEventsResponse403Headers the declared response headers of an HTTP 403 response for ListIntegrationEvents
+type ListIntegrationEventsResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// ListIntegrationEventsResponse404Headers the declared response headers of an HTTP 404 response for ListIntegrationEvents
+type ListIntegrationEventsResponse404Headers struct {
+	XRequestId string
+}
+
+// ListIntegrationEventsResponse422Headers the declared response headers of an HTTP 422 response for ListIntegrationEvents
+type ListIntegrationEventsResponse422Headers struct {
+	XRequestId string
+}
+
+// ListIntegrationEventsResponse429Headers the declared response headers of an HTTP 429 response for ListIntegrationEvents
+type ListIntegrationEventsResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// ListIntegrationEventsResponse500Headers the declared response headers of an HTTP 500 response for ListIntegrationEvents
+type ListIntegrationEventsResponse500Headers struct {
+	XRequestId string
+}
+
+// ListIntegrationEventsResponse503Headers the declared response headers of an HTTP 503 response for ListIntegrationEvents
+type ListIntegrationEventsResponse503Headers struct {
+	XRequestId string
+}
+
+type ListIntegrationEventsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data []IntegrationEvent `json:"data"`
+
+		// Meta `Meta` einer Listenantwort, immer mit `pagination` / `Meta` of a list response, always with `pagination`.
+		Meta ListMeta `json:"meta"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListIntegrationEventsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListIntegrationEventsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListIntegrationEventsResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *ListIntegrationEventsResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListIntegrationEventsResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ListIntegrationEventsResponse404Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *ListIntegrationEventsResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListIntegrationEventsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListIntegrationEventsResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListIntegrationEventsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListIntegrationEventsResponse) GetJSON200() *struct {
+	Data []IntegrationEvent `json:"data"`
+
+	// Meta `Meta` einer Listenantwort, immer mit `pagination` / `Meta` of a list response, always with `pagination`.
+	Meta ListMeta `json:"meta"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListIntegrationEventsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListIntegrationEventsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r ListIntegrationEventsResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListIntegrationEventsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListIntegrationEventsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r ListIntegrationEventsResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListIntegrationEventsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListIntegrationEventsResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListIntegrationEventsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListIntegrationEventsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListIntegrationEventsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListIntegrationEventsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListIntegrationEventsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -55803,6 +58776,130 @@ func (c *ClientWithResponses) GetFormEmbedWithResponse(ctx context.Context, id I
 		return nil, err
 	}
 	return ParseGetFormEmbedResponse(rsp)
+}
+
+// ListIntegrationsWithResponse List integrations
+//
+// Die Integrationen des Kontos, älteste zuerst; ohne Schlüssel / the account's integrations, oldest first; secrets are never returned. Scope `read`, Tarifmerkmal / plan feature `integrations`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /integrations (the `ListIntegrations` operationId).
+func (c *ClientWithResponses) ListIntegrationsWithResponse(ctx context.Context, params *ListIntegrationsParams, reqEditors ...RequestEditorFn) (*ListIntegrationsResponse, error) {
+	rsp, err := c.ListIntegrations(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListIntegrationsResponse(rsp)
+}
+
+// CreateIntegrationWithBodyWithResponse Create an integration
+//
+// Legt eine Integration an (aktiv, wenn `active` fehlt) / creates an integration.
+//
+// Jede Integration hat eine eigene Eingangs-URL `inbound_url` = `{base}/hooks/{provider}/{token}` (außerhalb von `/v1`, ohne Schlüssel), die beim Anbieter als Webhook/IPN-Ziel eingetragen wird. Geprüft wird mit dem Verfahren des Anbieters: Stripe `Stripe-Signature` (`t=…,v1=…`, HMAC-SHA256 über `t.body`, 300 s Toleranz), Digistore24 `sha_sign` (Parameter außer `sha_sign` nach Namen sortiert, leere übersprungen, je `name=value` + Passphrase, SHA-512 hex in Großbuchstaben; Antwort `OK`), CopeCart `X-Copecart-Signature` (HMAC-SHA256 des Rohkörpers, base64), PayPal (Zertifikat von PayPal, RSA-SHA256 über `transmission_id|time|webhook_id|crc32(body)`; `secret` ist die Webhook-ID), `generic` `X-Signature: sha256=<hex HMAC-SHA256 des Körpers>` mit JSON `event` (`order.completed`/`order.refunded`), `order_id`, `email`, `first_name`, `last_name`, `product`, `amount`, `currency`. Ungeprüft: `401`, nichts ändert sich außer dem Protokolleintrag `rejected`; unbekanntes Token: `404`; Körper höchstens 256 KB (`413`). Ein Kauf legt den Käufer als Kontakt an (Quelle `integration`; abgemeldete und gesperrte Adressen bleiben abgemeldet), fügt Listen, Tags und `product:<produkt>` hinzu, speichert die Bestellung eindeutig je Integration, Bestellnummer und Produkt und sendet `order.completed` je Bestellposition genau einmal; eine Erstattung setzt den Tag `refunded` / each integration has its own inbound URL, verified with the provider's own scheme; unverified calls are 401 and change nothing but the log entry; purchases upsert the buyer, record the order once and emit order.completed once per item. Plan feature `integrations`. Scope `write`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /integrations (the `CreateIntegration` operationId).
+func (c *ClientWithResponses) CreateIntegrationWithBodyWithResponse(ctx context.Context, params *CreateIntegrationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateIntegrationResponse, error) {
+	rsp, err := c.CreateIntegrationWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateIntegrationResponse(rsp)
+}
+
+// CreateIntegrationWithResponse Create an integration
+//
+// Legt eine Integration an (aktiv, wenn `active` fehlt) / creates an integration.
+//
+// Jede Integration hat eine eigene Eingangs-URL `inbound_url` = `{base}/hooks/{provider}/{token}` (außerhalb von `/v1`, ohne Schlüssel), die beim Anbieter als Webhook/IPN-Ziel eingetragen wird. Geprüft wird mit dem Verfahren des Anbieters: Stripe `Stripe-Signature` (`t=…,v1=…`, HMAC-SHA256 über `t.body`, 300 s Toleranz), Digistore24 `sha_sign` (Parameter außer `sha_sign` nach Namen sortiert, leere übersprungen, je `name=value` + Passphrase, SHA-512 hex in Großbuchstaben; Antwort `OK`), CopeCart `X-Copecart-Signature` (HMAC-SHA256 des Rohkörpers, base64), PayPal (Zertifikat von PayPal, RSA-SHA256 über `transmission_id|time|webhook_id|crc32(body)`; `secret` ist die Webhook-ID), `generic` `X-Signature: sha256=<hex HMAC-SHA256 des Körpers>` mit JSON `event` (`order.completed`/`order.refunded`), `order_id`, `email`, `first_name`, `last_name`, `product`, `amount`, `currency`. Ungeprüft: `401`, nichts ändert sich außer dem Protokolleintrag `rejected`; unbekanntes Token: `404`; Körper höchstens 256 KB (`413`). Ein Kauf legt den Käufer als Kontakt an (Quelle `integration`; abgemeldete und gesperrte Adressen bleiben abgemeldet), fügt Listen, Tags und `product:<produkt>` hinzu, speichert die Bestellung eindeutig je Integration, Bestellnummer und Produkt und sendet `order.completed` je Bestellposition genau einmal; eine Erstattung setzt den Tag `refunded` / each integration has its own inbound URL, verified with the provider's own scheme; unverified calls are 401 and change nothing but the log entry; purchases upsert the buyer, record the order once and emit order.completed once per item. Plan feature `integrations`. Scope `write`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /integrations (the `CreateIntegration` operationId).
+func (c *ClientWithResponses) CreateIntegrationWithResponse(ctx context.Context, params *CreateIntegrationParams, body CreateIntegrationJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateIntegrationResponse, error) {
+	rsp, err := c.CreateIntegration(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateIntegrationResponse(rsp)
+}
+
+// DeleteIntegrationWithResponse Delete an integration
+//
+// Löscht die Integration mit Bestellungen und Protokoll; die Eingangs-URL antwortet danach `404`; angelegte Kontakte bleiben / deletes the integration with its orders and log; its inbound URL answers 404; contacts stay. Scope `write`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /integrations/{id} (the `DeleteIntegration` operationId).
+func (c *ClientWithResponses) DeleteIntegrationWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*DeleteIntegrationResponse, error) {
+	rsp, err := c.DeleteIntegration(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteIntegrationResponse(rsp)
+}
+
+// GetIntegrationWithResponse Get an integration
+//
+// Eine Integration / one integration. Scope `read`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /integrations/{id} (the `GetIntegration` operationId).
+func (c *ClientWithResponses) GetIntegrationWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*GetIntegrationResponse, error) {
+	rsp, err := c.GetIntegration(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetIntegrationResponse(rsp)
+}
+
+// UpdateIntegrationWithBodyWithResponse Change an integration
+//
+// Ändert die angegebenen Felder; `provider` ist unveränderlich (`422`); `secret` ersetzt den Schlüssel, `""` entfernt ihn (dann wird jeder Aufruf abgewiesen) / changes the given fields; provider cannot change; an empty secret removes it. Scope `write`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /integrations/{id} (the `UpdateIntegration` operationId).
+func (c *ClientWithResponses) UpdateIntegrationWithBodyWithResponse(ctx context.Context, id Id, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateIntegrationResponse, error) {
+	rsp, err := c.UpdateIntegrationWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateIntegrationResponse(rsp)
+}
+
+// UpdateIntegrationWithResponse Change an integration
+//
+// Ändert die angegebenen Felder; `provider` ist unveränderlich (`422`); `secret` ersetzt den Schlüssel, `""` entfernt ihn (dann wird jeder Aufruf abgewiesen) / changes the given fields; provider cannot change; an empty secret removes it. Scope `write`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /integrations/{id} (the `UpdateIntegration` operationId).
+func (c *ClientWithResponses) UpdateIntegrationWithResponse(ctx context.Context, id Id, body UpdateIntegrationJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateIntegrationResponse, error) {
+	rsp, err := c.UpdateIntegration(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateIntegrationResponse(rsp)
+}
+
+// ListIntegrationEventsWithResponse List an integration's inbound events
+//
+// Jeder Aufruf der Eingangs-URL, neueste zuerst, 90 Tage lang: `processed` (gewirkt), `duplicate` (Wiederholung, nichts Neues), `ignored` (geprüft, nichts zu tun), `rejected` (nicht geprüft oder Tarif ohne Integrationen) / every inbound call, newest first, kept 90 days. Der Rohinhalt ist im Portal einsehbar / the raw payload is shown in the portal. Scope `read`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /integrations/{id}/events (the `ListIntegrationEvents` operationId).
+func (c *ClientWithResponses) ListIntegrationEventsWithResponse(ctx context.Context, id Id, params *ListIntegrationEventsParams, reqEditors ...RequestEditorFn) (*ListIntegrationEventsResponse, error) {
+	rsp, err := c.ListIntegrationEvents(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListIntegrationEventsResponse(rsp)
 }
 
 // ListListsWithResponse List lists
@@ -70899,6 +73996,1675 @@ func ParseGetFormEmbedResponse(rsp *http.Response) (*GetFormEmbedResponse, error
 			headers.XRequestId = value
 		}
 		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListIntegrationsResponse parses an HTTP response from a ListIntegrationsWithResponse call
+func ParseListIntegrationsResponse(rsp *http.Response) (*ListIntegrationsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListIntegrationsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data []Integration `json:"data"`
+
+			// Meta `Meta` einer Listenantwort, immer mit `pagination` / `Meta` of a list response, always with `pagination`.
+			Meta ListMeta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListIntegrationsResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListIntegrationsResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListIntegrationsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers ListIntegrationsResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListIntegrationsResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 422:
+		var headers ListIntegrationsResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListIntegrationsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListIntegrationsResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListIntegrationsResponse503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateIntegrationResponse parses an HTTP response from a CreateIntegrationWithResponse call
+func ParseCreateIntegrationResponse(rsp *http.Response) (*CreateIntegrationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateIntegrationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			// Data Eine Integration; der Schlüssel wird nie gezeigt / an integration; its secret is never shown.
+			Data Integration `json:"data"`
+
+			// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+			Meta Meta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CreateIntegrationResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers CreateIntegrationResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateIntegrationResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers CreateIntegrationResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers CreateIntegrationResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateIntegrationResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers CreateIntegrationResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 422:
+		var headers CreateIntegrationResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateIntegrationResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers CreateIntegrationResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateIntegrationResponse503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteIntegrationResponse parses an HTTP response from a DeleteIntegrationWithResponse call
+func ParseDeleteIntegrationResponse(rsp *http.Response) (*DeleteIntegrationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteIntegrationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers DeleteIntegrationResponse204Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 400:
+		var headers DeleteIntegrationResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers DeleteIntegrationResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers DeleteIntegrationResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers DeleteIntegrationResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers DeleteIntegrationResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 422:
+		var headers DeleteIntegrationResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteIntegrationResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers DeleteIntegrationResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteIntegrationResponse503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetIntegrationResponse parses an HTTP response from a GetIntegrationWithResponse call
+func ParseGetIntegrationResponse(rsp *http.Response) (*GetIntegrationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetIntegrationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data Eine Integration; der Schlüssel wird nie gezeigt / an integration; its secret is never shown.
+			Data Integration `json:"data"`
+
+			// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+			Meta Meta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetIntegrationResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetIntegrationResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetIntegrationResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers GetIntegrationResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetIntegrationResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetIntegrationResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 422:
+		var headers GetIntegrationResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetIntegrationResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetIntegrationResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetIntegrationResponse503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateIntegrationResponse parses an HTTP response from a UpdateIntegrationWithResponse call
+func ParseUpdateIntegrationResponse(rsp *http.Response) (*UpdateIntegrationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateIntegrationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data Eine Integration; der Schlüssel wird nie gezeigt / an integration; its secret is never shown.
+			Data Integration `json:"data"`
+
+			// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+			Meta Meta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers UpdateIntegrationResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers UpdateIntegrationResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers UpdateIntegrationResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers UpdateIntegrationResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers UpdateIntegrationResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers UpdateIntegrationResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers UpdateIntegrationResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 422:
+		var headers UpdateIntegrationResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateIntegrationResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers UpdateIntegrationResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers UpdateIntegrationResponse503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListIntegrationEventsResponse parses an HTTP response from a ListIntegrationEventsWithResponse call
+func ParseListIntegrationEventsResponse(rsp *http.Response) (*ListIntegrationEventsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListIntegrationEventsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data []IntegrationEvent `json:"data"`
+
+			// Meta `Meta` einer Listenantwort, immer mit `pagination` / `Meta` of a list response, always with `pagination`.
+			Meta ListMeta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListIntegrationEventsResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListIntegrationEventsResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListIntegrationEventsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers ListIntegrationEventsResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListIntegrationEventsResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ListIntegrationEventsResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 422:
+		var headers ListIntegrationEventsResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListIntegrationEventsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListIntegrationEventsResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListIntegrationEventsResponse503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
