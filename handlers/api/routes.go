@@ -16,6 +16,7 @@ import (
 	"github.com/rundbrief/rundbrief/store/ai"
 	"github.com/rundbrief/rundbrief/store/botguard"
 	"github.com/rundbrief/rundbrief/store/campaign"
+	"github.com/rundbrief/rundbrief/store/inbox"
 	"github.com/rundbrief/rundbrief/store/secret"
 	"github.com/rundbrief/rundbrief/store/services"
 	"github.com/rundbrief/rundbrief/store/smtpserver"
@@ -46,6 +47,8 @@ type API struct {
 	campaigns   *campaign.Service
 	abTests     *abtest.Service
 	smtpServers *smtpserver.Service
+
+	inbox *inbox.Service
 }
 
 // New returns the API over the shared services; mount Handler() at /v1.
@@ -57,7 +60,8 @@ func New(s *services.Set, cfg Config) *API {
 		cfg.RateLimit = 120
 	}
 	return &API{db: s.DB, limiter: store.NewRateLimiter(s.DB), apiLog: s.APILog, log: s.Log, cfg: cfg, ai: s.AI, box: s.Box, mail: s.Mail,
-		webhooks: s.Webhooks, guard: s.Guard, campaigns: s.Campaigns, abTests: s.ABTests, smtpServers: s.SMTPServers}
+		webhooks: s.Webhooks, guard: s.Guard, campaigns: s.Campaigns, abTests: s.ABTests, smtpServers: s.SMTPServers,
+		inbox: s.Inbox}
 }
 
 // Handler is the /v1 router. Every route of the API is listed here, top to bottom.
@@ -193,6 +197,24 @@ func (a *API) Handler() http.Handler {
 		r.Patch("/smtp-servers/{id}", a.need("write", "", a.updateSMTPServer))
 		r.Delete("/smtp-servers/{id}", a.need("write", "", a.deleteSMTPServer))
 		r.Post("/smtp-servers/{id}/test", a.need("write", "", a.testSMTPServer))
+		// Inbox: the connected IMAP mailbox, its messages, replies, AI reply
+		// drafts, rules and metrics (issue 21; plan feature inbox).
+		r.Get("/inbox/settings", a.need("read", "inbox", a.getInboxSettings))
+		r.Put("/inbox/settings", a.need("write", "inbox", a.putInboxSettings))
+		r.Post("/inbox/sync", a.need("write", "inbox", a.syncInbox))
+		r.Get("/inbox/messages", a.need("read", "inbox", a.listInboxMessages))
+		r.Get("/inbox/messages/{id}", a.need("read", "inbox", a.getInboxMessage))
+		r.Patch("/inbox/messages/{id}", a.need("write", "inbox", a.patchInboxMessage))
+		r.Post("/inbox/messages/{id}/reply", a.need("send", "inbox", a.replyInboxMessage))
+		r.Post("/inbox/messages/{id}/draft", a.need("ai", "inbox", a.aiLimited(a.draftInboxMessage)))
+		r.Get("/inbox/drafts", a.need("read", "inbox", a.listInboxDrafts))
+		r.Post("/inbox/drafts/{id}/approve", a.need("send", "inbox", a.approveInboxDraft))
+		r.Delete("/inbox/drafts/{id}", a.need("write", "inbox", a.discardInboxDraft))
+		r.Get("/inbox/rules", a.need("read", "inbox", a.listInboxRules))
+		r.Post("/inbox/rules", a.need("write", "inbox", a.createInboxRule))
+		r.Delete("/inbox/rules/{id}", a.need("write", "inbox", a.deleteInboxRule))
+		r.Get("/inbox/metrics", a.need("read", "inbox", a.inboxMetrics))
+
 		if a.devOutboxEnabled() {
 			r.Get("/dev/outbox", a.need("read", "", a.listDevOutbox))
 			r.Get("/dev/outbox/{id}", a.need("read", "", a.getDevOutboxMail))

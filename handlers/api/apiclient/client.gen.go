@@ -440,22 +440,22 @@ func (e AbTestWriteWinnerMetric) Valid() bool {
 
 // Defines values for ActivityActorType.
 const (
-	Key    ActivityActorType = "key"
-	Public ActivityActorType = "public"
-	System ActivityActorType = "system"
-	User   ActivityActorType = "user"
+	ActivityActorTypeKey    ActivityActorType = "key"
+	ActivityActorTypePublic ActivityActorType = "public"
+	ActivityActorTypeSystem ActivityActorType = "system"
+	ActivityActorTypeUser   ActivityActorType = "user"
 )
 
 // Valid indicates whether the value is a known member of the ActivityActorType enum.
 func (e ActivityActorType) Valid() bool {
 	switch e {
-	case Key:
+	case ActivityActorTypeKey:
 		return true
-	case Public:
+	case ActivityActorTypePublic:
 		return true
-	case System:
+	case ActivityActorTypeSystem:
 		return true
-	case User:
+	case ActivityActorTypeUser:
 		return true
 	default:
 		return false
@@ -509,16 +509,16 @@ func (e AiGenerateRequestAction) Valid() bool {
 
 // Defines values for AiGenerateRequestModel.
 const (
-	Haiku  AiGenerateRequestModel = "haiku"
-	Sonnet AiGenerateRequestModel = "sonnet"
+	AiGenerateRequestModelHaiku  AiGenerateRequestModel = "haiku"
+	AiGenerateRequestModelSonnet AiGenerateRequestModel = "sonnet"
 )
 
 // Valid indicates whether the value is a known member of the AiGenerateRequestModel enum.
 func (e AiGenerateRequestModel) Valid() bool {
 	switch e {
-	case Haiku:
+	case AiGenerateRequestModelHaiku:
 		return true
-	case Sonnet:
+	case AiGenerateRequestModelSonnet:
 		return true
 	default:
 		return false
@@ -1296,6 +1296,162 @@ func (e FormWriteFields) Valid() bool {
 	case FormWriteFieldsPhone:
 		return true
 	case FormWriteFieldsZip:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InboxDraftStatus.
+const (
+	InboxDraftStatusApproved  InboxDraftStatus = "approved"
+	InboxDraftStatusDiscarded InboxDraftStatus = "discarded"
+	InboxDraftStatusPending   InboxDraftStatus = "pending"
+)
+
+// Valid indicates whether the value is a known member of the InboxDraftStatus enum.
+func (e InboxDraftStatus) Valid() bool {
+	switch e {
+	case InboxDraftStatusApproved:
+		return true
+	case InboxDraftStatusDiscarded:
+		return true
+	case InboxDraftStatusPending:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InboxDraftInputModel.
+const (
+	InboxDraftInputModelHaiku  InboxDraftInputModel = "haiku"
+	InboxDraftInputModelSonnet InboxDraftInputModel = "sonnet"
+)
+
+// Valid indicates whether the value is a known member of the InboxDraftInputModel enum.
+func (e InboxDraftInputModel) Valid() bool {
+	switch e {
+	case InboxDraftInputModelHaiku:
+		return true
+	case InboxDraftInputModelSonnet:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InboxReplySource.
+const (
+	InboxReplySourceAi   InboxReplySource = "ai"
+	InboxReplySourceRule InboxReplySource = "rule"
+	InboxReplySourceUser InboxReplySource = "user"
+)
+
+// Valid indicates whether the value is a known member of the InboxReplySource enum.
+func (e InboxReplySource) Valid() bool {
+	switch e {
+	case InboxReplySourceAi:
+		return true
+	case InboxReplySourceRule:
+		return true
+	case InboxReplySourceUser:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InboxRuleAction.
+const (
+	InboxRuleActionAiDraft  InboxRuleAction = "ai_draft"
+	InboxRuleActionArchive  InboxRuleAction = "archive"
+	InboxRuleActionLabel    InboxRuleAction = "label"
+	InboxRuleActionMarkRead InboxRuleAction = "mark_read"
+	InboxRuleActionReply    InboxRuleAction = "reply"
+)
+
+// Valid indicates whether the value is a known member of the InboxRuleAction enum.
+func (e InboxRuleAction) Valid() bool {
+	switch e {
+	case InboxRuleActionAiDraft:
+		return true
+	case InboxRuleActionArchive:
+		return true
+	case InboxRuleActionLabel:
+		return true
+	case InboxRuleActionMarkRead:
+		return true
+	case InboxRuleActionReply:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InboxRuleInputAction.
+const (
+	InboxRuleInputActionAiDraft  InboxRuleInputAction = "ai_draft"
+	InboxRuleInputActionArchive  InboxRuleInputAction = "archive"
+	InboxRuleInputActionLabel    InboxRuleInputAction = "label"
+	InboxRuleInputActionMarkRead InboxRuleInputAction = "mark_read"
+	InboxRuleInputActionReply    InboxRuleInputAction = "reply"
+)
+
+// Valid indicates whether the value is a known member of the InboxRuleInputAction enum.
+func (e InboxRuleInputAction) Valid() bool {
+	switch e {
+	case InboxRuleInputActionAiDraft:
+		return true
+	case InboxRuleInputActionArchive:
+		return true
+	case InboxRuleInputActionLabel:
+		return true
+	case InboxRuleInputActionMarkRead:
+		return true
+	case InboxRuleInputActionReply:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InboxSettingsEncryption.
+const (
+	InboxSettingsEncryptionNone     InboxSettingsEncryption = "none"
+	InboxSettingsEncryptionStarttls InboxSettingsEncryption = "starttls"
+	InboxSettingsEncryptionTls      InboxSettingsEncryption = "tls"
+)
+
+// Valid indicates whether the value is a known member of the InboxSettingsEncryption enum.
+func (e InboxSettingsEncryption) Valid() bool {
+	switch e {
+	case InboxSettingsEncryptionNone:
+		return true
+	case InboxSettingsEncryptionStarttls:
+		return true
+	case InboxSettingsEncryptionTls:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InboxSettingsInputEncryption.
+const (
+	InboxSettingsInputEncryptionNone     InboxSettingsInputEncryption = "none"
+	InboxSettingsInputEncryptionStarttls InboxSettingsInputEncryption = "starttls"
+	InboxSettingsInputEncryptionTls      InboxSettingsInputEncryption = "tls"
+)
+
+// Valid indicates whether the value is a known member of the InboxSettingsInputEncryption enum.
+func (e InboxSettingsInputEncryption) Valid() bool {
+	switch e {
+	case InboxSettingsInputEncryptionNone:
+		return true
+	case InboxSettingsInputEncryptionStarttls:
+		return true
+	case InboxSettingsInputEncryptionTls:
 		return true
 	default:
 		return false
@@ -7488,6 +7644,1611 @@ const (
 func (e GetFormEmbed500JSONResponseBodyErrorCode) Valid() bool {
 	switch e {
 	case GetFormEmbed500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListInboxDraftsParamsStatus.
+const (
+	ListInboxDraftsParamsStatusApproved  ListInboxDraftsParamsStatus = "approved"
+	ListInboxDraftsParamsStatusDiscarded ListInboxDraftsParamsStatus = "discarded"
+	ListInboxDraftsParamsStatusPending   ListInboxDraftsParamsStatus = "pending"
+)
+
+// Valid indicates whether the value is a known member of the ListInboxDraftsParamsStatus enum.
+func (e ListInboxDraftsParamsStatus) Valid() bool {
+	switch e {
+	case ListInboxDraftsParamsStatusApproved:
+		return true
+	case ListInboxDraftsParamsStatusDiscarded:
+		return true
+	case ListInboxDraftsParamsStatusPending:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListInboxDrafts401JSONResponseBodyErrorCode.
+const (
+	ListInboxDrafts401JSONResponseBodyErrorCodeUnauthorized ListInboxDrafts401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the ListInboxDrafts401JSONResponseBodyErrorCode enum.
+func (e ListInboxDrafts401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListInboxDrafts401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListInboxDrafts402JSONResponseBodyErrorCode.
+const (
+	ListInboxDrafts402JSONResponseBodyErrorCodeLimitReached ListInboxDrafts402JSONResponseBodyErrorCode = "limit_reached"
+	ListInboxDrafts402JSONResponseBodyErrorCodePlanRequired ListInboxDrafts402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the ListInboxDrafts402JSONResponseBodyErrorCode enum.
+func (e ListInboxDrafts402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListInboxDrafts402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case ListInboxDrafts402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListInboxDrafts403JSONResponseBodyErrorCode.
+const (
+	ListInboxDrafts403JSONResponseBodyErrorCodeForbidden ListInboxDrafts403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the ListInboxDrafts403JSONResponseBodyErrorCode enum.
+func (e ListInboxDrafts403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListInboxDrafts403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListInboxDrafts422JSONResponseBodyErrorCode.
+const (
+	ListInboxDrafts422JSONResponseBodyErrorCodeValidationError ListInboxDrafts422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the ListInboxDrafts422JSONResponseBodyErrorCode enum.
+func (e ListInboxDrafts422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListInboxDrafts422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListInboxDrafts429JSONResponseBodyErrorCode.
+const (
+	ListInboxDrafts429JSONResponseBodyErrorCodeRateLimited ListInboxDrafts429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the ListInboxDrafts429JSONResponseBodyErrorCode enum.
+func (e ListInboxDrafts429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListInboxDrafts429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListInboxDrafts500JSONResponseBodyErrorCode.
+const (
+	ListInboxDrafts500JSONResponseBodyErrorCodeServerError ListInboxDrafts500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the ListInboxDrafts500JSONResponseBodyErrorCode enum.
+func (e ListInboxDrafts500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListInboxDrafts500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DiscardInboxDraft401JSONResponseBodyErrorCode.
+const (
+	DiscardInboxDraft401JSONResponseBodyErrorCodeUnauthorized DiscardInboxDraft401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the DiscardInboxDraft401JSONResponseBodyErrorCode enum.
+func (e DiscardInboxDraft401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DiscardInboxDraft401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DiscardInboxDraft402JSONResponseBodyErrorCode.
+const (
+	DiscardInboxDraft402JSONResponseBodyErrorCodeLimitReached DiscardInboxDraft402JSONResponseBodyErrorCode = "limit_reached"
+	DiscardInboxDraft402JSONResponseBodyErrorCodePlanRequired DiscardInboxDraft402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the DiscardInboxDraft402JSONResponseBodyErrorCode enum.
+func (e DiscardInboxDraft402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DiscardInboxDraft402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case DiscardInboxDraft402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DiscardInboxDraft403JSONResponseBodyErrorCode.
+const (
+	DiscardInboxDraft403JSONResponseBodyErrorCodeForbidden DiscardInboxDraft403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the DiscardInboxDraft403JSONResponseBodyErrorCode enum.
+func (e DiscardInboxDraft403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DiscardInboxDraft403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DiscardInboxDraft404JSONResponseBodyErrorCode.
+const (
+	DiscardInboxDraft404JSONResponseBodyErrorCodeNotFound DiscardInboxDraft404JSONResponseBodyErrorCode = "not_found"
+)
+
+// Valid indicates whether the value is a known member of the DiscardInboxDraft404JSONResponseBodyErrorCode enum.
+func (e DiscardInboxDraft404JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DiscardInboxDraft404JSONResponseBodyErrorCodeNotFound:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DiscardInboxDraft409JSONResponseBodyErrorCode.
+const (
+	DiscardInboxDraft409JSONResponseBodyErrorCodeConflict DiscardInboxDraft409JSONResponseBodyErrorCode = "conflict"
+)
+
+// Valid indicates whether the value is a known member of the DiscardInboxDraft409JSONResponseBodyErrorCode enum.
+func (e DiscardInboxDraft409JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DiscardInboxDraft409JSONResponseBodyErrorCodeConflict:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DiscardInboxDraft429JSONResponseBodyErrorCode.
+const (
+	DiscardInboxDraft429JSONResponseBodyErrorCodeRateLimited DiscardInboxDraft429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the DiscardInboxDraft429JSONResponseBodyErrorCode enum.
+func (e DiscardInboxDraft429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DiscardInboxDraft429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DiscardInboxDraft500JSONResponseBodyErrorCode.
+const (
+	DiscardInboxDraft500JSONResponseBodyErrorCodeServerError DiscardInboxDraft500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the DiscardInboxDraft500JSONResponseBodyErrorCode enum.
+func (e DiscardInboxDraft500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DiscardInboxDraft500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ApproveInboxDraft401JSONResponseBodyErrorCode.
+const (
+	ApproveInboxDraft401JSONResponseBodyErrorCodeUnauthorized ApproveInboxDraft401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the ApproveInboxDraft401JSONResponseBodyErrorCode enum.
+func (e ApproveInboxDraft401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ApproveInboxDraft401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ApproveInboxDraft402JSONResponseBodyErrorCode.
+const (
+	ApproveInboxDraft402JSONResponseBodyErrorCodeLimitReached ApproveInboxDraft402JSONResponseBodyErrorCode = "limit_reached"
+	ApproveInboxDraft402JSONResponseBodyErrorCodePlanRequired ApproveInboxDraft402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the ApproveInboxDraft402JSONResponseBodyErrorCode enum.
+func (e ApproveInboxDraft402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ApproveInboxDraft402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case ApproveInboxDraft402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ApproveInboxDraft403JSONResponseBodyErrorCode.
+const (
+	ApproveInboxDraft403JSONResponseBodyErrorCodeForbidden ApproveInboxDraft403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the ApproveInboxDraft403JSONResponseBodyErrorCode enum.
+func (e ApproveInboxDraft403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ApproveInboxDraft403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ApproveInboxDraft404JSONResponseBodyErrorCode.
+const (
+	ApproveInboxDraft404JSONResponseBodyErrorCodeNotFound ApproveInboxDraft404JSONResponseBodyErrorCode = "not_found"
+)
+
+// Valid indicates whether the value is a known member of the ApproveInboxDraft404JSONResponseBodyErrorCode enum.
+func (e ApproveInboxDraft404JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ApproveInboxDraft404JSONResponseBodyErrorCodeNotFound:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ApproveInboxDraft409JSONResponseBodyErrorCode.
+const (
+	ApproveInboxDraft409JSONResponseBodyErrorCodeConflict ApproveInboxDraft409JSONResponseBodyErrorCode = "conflict"
+)
+
+// Valid indicates whether the value is a known member of the ApproveInboxDraft409JSONResponseBodyErrorCode enum.
+func (e ApproveInboxDraft409JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ApproveInboxDraft409JSONResponseBodyErrorCodeConflict:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ApproveInboxDraft422JSONResponseBodyErrorCode.
+const (
+	ApproveInboxDraft422JSONResponseBodyErrorCodeValidationError ApproveInboxDraft422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the ApproveInboxDraft422JSONResponseBodyErrorCode enum.
+func (e ApproveInboxDraft422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ApproveInboxDraft422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ApproveInboxDraft429JSONResponseBodyErrorCode.
+const (
+	ApproveInboxDraft429JSONResponseBodyErrorCodeRateLimited ApproveInboxDraft429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the ApproveInboxDraft429JSONResponseBodyErrorCode enum.
+func (e ApproveInboxDraft429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ApproveInboxDraft429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ApproveInboxDraft500JSONResponseBodyErrorCode.
+const (
+	ApproveInboxDraft500JSONResponseBodyErrorCodeServerError ApproveInboxDraft500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the ApproveInboxDraft500JSONResponseBodyErrorCode enum.
+func (e ApproveInboxDraft500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ApproveInboxDraft500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ApproveInboxDraft503JSONResponseBodyErrorCode.
+const (
+	ApproveInboxDraft503JSONResponseBodyErrorCodeServiceUnavailable ApproveInboxDraft503JSONResponseBodyErrorCode = "service_unavailable"
+)
+
+// Valid indicates whether the value is a known member of the ApproveInboxDraft503JSONResponseBodyErrorCode enum.
+func (e ApproveInboxDraft503JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ApproveInboxDraft503JSONResponseBodyErrorCodeServiceUnavailable:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListInboxMessagesParamsStatus.
+const (
+	ListInboxMessagesParamsStatusAll      ListInboxMessagesParamsStatus = "all"
+	ListInboxMessagesParamsStatusArchived ListInboxMessagesParamsStatus = "archived"
+	ListInboxMessagesParamsStatusOpen     ListInboxMessagesParamsStatus = "open"
+	ListInboxMessagesParamsStatusUnread   ListInboxMessagesParamsStatus = "unread"
+)
+
+// Valid indicates whether the value is a known member of the ListInboxMessagesParamsStatus enum.
+func (e ListInboxMessagesParamsStatus) Valid() bool {
+	switch e {
+	case ListInboxMessagesParamsStatusAll:
+		return true
+	case ListInboxMessagesParamsStatusArchived:
+		return true
+	case ListInboxMessagesParamsStatusOpen:
+		return true
+	case ListInboxMessagesParamsStatusUnread:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListInboxMessages401JSONResponseBodyErrorCode.
+const (
+	ListInboxMessages401JSONResponseBodyErrorCodeUnauthorized ListInboxMessages401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the ListInboxMessages401JSONResponseBodyErrorCode enum.
+func (e ListInboxMessages401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListInboxMessages401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListInboxMessages402JSONResponseBodyErrorCode.
+const (
+	ListInboxMessages402JSONResponseBodyErrorCodeLimitReached ListInboxMessages402JSONResponseBodyErrorCode = "limit_reached"
+	ListInboxMessages402JSONResponseBodyErrorCodePlanRequired ListInboxMessages402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the ListInboxMessages402JSONResponseBodyErrorCode enum.
+func (e ListInboxMessages402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListInboxMessages402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case ListInboxMessages402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListInboxMessages403JSONResponseBodyErrorCode.
+const (
+	ListInboxMessages403JSONResponseBodyErrorCodeForbidden ListInboxMessages403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the ListInboxMessages403JSONResponseBodyErrorCode enum.
+func (e ListInboxMessages403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListInboxMessages403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListInboxMessages422JSONResponseBodyErrorCode.
+const (
+	ListInboxMessages422JSONResponseBodyErrorCodeValidationError ListInboxMessages422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the ListInboxMessages422JSONResponseBodyErrorCode enum.
+func (e ListInboxMessages422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListInboxMessages422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListInboxMessages429JSONResponseBodyErrorCode.
+const (
+	ListInboxMessages429JSONResponseBodyErrorCodeRateLimited ListInboxMessages429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the ListInboxMessages429JSONResponseBodyErrorCode enum.
+func (e ListInboxMessages429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListInboxMessages429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListInboxMessages500JSONResponseBodyErrorCode.
+const (
+	ListInboxMessages500JSONResponseBodyErrorCodeServerError ListInboxMessages500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the ListInboxMessages500JSONResponseBodyErrorCode enum.
+func (e ListInboxMessages500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListInboxMessages500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetInboxMessage401JSONResponseBodyErrorCode.
+const (
+	GetInboxMessage401JSONResponseBodyErrorCodeUnauthorized GetInboxMessage401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the GetInboxMessage401JSONResponseBodyErrorCode enum.
+func (e GetInboxMessage401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetInboxMessage401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetInboxMessage402JSONResponseBodyErrorCode.
+const (
+	GetInboxMessage402JSONResponseBodyErrorCodeLimitReached GetInboxMessage402JSONResponseBodyErrorCode = "limit_reached"
+	GetInboxMessage402JSONResponseBodyErrorCodePlanRequired GetInboxMessage402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the GetInboxMessage402JSONResponseBodyErrorCode enum.
+func (e GetInboxMessage402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetInboxMessage402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case GetInboxMessage402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetInboxMessage403JSONResponseBodyErrorCode.
+const (
+	GetInboxMessage403JSONResponseBodyErrorCodeForbidden GetInboxMessage403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the GetInboxMessage403JSONResponseBodyErrorCode enum.
+func (e GetInboxMessage403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetInboxMessage403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetInboxMessage404JSONResponseBodyErrorCode.
+const (
+	GetInboxMessage404JSONResponseBodyErrorCodeNotFound GetInboxMessage404JSONResponseBodyErrorCode = "not_found"
+)
+
+// Valid indicates whether the value is a known member of the GetInboxMessage404JSONResponseBodyErrorCode enum.
+func (e GetInboxMessage404JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetInboxMessage404JSONResponseBodyErrorCodeNotFound:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetInboxMessage429JSONResponseBodyErrorCode.
+const (
+	GetInboxMessage429JSONResponseBodyErrorCodeRateLimited GetInboxMessage429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the GetInboxMessage429JSONResponseBodyErrorCode enum.
+func (e GetInboxMessage429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetInboxMessage429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetInboxMessage500JSONResponseBodyErrorCode.
+const (
+	GetInboxMessage500JSONResponseBodyErrorCodeServerError GetInboxMessage500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the GetInboxMessage500JSONResponseBodyErrorCode enum.
+func (e GetInboxMessage500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetInboxMessage500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PatchInboxMessage401JSONResponseBodyErrorCode.
+const (
+	PatchInboxMessage401JSONResponseBodyErrorCodeUnauthorized PatchInboxMessage401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the PatchInboxMessage401JSONResponseBodyErrorCode enum.
+func (e PatchInboxMessage401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case PatchInboxMessage401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PatchInboxMessage402JSONResponseBodyErrorCode.
+const (
+	PatchInboxMessage402JSONResponseBodyErrorCodeLimitReached PatchInboxMessage402JSONResponseBodyErrorCode = "limit_reached"
+	PatchInboxMessage402JSONResponseBodyErrorCodePlanRequired PatchInboxMessage402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the PatchInboxMessage402JSONResponseBodyErrorCode enum.
+func (e PatchInboxMessage402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case PatchInboxMessage402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case PatchInboxMessage402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PatchInboxMessage403JSONResponseBodyErrorCode.
+const (
+	PatchInboxMessage403JSONResponseBodyErrorCodeForbidden PatchInboxMessage403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the PatchInboxMessage403JSONResponseBodyErrorCode enum.
+func (e PatchInboxMessage403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case PatchInboxMessage403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PatchInboxMessage404JSONResponseBodyErrorCode.
+const (
+	PatchInboxMessage404JSONResponseBodyErrorCodeNotFound PatchInboxMessage404JSONResponseBodyErrorCode = "not_found"
+)
+
+// Valid indicates whether the value is a known member of the PatchInboxMessage404JSONResponseBodyErrorCode enum.
+func (e PatchInboxMessage404JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case PatchInboxMessage404JSONResponseBodyErrorCodeNotFound:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PatchInboxMessage422JSONResponseBodyErrorCode.
+const (
+	PatchInboxMessage422JSONResponseBodyErrorCodeValidationError PatchInboxMessage422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the PatchInboxMessage422JSONResponseBodyErrorCode enum.
+func (e PatchInboxMessage422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case PatchInboxMessage422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PatchInboxMessage429JSONResponseBodyErrorCode.
+const (
+	PatchInboxMessage429JSONResponseBodyErrorCodeRateLimited PatchInboxMessage429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the PatchInboxMessage429JSONResponseBodyErrorCode enum.
+func (e PatchInboxMessage429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case PatchInboxMessage429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PatchInboxMessage500JSONResponseBodyErrorCode.
+const (
+	PatchInboxMessage500JSONResponseBodyErrorCodeServerError PatchInboxMessage500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the PatchInboxMessage500JSONResponseBodyErrorCode enum.
+func (e PatchInboxMessage500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case PatchInboxMessage500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DraftInboxMessage401JSONResponseBodyErrorCode.
+const (
+	DraftInboxMessage401JSONResponseBodyErrorCodeUnauthorized DraftInboxMessage401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the DraftInboxMessage401JSONResponseBodyErrorCode enum.
+func (e DraftInboxMessage401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DraftInboxMessage401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DraftInboxMessage402JSONResponseBodyErrorCode.
+const (
+	DraftInboxMessage402JSONResponseBodyErrorCodeLimitReached DraftInboxMessage402JSONResponseBodyErrorCode = "limit_reached"
+	DraftInboxMessage402JSONResponseBodyErrorCodePlanRequired DraftInboxMessage402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the DraftInboxMessage402JSONResponseBodyErrorCode enum.
+func (e DraftInboxMessage402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DraftInboxMessage402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case DraftInboxMessage402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DraftInboxMessage403JSONResponseBodyErrorCode.
+const (
+	DraftInboxMessage403JSONResponseBodyErrorCodeForbidden DraftInboxMessage403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the DraftInboxMessage403JSONResponseBodyErrorCode enum.
+func (e DraftInboxMessage403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DraftInboxMessage403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DraftInboxMessage404JSONResponseBodyErrorCode.
+const (
+	DraftInboxMessage404JSONResponseBodyErrorCodeNotFound DraftInboxMessage404JSONResponseBodyErrorCode = "not_found"
+)
+
+// Valid indicates whether the value is a known member of the DraftInboxMessage404JSONResponseBodyErrorCode enum.
+func (e DraftInboxMessage404JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DraftInboxMessage404JSONResponseBodyErrorCodeNotFound:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DraftInboxMessage422JSONResponseBodyErrorCode.
+const (
+	DraftInboxMessage422JSONResponseBodyErrorCodeValidationError DraftInboxMessage422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the DraftInboxMessage422JSONResponseBodyErrorCode enum.
+func (e DraftInboxMessage422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DraftInboxMessage422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DraftInboxMessage429JSONResponseBodyErrorCode.
+const (
+	DraftInboxMessage429JSONResponseBodyErrorCodeRateLimited DraftInboxMessage429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the DraftInboxMessage429JSONResponseBodyErrorCode enum.
+func (e DraftInboxMessage429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DraftInboxMessage429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DraftInboxMessage500JSONResponseBodyErrorCode.
+const (
+	DraftInboxMessage500JSONResponseBodyErrorCodeServerError DraftInboxMessage500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the DraftInboxMessage500JSONResponseBodyErrorCode enum.
+func (e DraftInboxMessage500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DraftInboxMessage500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DraftInboxMessage503JSONResponseBodyErrorCode.
+const (
+	DraftInboxMessage503JSONResponseBodyErrorCodeServiceUnavailable DraftInboxMessage503JSONResponseBodyErrorCode = "service_unavailable"
+)
+
+// Valid indicates whether the value is a known member of the DraftInboxMessage503JSONResponseBodyErrorCode enum.
+func (e DraftInboxMessage503JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DraftInboxMessage503JSONResponseBodyErrorCodeServiceUnavailable:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReplyInboxMessage401JSONResponseBodyErrorCode.
+const (
+	ReplyInboxMessage401JSONResponseBodyErrorCodeUnauthorized ReplyInboxMessage401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the ReplyInboxMessage401JSONResponseBodyErrorCode enum.
+func (e ReplyInboxMessage401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ReplyInboxMessage401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReplyInboxMessage402JSONResponseBodyErrorCode.
+const (
+	ReplyInboxMessage402JSONResponseBodyErrorCodeLimitReached ReplyInboxMessage402JSONResponseBodyErrorCode = "limit_reached"
+	ReplyInboxMessage402JSONResponseBodyErrorCodePlanRequired ReplyInboxMessage402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the ReplyInboxMessage402JSONResponseBodyErrorCode enum.
+func (e ReplyInboxMessage402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ReplyInboxMessage402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case ReplyInboxMessage402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReplyInboxMessage403JSONResponseBodyErrorCode.
+const (
+	ReplyInboxMessage403JSONResponseBodyErrorCodeForbidden ReplyInboxMessage403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the ReplyInboxMessage403JSONResponseBodyErrorCode enum.
+func (e ReplyInboxMessage403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ReplyInboxMessage403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReplyInboxMessage404JSONResponseBodyErrorCode.
+const (
+	ReplyInboxMessage404JSONResponseBodyErrorCodeNotFound ReplyInboxMessage404JSONResponseBodyErrorCode = "not_found"
+)
+
+// Valid indicates whether the value is a known member of the ReplyInboxMessage404JSONResponseBodyErrorCode enum.
+func (e ReplyInboxMessage404JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ReplyInboxMessage404JSONResponseBodyErrorCodeNotFound:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReplyInboxMessage422JSONResponseBodyErrorCode.
+const (
+	ReplyInboxMessage422JSONResponseBodyErrorCodeValidationError ReplyInboxMessage422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the ReplyInboxMessage422JSONResponseBodyErrorCode enum.
+func (e ReplyInboxMessage422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ReplyInboxMessage422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReplyInboxMessage429JSONResponseBodyErrorCode.
+const (
+	ReplyInboxMessage429JSONResponseBodyErrorCodeRateLimited ReplyInboxMessage429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the ReplyInboxMessage429JSONResponseBodyErrorCode enum.
+func (e ReplyInboxMessage429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ReplyInboxMessage429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReplyInboxMessage500JSONResponseBodyErrorCode.
+const (
+	ReplyInboxMessage500JSONResponseBodyErrorCodeServerError ReplyInboxMessage500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the ReplyInboxMessage500JSONResponseBodyErrorCode enum.
+func (e ReplyInboxMessage500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ReplyInboxMessage500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReplyInboxMessage503JSONResponseBodyErrorCode.
+const (
+	ReplyInboxMessage503JSONResponseBodyErrorCodeServiceUnavailable ReplyInboxMessage503JSONResponseBodyErrorCode = "service_unavailable"
+)
+
+// Valid indicates whether the value is a known member of the ReplyInboxMessage503JSONResponseBodyErrorCode enum.
+func (e ReplyInboxMessage503JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ReplyInboxMessage503JSONResponseBodyErrorCodeServiceUnavailable:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetInboxMetrics401JSONResponseBodyErrorCode.
+const (
+	GetInboxMetrics401JSONResponseBodyErrorCodeUnauthorized GetInboxMetrics401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the GetInboxMetrics401JSONResponseBodyErrorCode enum.
+func (e GetInboxMetrics401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetInboxMetrics401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetInboxMetrics402JSONResponseBodyErrorCode.
+const (
+	GetInboxMetrics402JSONResponseBodyErrorCodeLimitReached GetInboxMetrics402JSONResponseBodyErrorCode = "limit_reached"
+	GetInboxMetrics402JSONResponseBodyErrorCodePlanRequired GetInboxMetrics402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the GetInboxMetrics402JSONResponseBodyErrorCode enum.
+func (e GetInboxMetrics402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetInboxMetrics402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case GetInboxMetrics402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetInboxMetrics403JSONResponseBodyErrorCode.
+const (
+	GetInboxMetrics403JSONResponseBodyErrorCodeForbidden GetInboxMetrics403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the GetInboxMetrics403JSONResponseBodyErrorCode enum.
+func (e GetInboxMetrics403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetInboxMetrics403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetInboxMetrics422JSONResponseBodyErrorCode.
+const (
+	GetInboxMetrics422JSONResponseBodyErrorCodeValidationError GetInboxMetrics422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the GetInboxMetrics422JSONResponseBodyErrorCode enum.
+func (e GetInboxMetrics422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetInboxMetrics422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetInboxMetrics429JSONResponseBodyErrorCode.
+const (
+	GetInboxMetrics429JSONResponseBodyErrorCodeRateLimited GetInboxMetrics429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the GetInboxMetrics429JSONResponseBodyErrorCode enum.
+func (e GetInboxMetrics429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetInboxMetrics429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetInboxMetrics500JSONResponseBodyErrorCode.
+const (
+	GetInboxMetrics500JSONResponseBodyErrorCodeServerError GetInboxMetrics500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the GetInboxMetrics500JSONResponseBodyErrorCode enum.
+func (e GetInboxMetrics500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetInboxMetrics500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListInboxRules401JSONResponseBodyErrorCode.
+const (
+	ListInboxRules401JSONResponseBodyErrorCodeUnauthorized ListInboxRules401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the ListInboxRules401JSONResponseBodyErrorCode enum.
+func (e ListInboxRules401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListInboxRules401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListInboxRules402JSONResponseBodyErrorCode.
+const (
+	ListInboxRules402JSONResponseBodyErrorCodeLimitReached ListInboxRules402JSONResponseBodyErrorCode = "limit_reached"
+	ListInboxRules402JSONResponseBodyErrorCodePlanRequired ListInboxRules402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the ListInboxRules402JSONResponseBodyErrorCode enum.
+func (e ListInboxRules402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListInboxRules402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case ListInboxRules402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListInboxRules403JSONResponseBodyErrorCode.
+const (
+	ListInboxRules403JSONResponseBodyErrorCodeForbidden ListInboxRules403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the ListInboxRules403JSONResponseBodyErrorCode enum.
+func (e ListInboxRules403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListInboxRules403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListInboxRules429JSONResponseBodyErrorCode.
+const (
+	ListInboxRules429JSONResponseBodyErrorCodeRateLimited ListInboxRules429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the ListInboxRules429JSONResponseBodyErrorCode enum.
+func (e ListInboxRules429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListInboxRules429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListInboxRules500JSONResponseBodyErrorCode.
+const (
+	ListInboxRules500JSONResponseBodyErrorCodeServerError ListInboxRules500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the ListInboxRules500JSONResponseBodyErrorCode enum.
+func (e ListInboxRules500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListInboxRules500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateInboxRule401JSONResponseBodyErrorCode.
+const (
+	CreateInboxRule401JSONResponseBodyErrorCodeUnauthorized CreateInboxRule401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the CreateInboxRule401JSONResponseBodyErrorCode enum.
+func (e CreateInboxRule401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CreateInboxRule401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateInboxRule402JSONResponseBodyErrorCode.
+const (
+	CreateInboxRule402JSONResponseBodyErrorCodeLimitReached CreateInboxRule402JSONResponseBodyErrorCode = "limit_reached"
+	CreateInboxRule402JSONResponseBodyErrorCodePlanRequired CreateInboxRule402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the CreateInboxRule402JSONResponseBodyErrorCode enum.
+func (e CreateInboxRule402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CreateInboxRule402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case CreateInboxRule402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateInboxRule403JSONResponseBodyErrorCode.
+const (
+	CreateInboxRule403JSONResponseBodyErrorCodeForbidden CreateInboxRule403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the CreateInboxRule403JSONResponseBodyErrorCode enum.
+func (e CreateInboxRule403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CreateInboxRule403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateInboxRule422JSONResponseBodyErrorCode.
+const (
+	CreateInboxRule422JSONResponseBodyErrorCodeValidationError CreateInboxRule422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the CreateInboxRule422JSONResponseBodyErrorCode enum.
+func (e CreateInboxRule422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CreateInboxRule422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateInboxRule429JSONResponseBodyErrorCode.
+const (
+	CreateInboxRule429JSONResponseBodyErrorCodeRateLimited CreateInboxRule429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the CreateInboxRule429JSONResponseBodyErrorCode enum.
+func (e CreateInboxRule429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CreateInboxRule429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateInboxRule500JSONResponseBodyErrorCode.
+const (
+	CreateInboxRule500JSONResponseBodyErrorCodeServerError CreateInboxRule500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the CreateInboxRule500JSONResponseBodyErrorCode enum.
+func (e CreateInboxRule500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CreateInboxRule500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeleteInboxRule401JSONResponseBodyErrorCode.
+const (
+	DeleteInboxRule401JSONResponseBodyErrorCodeUnauthorized DeleteInboxRule401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the DeleteInboxRule401JSONResponseBodyErrorCode enum.
+func (e DeleteInboxRule401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteInboxRule401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeleteInboxRule402JSONResponseBodyErrorCode.
+const (
+	DeleteInboxRule402JSONResponseBodyErrorCodeLimitReached DeleteInboxRule402JSONResponseBodyErrorCode = "limit_reached"
+	DeleteInboxRule402JSONResponseBodyErrorCodePlanRequired DeleteInboxRule402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the DeleteInboxRule402JSONResponseBodyErrorCode enum.
+func (e DeleteInboxRule402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteInboxRule402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case DeleteInboxRule402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeleteInboxRule403JSONResponseBodyErrorCode.
+const (
+	DeleteInboxRule403JSONResponseBodyErrorCodeForbidden DeleteInboxRule403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the DeleteInboxRule403JSONResponseBodyErrorCode enum.
+func (e DeleteInboxRule403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteInboxRule403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeleteInboxRule404JSONResponseBodyErrorCode.
+const (
+	DeleteInboxRule404JSONResponseBodyErrorCodeNotFound DeleteInboxRule404JSONResponseBodyErrorCode = "not_found"
+)
+
+// Valid indicates whether the value is a known member of the DeleteInboxRule404JSONResponseBodyErrorCode enum.
+func (e DeleteInboxRule404JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteInboxRule404JSONResponseBodyErrorCodeNotFound:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeleteInboxRule429JSONResponseBodyErrorCode.
+const (
+	DeleteInboxRule429JSONResponseBodyErrorCodeRateLimited DeleteInboxRule429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the DeleteInboxRule429JSONResponseBodyErrorCode enum.
+func (e DeleteInboxRule429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteInboxRule429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeleteInboxRule500JSONResponseBodyErrorCode.
+const (
+	DeleteInboxRule500JSONResponseBodyErrorCodeServerError DeleteInboxRule500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the DeleteInboxRule500JSONResponseBodyErrorCode enum.
+func (e DeleteInboxRule500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteInboxRule500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetInboxSettings401JSONResponseBodyErrorCode.
+const (
+	GetInboxSettings401JSONResponseBodyErrorCodeUnauthorized GetInboxSettings401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the GetInboxSettings401JSONResponseBodyErrorCode enum.
+func (e GetInboxSettings401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetInboxSettings401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetInboxSettings402JSONResponseBodyErrorCode.
+const (
+	GetInboxSettings402JSONResponseBodyErrorCodeLimitReached GetInboxSettings402JSONResponseBodyErrorCode = "limit_reached"
+	GetInboxSettings402JSONResponseBodyErrorCodePlanRequired GetInboxSettings402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the GetInboxSettings402JSONResponseBodyErrorCode enum.
+func (e GetInboxSettings402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetInboxSettings402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case GetInboxSettings402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetInboxSettings403JSONResponseBodyErrorCode.
+const (
+	GetInboxSettings403JSONResponseBodyErrorCodeForbidden GetInboxSettings403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the GetInboxSettings403JSONResponseBodyErrorCode enum.
+func (e GetInboxSettings403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetInboxSettings403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetInboxSettings404JSONResponseBodyErrorCode.
+const (
+	GetInboxSettings404JSONResponseBodyErrorCodeNotFound GetInboxSettings404JSONResponseBodyErrorCode = "not_found"
+)
+
+// Valid indicates whether the value is a known member of the GetInboxSettings404JSONResponseBodyErrorCode enum.
+func (e GetInboxSettings404JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetInboxSettings404JSONResponseBodyErrorCodeNotFound:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetInboxSettings429JSONResponseBodyErrorCode.
+const (
+	GetInboxSettings429JSONResponseBodyErrorCodeRateLimited GetInboxSettings429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the GetInboxSettings429JSONResponseBodyErrorCode enum.
+func (e GetInboxSettings429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetInboxSettings429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetInboxSettings500JSONResponseBodyErrorCode.
+const (
+	GetInboxSettings500JSONResponseBodyErrorCodeServerError GetInboxSettings500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the GetInboxSettings500JSONResponseBodyErrorCode enum.
+func (e GetInboxSettings500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetInboxSettings500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PutInboxSettings401JSONResponseBodyErrorCode.
+const (
+	PutInboxSettings401JSONResponseBodyErrorCodeUnauthorized PutInboxSettings401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the PutInboxSettings401JSONResponseBodyErrorCode enum.
+func (e PutInboxSettings401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case PutInboxSettings401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PutInboxSettings402JSONResponseBodyErrorCode.
+const (
+	PutInboxSettings402JSONResponseBodyErrorCodeLimitReached PutInboxSettings402JSONResponseBodyErrorCode = "limit_reached"
+	PutInboxSettings402JSONResponseBodyErrorCodePlanRequired PutInboxSettings402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the PutInboxSettings402JSONResponseBodyErrorCode enum.
+func (e PutInboxSettings402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case PutInboxSettings402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case PutInboxSettings402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PutInboxSettings403JSONResponseBodyErrorCode.
+const (
+	PutInboxSettings403JSONResponseBodyErrorCodeForbidden PutInboxSettings403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the PutInboxSettings403JSONResponseBodyErrorCode enum.
+func (e PutInboxSettings403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case PutInboxSettings403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PutInboxSettings422JSONResponseBodyErrorCode.
+const (
+	PutInboxSettings422JSONResponseBodyErrorCodeValidationError PutInboxSettings422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the PutInboxSettings422JSONResponseBodyErrorCode enum.
+func (e PutInboxSettings422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case PutInboxSettings422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PutInboxSettings429JSONResponseBodyErrorCode.
+const (
+	PutInboxSettings429JSONResponseBodyErrorCodeRateLimited PutInboxSettings429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the PutInboxSettings429JSONResponseBodyErrorCode enum.
+func (e PutInboxSettings429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case PutInboxSettings429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PutInboxSettings500JSONResponseBodyErrorCode.
+const (
+	PutInboxSettings500JSONResponseBodyErrorCodeServerError PutInboxSettings500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the PutInboxSettings500JSONResponseBodyErrorCode enum.
+func (e PutInboxSettings500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case PutInboxSettings500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PutInboxSettings503JSONResponseBodyErrorCode.
+const (
+	PutInboxSettings503JSONResponseBodyErrorCodeServiceUnavailable PutInboxSettings503JSONResponseBodyErrorCode = "service_unavailable"
+)
+
+// Valid indicates whether the value is a known member of the PutInboxSettings503JSONResponseBodyErrorCode enum.
+func (e PutInboxSettings503JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case PutInboxSettings503JSONResponseBodyErrorCodeServiceUnavailable:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SyncInbox202JSONResponseBodyDataStatus.
+const (
+	SyncInbox202JSONResponseBodyDataStatusQueued SyncInbox202JSONResponseBodyDataStatus = "queued"
+)
+
+// Valid indicates whether the value is a known member of the SyncInbox202JSONResponseBodyDataStatus enum.
+func (e SyncInbox202JSONResponseBodyDataStatus) Valid() bool {
+	switch e {
+	case SyncInbox202JSONResponseBodyDataStatusQueued:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SyncInbox401JSONResponseBodyErrorCode.
+const (
+	SyncInbox401JSONResponseBodyErrorCodeUnauthorized SyncInbox401JSONResponseBodyErrorCode = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the SyncInbox401JSONResponseBodyErrorCode enum.
+func (e SyncInbox401JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case SyncInbox401JSONResponseBodyErrorCodeUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SyncInbox402JSONResponseBodyErrorCode.
+const (
+	SyncInbox402JSONResponseBodyErrorCodeLimitReached SyncInbox402JSONResponseBodyErrorCode = "limit_reached"
+	SyncInbox402JSONResponseBodyErrorCodePlanRequired SyncInbox402JSONResponseBodyErrorCode = "plan_required"
+)
+
+// Valid indicates whether the value is a known member of the SyncInbox402JSONResponseBodyErrorCode enum.
+func (e SyncInbox402JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case SyncInbox402JSONResponseBodyErrorCodeLimitReached:
+		return true
+	case SyncInbox402JSONResponseBodyErrorCodePlanRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SyncInbox403JSONResponseBodyErrorCode.
+const (
+	SyncInbox403JSONResponseBodyErrorCodeForbidden SyncInbox403JSONResponseBodyErrorCode = "forbidden"
+)
+
+// Valid indicates whether the value is a known member of the SyncInbox403JSONResponseBodyErrorCode enum.
+func (e SyncInbox403JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case SyncInbox403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SyncInbox404JSONResponseBodyErrorCode.
+const (
+	SyncInbox404JSONResponseBodyErrorCodeNotFound SyncInbox404JSONResponseBodyErrorCode = "not_found"
+)
+
+// Valid indicates whether the value is a known member of the SyncInbox404JSONResponseBodyErrorCode enum.
+func (e SyncInbox404JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case SyncInbox404JSONResponseBodyErrorCodeNotFound:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SyncInbox429JSONResponseBodyErrorCode.
+const (
+	SyncInbox429JSONResponseBodyErrorCodeRateLimited SyncInbox429JSONResponseBodyErrorCode = "rate_limited"
+)
+
+// Valid indicates whether the value is a known member of the SyncInbox429JSONResponseBodyErrorCode enum.
+func (e SyncInbox429JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case SyncInbox429JSONResponseBodyErrorCodeRateLimited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SyncInbox500JSONResponseBodyErrorCode.
+const (
+	SyncInbox500JSONResponseBodyErrorCodeServerError SyncInbox500JSONResponseBodyErrorCode = "server_error"
+)
+
+// Valid indicates whether the value is a known member of the SyncInbox500JSONResponseBodyErrorCode enum.
+func (e SyncInbox500JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case SyncInbox500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SyncInbox503JSONResponseBodyErrorCode.
+const (
+	SyncInbox503JSONResponseBodyErrorCodeServiceUnavailable SyncInbox503JSONResponseBodyErrorCode = "service_unavailable"
+)
+
+// Valid indicates whether the value is a known member of the SyncInbox503JSONResponseBodyErrorCode enum.
+func (e SyncInbox503JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case SyncInbox503JSONResponseBodyErrorCodeServiceUnavailable:
 		return true
 	default:
 		return false
@@ -15033,6 +16794,194 @@ type FormWrite struct {
 // FormWriteFields defines model for FormWrite.Fields.
 type FormWriteFields string
 
+// InboxDraft defines model for InboxDraft.
+type InboxDraft struct {
+	CostEur   float64          `json:"cost_eur"`
+	CreatedAt time.Time        `json:"created_at"`
+	DecidedAt *time.Time       `json:"decided_at"`
+	Id        int64            `json:"id"`
+	MessageId int64            `json:"message_id"`
+	Model     string           `json:"model"`
+	ReplyId   *int64           `json:"reply_id"`
+	Status    InboxDraftStatus `json:"status"`
+	Text      string           `json:"text"`
+}
+
+// InboxDraftStatus defines model for InboxDraft.Status.
+type InboxDraftStatus string
+
+// InboxDraftInput defines model for InboxDraftInput.
+type InboxDraftInput struct {
+	Instruction *string               `json:"instruction,omitempty"`
+	Model       *InboxDraftInputModel `json:"model,omitempty"`
+}
+
+// InboxDraftInputModel defines model for InboxDraftInput.Model.
+type InboxDraftInputModel string
+
+// InboxMessage defines model for InboxMessage.
+type InboxMessage struct {
+	Archived    bool `json:"archived"`
+	Attachments []struct {
+		ContentType string `json:"content_type"`
+		Filename    string `json:"filename"`
+		Size        int64  `json:"size"`
+	} `json:"attachments"`
+	ContactId *int64 `json:"contact_id"`
+	From      struct {
+		Email string `json:"email"`
+		Name  string `json:"name"`
+	} `json:"from"`
+
+	// Html Bereinigt (bluemonday); nur bei einer einzelnen Nachricht / sanitised; only on a single message.
+	Html       *string    `json:"html,omitempty"`
+	Id         int64      `json:"id"`
+	InReplyTo  string     `json:"in_reply_to"`
+	Labels     []string   `json:"labels"`
+	MessageId  *string    `json:"message_id"`
+	Read       bool       `json:"read"`
+	ReceivedAt time.Time  `json:"received_at"`
+	References []string   `json:"references"`
+	RepliedAt  *time.Time `json:"replied_at"`
+	Subject    string     `json:"subject"`
+
+	// Text Nur bei einer einzelnen Nachricht / only on a single message.
+	Text *string `json:"text,omitempty"`
+	To   []struct {
+		Email string `json:"email"`
+		Name  string `json:"name"`
+	} `json:"to"`
+}
+
+// InboxMessagePatch defines model for InboxMessagePatch.
+type InboxMessagePatch struct {
+	Archived *bool     `json:"archived,omitempty"`
+	Labels   *[]string `json:"labels,omitempty"`
+	Read     *bool     `json:"read,omitempty"`
+}
+
+// InboxMetrics defines model for InboxMetrics.
+type InboxMetrics struct {
+	AiDrafts                int       `json:"ai_drafts"`
+	AiDraftsApproved        int       `json:"ai_drafts_approved"`
+	AvgFirstResponseMinutes *float64  `json:"avg_first_response_minutes"`
+	From                    time.Time `json:"from"`
+	Received                int       `json:"received"`
+	Replied                 int       `json:"replied"`
+	To                      time.Time `json:"to"`
+	Unread                  int       `json:"unread"`
+}
+
+// InboxReply defines model for InboxReply.
+type InboxReply struct {
+	Html      string           `json:"html"`
+	Id        int64            `json:"id"`
+	MessageId int64            `json:"message_id"`
+	SentAt    time.Time        `json:"sent_at"`
+	Source    InboxReplySource `json:"source"`
+	Subject   string           `json:"subject"`
+	Text      string           `json:"text"`
+	To        string           `json:"to"`
+}
+
+// InboxReplySource defines model for InboxReply.Source.
+type InboxReplySource string
+
+// InboxReplyInput defines model for InboxReplyInput.
+type InboxReplyInput struct {
+	Html *string `json:"html,omitempty"`
+	Text *string `json:"text,omitempty"`
+}
+
+// InboxRule defines model for InboxRule.
+type InboxRule struct {
+	Action    InboxRuleAction `json:"action"`
+	CreatedAt time.Time       `json:"created_at"`
+	Id        int64           `json:"id"`
+	Match     InboxRuleMatch  `json:"match"`
+	Name      string          `json:"name"`
+	Position  int             `json:"position"`
+	Text      string          `json:"text"`
+	Value     string          `json:"value"`
+}
+
+// InboxRuleAction defines model for InboxRule.Action.
+type InboxRuleAction string
+
+// InboxRuleInput defines model for InboxRuleInput.
+type InboxRuleInput struct {
+	Action InboxRuleInputAction `json:"action"`
+	Match  *InboxRuleMatch      `json:"match,omitempty"`
+	Name   string               `json:"name"`
+
+	// Position Stelle in der Reihenfolge; Standard: zuletzt / place in the order; default last.
+	Position *int `json:"position,omitempty"`
+
+	// Text Der Antworttext bei `reply` / the reply of `reply`.
+	Text *string `json:"text,omitempty"`
+
+	// Value Das Label bei `label` / the label of `label`.
+	Value *string `json:"value,omitempty"`
+}
+
+// InboxRuleInputAction defines model for InboxRuleInput.Action.
+type InboxRuleInputAction string
+
+// InboxRuleMatch defines model for InboxRuleMatch.
+type InboxRuleMatch struct {
+	BodyContains    *string `json:"body_contains,omitempty"`
+	FromContains    *string `json:"from_contains,omitempty"`
+	SubjectContains *string `json:"subject_contains,omitempty"`
+}
+
+// InboxSettings defines model for InboxSettings.
+type InboxSettings struct {
+	AutoDraft   bool                    `json:"auto_draft"`
+	Encryption  InboxSettingsEncryption `json:"encryption"`
+	Folder      string                  `json:"folder"`
+	FromEmail   string                  `json:"from_email"`
+	FromName    string                  `json:"from_name"`
+	HasPassword bool                    `json:"has_password"`
+	Host        string                  `json:"host"`
+
+	// LastError Fehler des letzten Abgleichs, sonst leer / the last sync's error, else empty.
+	LastError    string     `json:"last_error"`
+	LastSyncAt   *time.Time `json:"last_sync_at"`
+	Port         int        `json:"port"`
+	Signature    string     `json:"signature"`
+	SmtpServerId *int64     `json:"smtp_server_id"`
+	UpdatedAt    time.Time  `json:"updated_at"`
+	Username     string     `json:"username"`
+}
+
+// InboxSettingsEncryption defines model for InboxSettings.Encryption.
+type InboxSettingsEncryption string
+
+// InboxSettingsInput defines model for InboxSettingsInput.
+type InboxSettingsInput struct {
+	// AutoDraft Ein KI-Entwurf für jede neue Nachricht, die keine Regel beantwortet / an AI draft for each new message no rule answered.
+	AutoDraft  *bool                         `json:"auto_draft,omitempty"`
+	Encryption *InboxSettingsInputEncryption `json:"encryption,omitempty"`
+	Folder     *string                       `json:"folder,omitempty"`
+	FromEmail  *string                       `json:"from_email,omitempty"`
+	FromName   *string                       `json:"from_name,omitempty"`
+	Host       string                        `json:"host"`
+
+	// Password Nur schreibbar; fehlt es, bleibt das gespeicherte / write-only; absent keeps the stored one.
+	Password *string `json:"password,omitempty"`
+
+	// Port Standard 993 bei `tls`, sonst 143 / default 993 with `tls`, else 143.
+	Port      *int    `json:"port,omitempty"`
+	Signature *string `json:"signature,omitempty"`
+
+	// SmtpServerId SMTP-Server für Antworten; null: die Route des Kontos / the SMTP server of replies; null: the account's route.
+	SmtpServerId *int64 `json:"smtp_server_id,omitempty"`
+	Username     string `json:"username"`
+}
+
+// InboxSettingsInputEncryption defines model for InboxSettingsInput.Encryption.
+type InboxSettingsInputEncryption string
+
 // LimitUsage defines model for LimitUsage.
 type LimitUsage struct {
 	Limit int64 `json:"limit"`
@@ -17385,6 +19334,384 @@ type GetFormEmbed429JSONResponseBodyErrorCode string
 // GetFormEmbed500JSONResponseBodyErrorCode defines parameters for GetFormEmbed.
 type GetFormEmbed500JSONResponseBodyErrorCode string
 
+// ListInboxDraftsParams defines parameters for ListInboxDrafts.
+type ListInboxDraftsParams struct {
+	// Page Seite, 1 bis 1000000 / page number, 1 to 1000000.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PerPage Einträge pro Seite / entries per page, 1 to 100.
+	PerPage *PerPage `form:"per_page,omitempty" json:"per_page,omitempty"`
+
+	// Status Nur Entwürfe in diesem Status / only drafts in this status.
+	Status *ListInboxDraftsParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+}
+
+// ListInboxDraftsParamsStatus defines parameters for ListInboxDrafts.
+type ListInboxDraftsParamsStatus string
+
+// ListInboxDrafts401JSONResponseBodyErrorCode defines parameters for ListInboxDrafts.
+type ListInboxDrafts401JSONResponseBodyErrorCode string
+
+// ListInboxDrafts402JSONResponseBodyErrorCode defines parameters for ListInboxDrafts.
+type ListInboxDrafts402JSONResponseBodyErrorCode string
+
+// ListInboxDrafts403JSONResponseBodyErrorCode defines parameters for ListInboxDrafts.
+type ListInboxDrafts403JSONResponseBodyErrorCode string
+
+// ListInboxDrafts422JSONResponseBodyErrorCode defines parameters for ListInboxDrafts.
+type ListInboxDrafts422JSONResponseBodyErrorCode string
+
+// ListInboxDrafts429JSONResponseBodyErrorCode defines parameters for ListInboxDrafts.
+type ListInboxDrafts429JSONResponseBodyErrorCode string
+
+// ListInboxDrafts500JSONResponseBodyErrorCode defines parameters for ListInboxDrafts.
+type ListInboxDrafts500JSONResponseBodyErrorCode string
+
+// DiscardInboxDraft401JSONResponseBodyErrorCode defines parameters for DiscardInboxDraft.
+type DiscardInboxDraft401JSONResponseBodyErrorCode string
+
+// DiscardInboxDraft402JSONResponseBodyErrorCode defines parameters for DiscardInboxDraft.
+type DiscardInboxDraft402JSONResponseBodyErrorCode string
+
+// DiscardInboxDraft403JSONResponseBodyErrorCode defines parameters for DiscardInboxDraft.
+type DiscardInboxDraft403JSONResponseBodyErrorCode string
+
+// DiscardInboxDraft404JSONResponseBodyErrorCode defines parameters for DiscardInboxDraft.
+type DiscardInboxDraft404JSONResponseBodyErrorCode string
+
+// DiscardInboxDraft409JSONResponseBodyErrorCode defines parameters for DiscardInboxDraft.
+type DiscardInboxDraft409JSONResponseBodyErrorCode string
+
+// DiscardInboxDraft429JSONResponseBodyErrorCode defines parameters for DiscardInboxDraft.
+type DiscardInboxDraft429JSONResponseBodyErrorCode string
+
+// DiscardInboxDraft500JSONResponseBodyErrorCode defines parameters for DiscardInboxDraft.
+type DiscardInboxDraft500JSONResponseBodyErrorCode string
+
+// ApproveInboxDraftParams defines parameters for ApproveInboxDraft.
+type ApproveInboxDraftParams struct {
+	// IdempotencyKey Optional bei jedem nicht-öffentlichen POST / optional on every non-public POST. A repeat with the same key within 24 hours returns the stored response with `Idempotent-Replayed: true`; the same key with a different body gives `409 conflict` (`reason: idempotency_key_reused`); a repeat while the first request runs gives `409` with `Retry-After: 2`; `5xx` responses are not stored. More than 255 characters give `422 validation_error`.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ApproveInboxDraft401JSONResponseBodyErrorCode defines parameters for ApproveInboxDraft.
+type ApproveInboxDraft401JSONResponseBodyErrorCode string
+
+// ApproveInboxDraft402JSONResponseBodyErrorCode defines parameters for ApproveInboxDraft.
+type ApproveInboxDraft402JSONResponseBodyErrorCode string
+
+// ApproveInboxDraft403JSONResponseBodyErrorCode defines parameters for ApproveInboxDraft.
+type ApproveInboxDraft403JSONResponseBodyErrorCode string
+
+// ApproveInboxDraft404JSONResponseBodyErrorCode defines parameters for ApproveInboxDraft.
+type ApproveInboxDraft404JSONResponseBodyErrorCode string
+
+// ApproveInboxDraft409JSONResponseBodyErrorCode defines parameters for ApproveInboxDraft.
+type ApproveInboxDraft409JSONResponseBodyErrorCode string
+
+// ApproveInboxDraft422JSONResponseBodyErrorCode defines parameters for ApproveInboxDraft.
+type ApproveInboxDraft422JSONResponseBodyErrorCode string
+
+// ApproveInboxDraft429JSONResponseBodyErrorCode defines parameters for ApproveInboxDraft.
+type ApproveInboxDraft429JSONResponseBodyErrorCode string
+
+// ApproveInboxDraft500JSONResponseBodyErrorCode defines parameters for ApproveInboxDraft.
+type ApproveInboxDraft500JSONResponseBodyErrorCode string
+
+// ApproveInboxDraft503JSONResponseBodyErrorCode defines parameters for ApproveInboxDraft.
+type ApproveInboxDraft503JSONResponseBodyErrorCode string
+
+// ListInboxMessagesParams defines parameters for ListInboxMessages.
+type ListInboxMessagesParams struct {
+	// Page Seite, 1 bis 1000000 / page number, 1 to 1000000.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PerPage Einträge pro Seite / entries per page, 1 to 100.
+	PerPage *PerPage `form:"per_page,omitempty" json:"per_page,omitempty"`
+
+	// Status `unread` (ungelesen, nicht archiviert), `open` (nicht archiviert; Standard), `archived`, `all`.
+	Status *ListInboxMessagesParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// Q Suchbegriff / search term.
+	Q *string `form:"q,omitempty" json:"q,omitempty"`
+
+	// Label Nur Nachrichten mit diesem Label / only messages with this label.
+	Label *string `form:"label,omitempty" json:"label,omitempty"`
+}
+
+// ListInboxMessagesParamsStatus defines parameters for ListInboxMessages.
+type ListInboxMessagesParamsStatus string
+
+// ListInboxMessages401JSONResponseBodyErrorCode defines parameters for ListInboxMessages.
+type ListInboxMessages401JSONResponseBodyErrorCode string
+
+// ListInboxMessages402JSONResponseBodyErrorCode defines parameters for ListInboxMessages.
+type ListInboxMessages402JSONResponseBodyErrorCode string
+
+// ListInboxMessages403JSONResponseBodyErrorCode defines parameters for ListInboxMessages.
+type ListInboxMessages403JSONResponseBodyErrorCode string
+
+// ListInboxMessages422JSONResponseBodyErrorCode defines parameters for ListInboxMessages.
+type ListInboxMessages422JSONResponseBodyErrorCode string
+
+// ListInboxMessages429JSONResponseBodyErrorCode defines parameters for ListInboxMessages.
+type ListInboxMessages429JSONResponseBodyErrorCode string
+
+// ListInboxMessages500JSONResponseBodyErrorCode defines parameters for ListInboxMessages.
+type ListInboxMessages500JSONResponseBodyErrorCode string
+
+// GetInboxMessage401JSONResponseBodyErrorCode defines parameters for GetInboxMessage.
+type GetInboxMessage401JSONResponseBodyErrorCode string
+
+// GetInboxMessage402JSONResponseBodyErrorCode defines parameters for GetInboxMessage.
+type GetInboxMessage402JSONResponseBodyErrorCode string
+
+// GetInboxMessage403JSONResponseBodyErrorCode defines parameters for GetInboxMessage.
+type GetInboxMessage403JSONResponseBodyErrorCode string
+
+// GetInboxMessage404JSONResponseBodyErrorCode defines parameters for GetInboxMessage.
+type GetInboxMessage404JSONResponseBodyErrorCode string
+
+// GetInboxMessage429JSONResponseBodyErrorCode defines parameters for GetInboxMessage.
+type GetInboxMessage429JSONResponseBodyErrorCode string
+
+// GetInboxMessage500JSONResponseBodyErrorCode defines parameters for GetInboxMessage.
+type GetInboxMessage500JSONResponseBodyErrorCode string
+
+// PatchInboxMessage401JSONResponseBodyErrorCode defines parameters for PatchInboxMessage.
+type PatchInboxMessage401JSONResponseBodyErrorCode string
+
+// PatchInboxMessage402JSONResponseBodyErrorCode defines parameters for PatchInboxMessage.
+type PatchInboxMessage402JSONResponseBodyErrorCode string
+
+// PatchInboxMessage403JSONResponseBodyErrorCode defines parameters for PatchInboxMessage.
+type PatchInboxMessage403JSONResponseBodyErrorCode string
+
+// PatchInboxMessage404JSONResponseBodyErrorCode defines parameters for PatchInboxMessage.
+type PatchInboxMessage404JSONResponseBodyErrorCode string
+
+// PatchInboxMessage422JSONResponseBodyErrorCode defines parameters for PatchInboxMessage.
+type PatchInboxMessage422JSONResponseBodyErrorCode string
+
+// PatchInboxMessage429JSONResponseBodyErrorCode defines parameters for PatchInboxMessage.
+type PatchInboxMessage429JSONResponseBodyErrorCode string
+
+// PatchInboxMessage500JSONResponseBodyErrorCode defines parameters for PatchInboxMessage.
+type PatchInboxMessage500JSONResponseBodyErrorCode string
+
+// DraftInboxMessageParams defines parameters for DraftInboxMessage.
+type DraftInboxMessageParams struct {
+	// IdempotencyKey Optional bei jedem nicht-öffentlichen POST / optional on every non-public POST. A repeat with the same key within 24 hours returns the stored response with `Idempotent-Replayed: true`; the same key with a different body gives `409 conflict` (`reason: idempotency_key_reused`); a repeat while the first request runs gives `409` with `Retry-After: 2`; `5xx` responses are not stored. More than 255 characters give `422 validation_error`.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// DraftInboxMessage401JSONResponseBodyErrorCode defines parameters for DraftInboxMessage.
+type DraftInboxMessage401JSONResponseBodyErrorCode string
+
+// DraftInboxMessage402JSONResponseBodyErrorCode defines parameters for DraftInboxMessage.
+type DraftInboxMessage402JSONResponseBodyErrorCode string
+
+// DraftInboxMessage403JSONResponseBodyErrorCode defines parameters for DraftInboxMessage.
+type DraftInboxMessage403JSONResponseBodyErrorCode string
+
+// DraftInboxMessage404JSONResponseBodyErrorCode defines parameters for DraftInboxMessage.
+type DraftInboxMessage404JSONResponseBodyErrorCode string
+
+// DraftInboxMessage422JSONResponseBodyErrorCode defines parameters for DraftInboxMessage.
+type DraftInboxMessage422JSONResponseBodyErrorCode string
+
+// DraftInboxMessage429JSONResponseBodyErrorCode defines parameters for DraftInboxMessage.
+type DraftInboxMessage429JSONResponseBodyErrorCode string
+
+// DraftInboxMessage500JSONResponseBodyErrorCode defines parameters for DraftInboxMessage.
+type DraftInboxMessage500JSONResponseBodyErrorCode string
+
+// DraftInboxMessage503JSONResponseBodyErrorCode defines parameters for DraftInboxMessage.
+type DraftInboxMessage503JSONResponseBodyErrorCode string
+
+// ReplyInboxMessageParams defines parameters for ReplyInboxMessage.
+type ReplyInboxMessageParams struct {
+	// IdempotencyKey Optional bei jedem nicht-öffentlichen POST / optional on every non-public POST. A repeat with the same key within 24 hours returns the stored response with `Idempotent-Replayed: true`; the same key with a different body gives `409 conflict` (`reason: idempotency_key_reused`); a repeat while the first request runs gives `409` with `Retry-After: 2`; `5xx` responses are not stored. More than 255 characters give `422 validation_error`.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ReplyInboxMessage401JSONResponseBodyErrorCode defines parameters for ReplyInboxMessage.
+type ReplyInboxMessage401JSONResponseBodyErrorCode string
+
+// ReplyInboxMessage402JSONResponseBodyErrorCode defines parameters for ReplyInboxMessage.
+type ReplyInboxMessage402JSONResponseBodyErrorCode string
+
+// ReplyInboxMessage403JSONResponseBodyErrorCode defines parameters for ReplyInboxMessage.
+type ReplyInboxMessage403JSONResponseBodyErrorCode string
+
+// ReplyInboxMessage404JSONResponseBodyErrorCode defines parameters for ReplyInboxMessage.
+type ReplyInboxMessage404JSONResponseBodyErrorCode string
+
+// ReplyInboxMessage422JSONResponseBodyErrorCode defines parameters for ReplyInboxMessage.
+type ReplyInboxMessage422JSONResponseBodyErrorCode string
+
+// ReplyInboxMessage429JSONResponseBodyErrorCode defines parameters for ReplyInboxMessage.
+type ReplyInboxMessage429JSONResponseBodyErrorCode string
+
+// ReplyInboxMessage500JSONResponseBodyErrorCode defines parameters for ReplyInboxMessage.
+type ReplyInboxMessage500JSONResponseBodyErrorCode string
+
+// ReplyInboxMessage503JSONResponseBodyErrorCode defines parameters for ReplyInboxMessage.
+type ReplyInboxMessage503JSONResponseBodyErrorCode string
+
+// GetInboxMetricsParams defines parameters for GetInboxMetrics.
+type GetInboxMetricsParams struct {
+	// From Beginn (JJJJ-MM-TT oder ISO 8601) / start.
+	From *string `form:"from,omitempty" json:"from,omitempty"`
+
+	// To Ende (ein Datum zählt ganz) / end (a date counts whole).
+	To *string `form:"to,omitempty" json:"to,omitempty"`
+}
+
+// GetInboxMetrics401JSONResponseBodyErrorCode defines parameters for GetInboxMetrics.
+type GetInboxMetrics401JSONResponseBodyErrorCode string
+
+// GetInboxMetrics402JSONResponseBodyErrorCode defines parameters for GetInboxMetrics.
+type GetInboxMetrics402JSONResponseBodyErrorCode string
+
+// GetInboxMetrics403JSONResponseBodyErrorCode defines parameters for GetInboxMetrics.
+type GetInboxMetrics403JSONResponseBodyErrorCode string
+
+// GetInboxMetrics422JSONResponseBodyErrorCode defines parameters for GetInboxMetrics.
+type GetInboxMetrics422JSONResponseBodyErrorCode string
+
+// GetInboxMetrics429JSONResponseBodyErrorCode defines parameters for GetInboxMetrics.
+type GetInboxMetrics429JSONResponseBodyErrorCode string
+
+// GetInboxMetrics500JSONResponseBodyErrorCode defines parameters for GetInboxMetrics.
+type GetInboxMetrics500JSONResponseBodyErrorCode string
+
+// ListInboxRules401JSONResponseBodyErrorCode defines parameters for ListInboxRules.
+type ListInboxRules401JSONResponseBodyErrorCode string
+
+// ListInboxRules402JSONResponseBodyErrorCode defines parameters for ListInboxRules.
+type ListInboxRules402JSONResponseBodyErrorCode string
+
+// ListInboxRules403JSONResponseBodyErrorCode defines parameters for ListInboxRules.
+type ListInboxRules403JSONResponseBodyErrorCode string
+
+// ListInboxRules429JSONResponseBodyErrorCode defines parameters for ListInboxRules.
+type ListInboxRules429JSONResponseBodyErrorCode string
+
+// ListInboxRules500JSONResponseBodyErrorCode defines parameters for ListInboxRules.
+type ListInboxRules500JSONResponseBodyErrorCode string
+
+// CreateInboxRuleParams defines parameters for CreateInboxRule.
+type CreateInboxRuleParams struct {
+	// IdempotencyKey Optional bei jedem nicht-öffentlichen POST / optional on every non-public POST. A repeat with the same key within 24 hours returns the stored response with `Idempotent-Replayed: true`; the same key with a different body gives `409 conflict` (`reason: idempotency_key_reused`); a repeat while the first request runs gives `409` with `Retry-After: 2`; `5xx` responses are not stored. More than 255 characters give `422 validation_error`.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CreateInboxRule401JSONResponseBodyErrorCode defines parameters for CreateInboxRule.
+type CreateInboxRule401JSONResponseBodyErrorCode string
+
+// CreateInboxRule402JSONResponseBodyErrorCode defines parameters for CreateInboxRule.
+type CreateInboxRule402JSONResponseBodyErrorCode string
+
+// CreateInboxRule403JSONResponseBodyErrorCode defines parameters for CreateInboxRule.
+type CreateInboxRule403JSONResponseBodyErrorCode string
+
+// CreateInboxRule422JSONResponseBodyErrorCode defines parameters for CreateInboxRule.
+type CreateInboxRule422JSONResponseBodyErrorCode string
+
+// CreateInboxRule429JSONResponseBodyErrorCode defines parameters for CreateInboxRule.
+type CreateInboxRule429JSONResponseBodyErrorCode string
+
+// CreateInboxRule500JSONResponseBodyErrorCode defines parameters for CreateInboxRule.
+type CreateInboxRule500JSONResponseBodyErrorCode string
+
+// DeleteInboxRule401JSONResponseBodyErrorCode defines parameters for DeleteInboxRule.
+type DeleteInboxRule401JSONResponseBodyErrorCode string
+
+// DeleteInboxRule402JSONResponseBodyErrorCode defines parameters for DeleteInboxRule.
+type DeleteInboxRule402JSONResponseBodyErrorCode string
+
+// DeleteInboxRule403JSONResponseBodyErrorCode defines parameters for DeleteInboxRule.
+type DeleteInboxRule403JSONResponseBodyErrorCode string
+
+// DeleteInboxRule404JSONResponseBodyErrorCode defines parameters for DeleteInboxRule.
+type DeleteInboxRule404JSONResponseBodyErrorCode string
+
+// DeleteInboxRule429JSONResponseBodyErrorCode defines parameters for DeleteInboxRule.
+type DeleteInboxRule429JSONResponseBodyErrorCode string
+
+// DeleteInboxRule500JSONResponseBodyErrorCode defines parameters for DeleteInboxRule.
+type DeleteInboxRule500JSONResponseBodyErrorCode string
+
+// GetInboxSettings401JSONResponseBodyErrorCode defines parameters for GetInboxSettings.
+type GetInboxSettings401JSONResponseBodyErrorCode string
+
+// GetInboxSettings402JSONResponseBodyErrorCode defines parameters for GetInboxSettings.
+type GetInboxSettings402JSONResponseBodyErrorCode string
+
+// GetInboxSettings403JSONResponseBodyErrorCode defines parameters for GetInboxSettings.
+type GetInboxSettings403JSONResponseBodyErrorCode string
+
+// GetInboxSettings404JSONResponseBodyErrorCode defines parameters for GetInboxSettings.
+type GetInboxSettings404JSONResponseBodyErrorCode string
+
+// GetInboxSettings429JSONResponseBodyErrorCode defines parameters for GetInboxSettings.
+type GetInboxSettings429JSONResponseBodyErrorCode string
+
+// GetInboxSettings500JSONResponseBodyErrorCode defines parameters for GetInboxSettings.
+type GetInboxSettings500JSONResponseBodyErrorCode string
+
+// PutInboxSettings401JSONResponseBodyErrorCode defines parameters for PutInboxSettings.
+type PutInboxSettings401JSONResponseBodyErrorCode string
+
+// PutInboxSettings402JSONResponseBodyErrorCode defines parameters for PutInboxSettings.
+type PutInboxSettings402JSONResponseBodyErrorCode string
+
+// PutInboxSettings403JSONResponseBodyErrorCode defines parameters for PutInboxSettings.
+type PutInboxSettings403JSONResponseBodyErrorCode string
+
+// PutInboxSettings422JSONResponseBodyErrorCode defines parameters for PutInboxSettings.
+type PutInboxSettings422JSONResponseBodyErrorCode string
+
+// PutInboxSettings429JSONResponseBodyErrorCode defines parameters for PutInboxSettings.
+type PutInboxSettings429JSONResponseBodyErrorCode string
+
+// PutInboxSettings500JSONResponseBodyErrorCode defines parameters for PutInboxSettings.
+type PutInboxSettings500JSONResponseBodyErrorCode string
+
+// PutInboxSettings503JSONResponseBodyErrorCode defines parameters for PutInboxSettings.
+type PutInboxSettings503JSONResponseBodyErrorCode string
+
+// SyncInboxParams defines parameters for SyncInbox.
+type SyncInboxParams struct {
+	// IdempotencyKey Optional bei jedem nicht-öffentlichen POST / optional on every non-public POST. A repeat with the same key within 24 hours returns the stored response with `Idempotent-Replayed: true`; the same key with a different body gives `409 conflict` (`reason: idempotency_key_reused`); a repeat while the first request runs gives `409` with `Retry-After: 2`; `5xx` responses are not stored. More than 255 characters give `422 validation_error`.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// SyncInbox202JSONResponseBodyDataStatus defines parameters for SyncInbox.
+type SyncInbox202JSONResponseBodyDataStatus string
+
+// SyncInbox401JSONResponseBodyErrorCode defines parameters for SyncInbox.
+type SyncInbox401JSONResponseBodyErrorCode string
+
+// SyncInbox402JSONResponseBodyErrorCode defines parameters for SyncInbox.
+type SyncInbox402JSONResponseBodyErrorCode string
+
+// SyncInbox403JSONResponseBodyErrorCode defines parameters for SyncInbox.
+type SyncInbox403JSONResponseBodyErrorCode string
+
+// SyncInbox404JSONResponseBodyErrorCode defines parameters for SyncInbox.
+type SyncInbox404JSONResponseBodyErrorCode string
+
+// SyncInbox429JSONResponseBodyErrorCode defines parameters for SyncInbox.
+type SyncInbox429JSONResponseBodyErrorCode string
+
+// SyncInbox500JSONResponseBodyErrorCode defines parameters for SyncInbox.
+type SyncInbox500JSONResponseBodyErrorCode string
+
+// SyncInbox503JSONResponseBodyErrorCode defines parameters for SyncInbox.
+type SyncInbox503JSONResponseBodyErrorCode string
+
 // ListListsParams defines parameters for ListLists.
 type ListListsParams struct {
 	// Page Seite, 1 bis 1000000 / page number, 1 to 1000000.
@@ -18885,6 +21212,21 @@ type CreateFormJSONRequestBody = FormWrite
 // UpdateFormJSONRequestBody defines body for UpdateForm for application/json ContentType.
 type UpdateFormJSONRequestBody = FormWrite
 
+// PatchInboxMessageJSONRequestBody defines body for PatchInboxMessage for application/json ContentType.
+type PatchInboxMessageJSONRequestBody = InboxMessagePatch
+
+// DraftInboxMessageJSONRequestBody defines body for DraftInboxMessage for application/json ContentType.
+type DraftInboxMessageJSONRequestBody = InboxDraftInput
+
+// ReplyInboxMessageJSONRequestBody defines body for ReplyInboxMessage for application/json ContentType.
+type ReplyInboxMessageJSONRequestBody = InboxReplyInput
+
+// CreateInboxRuleJSONRequestBody defines body for CreateInboxRule for application/json ContentType.
+type CreateInboxRuleJSONRequestBody = InboxRuleInput
+
+// PutInboxSettingsJSONRequestBody defines body for PutInboxSettings for application/json ContentType.
+type PutInboxSettingsJSONRequestBody = InboxSettingsInput
+
 // CreateListJSONRequestBody defines body for CreateList for application/json ContentType.
 type CreateListJSONRequestBody = ListWrite
 
@@ -20119,6 +22461,166 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /forms/{id}/embed (the `GetFormEmbed` operationId).
 	GetFormEmbed(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListInboxDrafts List AI reply drafts
+	//
+	// Entwürfe, neueste zuerst / drafts, newest first. Scope `read`, plan feature `inbox`.
+	//
+	// Corresponds with GET /inbox/drafts (the `ListInboxDrafts` operationId).
+	ListInboxDrafts(ctx context.Context, params *ListInboxDraftsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DiscardInboxDraft Discard a draft
+	//
+	// Verwirft einen offenen Entwurf / discards a pending draft. Scope `write`, plan feature `inbox`.
+	//
+	// Corresponds with DELETE /inbox/drafts/{id} (the `DiscardInboxDraft` operationId).
+	DiscardInboxDraft(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ApproveInboxDraft Approve and send a draft
+	//
+	// Sendet den Entwurf (optional mit geändertem `text`) als Antwort mit `source: ai`; ein nicht mehr offener Entwurf ist `409` / sends the draft (optionally with edited `text`) as a reply with `source: ai`; a draft no longer pending is `409`. Scope `send`, plan feature `inbox`.
+	//
+	// Corresponds with POST /inbox/drafts/{id}/approve (the `ApproveInboxDraft` operationId).
+	ApproveInboxDraft(ctx context.Context, id Id, params *ApproveInboxDraftParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListInboxMessages List inbox messages
+	//
+	// Nachrichten, neueste zuerst, ohne `text` und `html` / messages, newest first, without `text` and `html`. `q` sucht in Betreff, Absender und Text (Trigramm-Index) / searches subject, sender and body. Scope `read`, plan feature `inbox`.
+	//
+	// Corresponds with GET /inbox/messages (the `ListInboxMessages` operationId).
+	ListInboxMessages(ctx context.Context, params *ListInboxMessagesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetInboxMessage Get an inbox message
+	//
+	// Eine Nachricht mit `text` und `html` (bereinigt) / one message with `text` and sanitised `html`. Scope `read`, plan feature `inbox`.
+	//
+	// Corresponds with GET /inbox/messages/{id} (the `GetInboxMessage` operationId).
+	GetInboxMessage(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PatchInboxMessageWithBody Change an inbox message
+	//
+	// Setzt `read`, `archived`, `labels`; `read` wird als `\\Seen` auf den Server zurückgeschrieben (sofort, sonst beim nächsten Abgleich) / sets `read`, `archived`, `labels`; `read` is written back to the server as `\\Seen` (at once, else at the next sync). Scope `write`, plan feature `inbox`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /inbox/messages/{id} (the `PatchInboxMessage` operationId).
+	PatchInboxMessageWithBody(ctx context.Context, id Id, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PatchInboxMessage Change an inbox message
+	//
+	// Setzt `read`, `archived`, `labels`; `read` wird als `\\Seen` auf den Server zurückgeschrieben (sofort, sonst beim nächsten Abgleich) / sets `read`, `archived`, `labels`; `read` is written back to the server as `\\Seen` (at once, else at the next sync). Scope `write`, plan feature `inbox`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /inbox/messages/{id} (the `PatchInboxMessage` operationId).
+	PatchInboxMessage(ctx context.Context, id Id, body PatchInboxMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DraftInboxMessageWithBody Draft a reply with the AI
+	//
+	// Ein KI-Antwortentwurf aus dem Verlauf, den Kontaktdaten und der Signatur, vom KI-Guthaben bezahlt (`402` ohne Funktion `ai` oder Guthaben, `503` ohne Anbieter) / an AI reply draft from the thread, the contact's data and the signature, charged to the AI credit. Scope `ai`, plan feature `inbox`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /inbox/messages/{id}/draft (the `DraftInboxMessage` operationId).
+	DraftInboxMessageWithBody(ctx context.Context, id Id, params *DraftInboxMessageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DraftInboxMessage Draft a reply with the AI
+	//
+	// Ein KI-Antwortentwurf aus dem Verlauf, den Kontaktdaten und der Signatur, vom KI-Guthaben bezahlt (`402` ohne Funktion `ai` oder Guthaben, `503` ohne Anbieter) / an AI reply draft from the thread, the contact's data and the signature, charged to the AI credit. Scope `ai`, plan feature `inbox`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /inbox/messages/{id}/draft (the `DraftInboxMessage` operationId).
+	DraftInboxMessage(ctx context.Context, id Id, params *DraftInboxMessageParams, body DraftInboxMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReplyInboxMessageWithBody Reply to an inbox message
+	//
+	// Sendet über die SMTP-Route der Inbox (`smtp_server_id`, sonst die des Kontos) mit `In-Reply-To`, `References` und Signatur, legt die Antwort im Gesendet-Ordner ab (wenn vorhanden), setzt `replied_at` und sendet `inbox.replied` mit `source: user` / sends through the inbox's SMTP route with `In-Reply-To`, `References` and the signature, appends it to the Sent folder when there is one, sets `replied_at` and emits `inbox.replied` with `source: user`. Scope `send`, plan feature `inbox`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /inbox/messages/{id}/reply (the `ReplyInboxMessage` operationId).
+	ReplyInboxMessageWithBody(ctx context.Context, id Id, params *ReplyInboxMessageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReplyInboxMessage Reply to an inbox message
+	//
+	// Sendet über die SMTP-Route der Inbox (`smtp_server_id`, sonst die des Kontos) mit `In-Reply-To`, `References` und Signatur, legt die Antwort im Gesendet-Ordner ab (wenn vorhanden), setzt `replied_at` und sendet `inbox.replied` mit `source: user` / sends through the inbox's SMTP route with `In-Reply-To`, `References` and the signature, appends it to the Sent folder when there is one, sets `replied_at` and emits `inbox.replied` with `source: user`. Scope `send`, plan feature `inbox`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /inbox/messages/{id}/reply (the `ReplyInboxMessage` operationId).
+	ReplyInboxMessage(ctx context.Context, id Id, params *ReplyInboxMessageParams, body ReplyInboxMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetInboxMetrics Inbox metrics
+	//
+	// Kennzahlen der Nachrichten, die im Zeitraum eingingen (Standard: die letzten 30 Tage) / figures of the messages received in the period (default: the last 30 days). Scope `read`, plan feature `inbox`.
+	//
+	// Corresponds with GET /inbox/metrics (the `GetInboxMetrics` operationId).
+	GetInboxMetrics(ctx context.Context, params *GetInboxMetricsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListInboxRules List inbox rules
+	//
+	// Die Regeln in ihrer Reihenfolge / the rules in order. Scope `read`, plan feature `inbox`.
+	//
+	// Corresponds with GET /inbox/rules (the `ListInboxRules` operationId).
+	ListInboxRules(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateInboxRuleWithBody Add an inbox rule
+	//
+	// Regeln gelten der Reihe nach für jede neue Nachricht; alle angegebenen Bedingungen müssen passen. `reply` antwortet höchstens einmal am Tag je Absender und nie an noreply-, mailer-daemon- oder postmaster-Adressen oder auf Mails mit `Auto-Submitted`, `List-Id` oder `Precedence: bulk` / rules apply in order to each new message; all given conditions must hold. `reply` answers at most once a day per sender and never to noreply-like addresses or mails with `Auto-Submitted`, `List-Id` or `Precedence: bulk`. Scope `write`, plan feature `inbox`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /inbox/rules (the `CreateInboxRule` operationId).
+	CreateInboxRuleWithBody(ctx context.Context, params *CreateInboxRuleParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateInboxRule Add an inbox rule
+	//
+	// Regeln gelten der Reihe nach für jede neue Nachricht; alle angegebenen Bedingungen müssen passen. `reply` antwortet höchstens einmal am Tag je Absender und nie an noreply-, mailer-daemon- oder postmaster-Adressen oder auf Mails mit `Auto-Submitted`, `List-Id` oder `Precedence: bulk` / rules apply in order to each new message; all given conditions must hold. `reply` answers at most once a day per sender and never to noreply-like addresses or mails with `Auto-Submitted`, `List-Id` or `Precedence: bulk`. Scope `write`, plan feature `inbox`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /inbox/rules (the `CreateInboxRule` operationId).
+	CreateInboxRule(ctx context.Context, params *CreateInboxRuleParams, body CreateInboxRuleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteInboxRule Delete an inbox rule
+	//
+	// Löscht die Regel / deletes the rule. Scope `write`, plan feature `inbox`.
+	//
+	// Corresponds with DELETE /inbox/rules/{id} (the `DeleteInboxRule` operationId).
+	DeleteInboxRule(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetInboxSettings Get the inbox connection
+	//
+	// Die IMAP-Verbindung des Kontos; das Passwort wird nie ausgegeben (`has_password`). `404`, solange keine Verbindung eingerichtet ist / the account's IMAP connection; the password is never returned (`has_password`). `404` while none is set up. Scope `read`, plan feature `inbox`.
+	//
+	// Corresponds with GET /inbox/settings (the `GetInboxSettings` operationId).
+	GetInboxSettings(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutInboxSettingsWithBody Connect or change the inbox
+	//
+	// Testet die Verbindung zuerst (Verbindung, TLS, Anmeldung, Ordner) und speichert nur, wenn sie klappt; sonst `422` mit dem fehlgeschlagenen Schritt auf Deutsch im Feld (`host`: Verbindung, `encryption`: TLS, `password`: Anmeldung, `folder`: Ordner). Ohne `password` bleibt das gespeicherte. Der Host folgt der Regel der SMTP-Server: ohne `RUNDBRIEF_SMTP_ALLOW_PRIVATE` keine privaten Adressen, bei jeder Verbindung geprüft / tests the connection first (connect, TLS, login, folder) and stores only when it works; otherwise `422` naming the failed step in German on its field. Without `password` the stored one stays. The host follows the SMTP servers' private-address rule, checked on every connection. Scope `write`, plan feature `inbox`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /inbox/settings (the `PutInboxSettings` operationId).
+	PutInboxSettingsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutInboxSettings Connect or change the inbox
+	//
+	// Testet die Verbindung zuerst (Verbindung, TLS, Anmeldung, Ordner) und speichert nur, wenn sie klappt; sonst `422` mit dem fehlgeschlagenen Schritt auf Deutsch im Feld (`host`: Verbindung, `encryption`: TLS, `password`: Anmeldung, `folder`: Ordner). Ohne `password` bleibt das gespeicherte. Der Host folgt der Regel der SMTP-Server: ohne `RUNDBRIEF_SMTP_ALLOW_PRIVATE` keine privaten Adressen, bei jeder Verbindung geprüft / tests the connection first (connect, TLS, login, folder) and stores only when it works; otherwise `422` naming the failed step in German on its field. Without `password` the stored one stays. The host follows the SMTP servers' private-address rule, checked on every connection. Scope `write`, plan feature `inbox`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /inbox/settings (the `PutInboxSettings` operationId).
+	PutInboxSettings(ctx context.Context, body PutInboxSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SyncInbox Sync the inbox now
+	//
+	// Stößt den Abgleich an; er läuft im Hintergrund in genau einem Prozess (sonst alle 5 Minuten) / makes the sync due now; it runs in the background in exactly one process (otherwise every 5 minutes). Scope `write`, plan feature `inbox`.
+	//
+	// Corresponds with POST /inbox/sync (the `SyncInbox` operationId).
+	SyncInbox(ctx context.Context, params *SyncInboxParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListLists List lists
 	//
@@ -21641,6 +24143,366 @@ func (c *Client) UpdateForm(ctx context.Context, id Id, body UpdateFormJSONReque
 // Corresponds with GET /forms/{id}/embed (the `GetFormEmbed` operationId).
 func (c *Client) GetFormEmbed(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetFormEmbedRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListInboxDrafts List AI reply drafts
+//
+// Entwürfe, neueste zuerst / drafts, newest first. Scope `read`, plan feature `inbox`.
+//
+// Corresponds with GET /inbox/drafts (the `ListInboxDrafts` operationId).
+func (c *Client) ListInboxDrafts(ctx context.Context, params *ListInboxDraftsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListInboxDraftsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DiscardInboxDraft Discard a draft
+//
+// Verwirft einen offenen Entwurf / discards a pending draft. Scope `write`, plan feature `inbox`.
+//
+// Corresponds with DELETE /inbox/drafts/{id} (the `DiscardInboxDraft` operationId).
+func (c *Client) DiscardInboxDraft(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDiscardInboxDraftRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ApproveInboxDraft Approve and send a draft
+//
+// Sendet den Entwurf (optional mit geändertem `text`) als Antwort mit `source: ai`; ein nicht mehr offener Entwurf ist `409` / sends the draft (optionally with edited `text`) as a reply with `source: ai`; a draft no longer pending is `409`. Scope `send`, plan feature `inbox`.
+//
+// Corresponds with POST /inbox/drafts/{id}/approve (the `ApproveInboxDraft` operationId).
+func (c *Client) ApproveInboxDraft(ctx context.Context, id Id, params *ApproveInboxDraftParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewApproveInboxDraftRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListInboxMessages List inbox messages
+//
+// Nachrichten, neueste zuerst, ohne `text` und `html` / messages, newest first, without `text` and `html`. `q` sucht in Betreff, Absender und Text (Trigramm-Index) / searches subject, sender and body. Scope `read`, plan feature `inbox`.
+//
+// Corresponds with GET /inbox/messages (the `ListInboxMessages` operationId).
+func (c *Client) ListInboxMessages(ctx context.Context, params *ListInboxMessagesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListInboxMessagesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetInboxMessage Get an inbox message
+//
+// Eine Nachricht mit `text` und `html` (bereinigt) / one message with `text` and sanitised `html`. Scope `read`, plan feature `inbox`.
+//
+// Corresponds with GET /inbox/messages/{id} (the `GetInboxMessage` operationId).
+func (c *Client) GetInboxMessage(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetInboxMessageRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PatchInboxMessageWithBody Change an inbox message
+//
+// Setzt `read`, `archived`, `labels`; `read` wird als `\\Seen` auf den Server zurückgeschrieben (sofort, sonst beim nächsten Abgleich) / sets `read`, `archived`, `labels`; `read` is written back to the server as `\\Seen` (at once, else at the next sync). Scope `write`, plan feature `inbox`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /inbox/messages/{id} (the `PatchInboxMessage` operationId).
+func (c *Client) PatchInboxMessageWithBody(ctx context.Context, id Id, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPatchInboxMessageRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PatchInboxMessage Change an inbox message
+//
+// Setzt `read`, `archived`, `labels`; `read` wird als `\\Seen` auf den Server zurückgeschrieben (sofort, sonst beim nächsten Abgleich) / sets `read`, `archived`, `labels`; `read` is written back to the server as `\\Seen` (at once, else at the next sync). Scope `write`, plan feature `inbox`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /inbox/messages/{id} (the `PatchInboxMessage` operationId).
+func (c *Client) PatchInboxMessage(ctx context.Context, id Id, body PatchInboxMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPatchInboxMessageRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DraftInboxMessageWithBody Draft a reply with the AI
+//
+// Ein KI-Antwortentwurf aus dem Verlauf, den Kontaktdaten und der Signatur, vom KI-Guthaben bezahlt (`402` ohne Funktion `ai` oder Guthaben, `503` ohne Anbieter) / an AI reply draft from the thread, the contact's data and the signature, charged to the AI credit. Scope `ai`, plan feature `inbox`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /inbox/messages/{id}/draft (the `DraftInboxMessage` operationId).
+func (c *Client) DraftInboxMessageWithBody(ctx context.Context, id Id, params *DraftInboxMessageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDraftInboxMessageRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DraftInboxMessage Draft a reply with the AI
+//
+// Ein KI-Antwortentwurf aus dem Verlauf, den Kontaktdaten und der Signatur, vom KI-Guthaben bezahlt (`402` ohne Funktion `ai` oder Guthaben, `503` ohne Anbieter) / an AI reply draft from the thread, the contact's data and the signature, charged to the AI credit. Scope `ai`, plan feature `inbox`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /inbox/messages/{id}/draft (the `DraftInboxMessage` operationId).
+func (c *Client) DraftInboxMessage(ctx context.Context, id Id, params *DraftInboxMessageParams, body DraftInboxMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDraftInboxMessageRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReplyInboxMessageWithBody Reply to an inbox message
+//
+// Sendet über die SMTP-Route der Inbox (`smtp_server_id`, sonst die des Kontos) mit `In-Reply-To`, `References` und Signatur, legt die Antwort im Gesendet-Ordner ab (wenn vorhanden), setzt `replied_at` und sendet `inbox.replied` mit `source: user` / sends through the inbox's SMTP route with `In-Reply-To`, `References` and the signature, appends it to the Sent folder when there is one, sets `replied_at` and emits `inbox.replied` with `source: user`. Scope `send`, plan feature `inbox`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /inbox/messages/{id}/reply (the `ReplyInboxMessage` operationId).
+func (c *Client) ReplyInboxMessageWithBody(ctx context.Context, id Id, params *ReplyInboxMessageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReplyInboxMessageRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReplyInboxMessage Reply to an inbox message
+//
+// Sendet über die SMTP-Route der Inbox (`smtp_server_id`, sonst die des Kontos) mit `In-Reply-To`, `References` und Signatur, legt die Antwort im Gesendet-Ordner ab (wenn vorhanden), setzt `replied_at` und sendet `inbox.replied` mit `source: user` / sends through the inbox's SMTP route with `In-Reply-To`, `References` and the signature, appends it to the Sent folder when there is one, sets `replied_at` and emits `inbox.replied` with `source: user`. Scope `send`, plan feature `inbox`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /inbox/messages/{id}/reply (the `ReplyInboxMessage` operationId).
+func (c *Client) ReplyInboxMessage(ctx context.Context, id Id, params *ReplyInboxMessageParams, body ReplyInboxMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReplyInboxMessageRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetInboxMetrics Inbox metrics
+//
+// Kennzahlen der Nachrichten, die im Zeitraum eingingen (Standard: die letzten 30 Tage) / figures of the messages received in the period (default: the last 30 days). Scope `read`, plan feature `inbox`.
+//
+// Corresponds with GET /inbox/metrics (the `GetInboxMetrics` operationId).
+func (c *Client) GetInboxMetrics(ctx context.Context, params *GetInboxMetricsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetInboxMetricsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListInboxRules List inbox rules
+//
+// Die Regeln in ihrer Reihenfolge / the rules in order. Scope `read`, plan feature `inbox`.
+//
+// Corresponds with GET /inbox/rules (the `ListInboxRules` operationId).
+func (c *Client) ListInboxRules(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListInboxRulesRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateInboxRuleWithBody Add an inbox rule
+//
+// Regeln gelten der Reihe nach für jede neue Nachricht; alle angegebenen Bedingungen müssen passen. `reply` antwortet höchstens einmal am Tag je Absender und nie an noreply-, mailer-daemon- oder postmaster-Adressen oder auf Mails mit `Auto-Submitted`, `List-Id` oder `Precedence: bulk` / rules apply in order to each new message; all given conditions must hold. `reply` answers at most once a day per sender and never to noreply-like addresses or mails with `Auto-Submitted`, `List-Id` or `Precedence: bulk`. Scope `write`, plan feature `inbox`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /inbox/rules (the `CreateInboxRule` operationId).
+func (c *Client) CreateInboxRuleWithBody(ctx context.Context, params *CreateInboxRuleParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateInboxRuleRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateInboxRule Add an inbox rule
+//
+// Regeln gelten der Reihe nach für jede neue Nachricht; alle angegebenen Bedingungen müssen passen. `reply` antwortet höchstens einmal am Tag je Absender und nie an noreply-, mailer-daemon- oder postmaster-Adressen oder auf Mails mit `Auto-Submitted`, `List-Id` oder `Precedence: bulk` / rules apply in order to each new message; all given conditions must hold. `reply` answers at most once a day per sender and never to noreply-like addresses or mails with `Auto-Submitted`, `List-Id` or `Precedence: bulk`. Scope `write`, plan feature `inbox`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /inbox/rules (the `CreateInboxRule` operationId).
+func (c *Client) CreateInboxRule(ctx context.Context, params *CreateInboxRuleParams, body CreateInboxRuleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateInboxRuleRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteInboxRule Delete an inbox rule
+//
+// Löscht die Regel / deletes the rule. Scope `write`, plan feature `inbox`.
+//
+// Corresponds with DELETE /inbox/rules/{id} (the `DeleteInboxRule` operationId).
+func (c *Client) DeleteInboxRule(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteInboxRuleRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetInboxSettings Get the inbox connection
+//
+// Die IMAP-Verbindung des Kontos; das Passwort wird nie ausgegeben (`has_password`). `404`, solange keine Verbindung eingerichtet ist / the account's IMAP connection; the password is never returned (`has_password`). `404` while none is set up. Scope `read`, plan feature `inbox`.
+//
+// Corresponds with GET /inbox/settings (the `GetInboxSettings` operationId).
+func (c *Client) GetInboxSettings(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetInboxSettingsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutInboxSettingsWithBody Connect or change the inbox
+//
+// Testet die Verbindung zuerst (Verbindung, TLS, Anmeldung, Ordner) und speichert nur, wenn sie klappt; sonst `422` mit dem fehlgeschlagenen Schritt auf Deutsch im Feld (`host`: Verbindung, `encryption`: TLS, `password`: Anmeldung, `folder`: Ordner). Ohne `password` bleibt das gespeicherte. Der Host folgt der Regel der SMTP-Server: ohne `RUNDBRIEF_SMTP_ALLOW_PRIVATE` keine privaten Adressen, bei jeder Verbindung geprüft / tests the connection first (connect, TLS, login, folder) and stores only when it works; otherwise `422` naming the failed step in German on its field. Without `password` the stored one stays. The host follows the SMTP servers' private-address rule, checked on every connection. Scope `write`, plan feature `inbox`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /inbox/settings (the `PutInboxSettings` operationId).
+func (c *Client) PutInboxSettingsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutInboxSettingsRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutInboxSettings Connect or change the inbox
+//
+// Testet die Verbindung zuerst (Verbindung, TLS, Anmeldung, Ordner) und speichert nur, wenn sie klappt; sonst `422` mit dem fehlgeschlagenen Schritt auf Deutsch im Feld (`host`: Verbindung, `encryption`: TLS, `password`: Anmeldung, `folder`: Ordner). Ohne `password` bleibt das gespeicherte. Der Host folgt der Regel der SMTP-Server: ohne `RUNDBRIEF_SMTP_ALLOW_PRIVATE` keine privaten Adressen, bei jeder Verbindung geprüft / tests the connection first (connect, TLS, login, folder) and stores only when it works; otherwise `422` naming the failed step in German on its field. Without `password` the stored one stays. The host follows the SMTP servers' private-address rule, checked on every connection. Scope `write`, plan feature `inbox`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /inbox/settings (the `PutInboxSettings` operationId).
+func (c *Client) PutInboxSettings(ctx context.Context, body PutInboxSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutInboxSettingsRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SyncInbox Sync the inbox now
+//
+// Stößt den Abgleich an; er läuft im Hintergrund in genau einem Prozess (sonst alle 5 Minuten) / makes the sync due now; it runs in the background in exactly one process (otherwise every 5 minutes). Scope `write`, plan feature `inbox`.
+//
+// Corresponds with POST /inbox/sync (the `SyncInbox` operationId).
+func (c *Client) SyncInbox(ctx context.Context, params *SyncInboxParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSyncInboxRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -25171,6 +28033,765 @@ func NewGetFormEmbedRequest(server string, id Id) (*http.Request, error) {
 	return req, nil
 }
 
+// NewListInboxDraftsRequest constructs an http.Request for the ListInboxDrafts method
+func NewListInboxDraftsRequest(server string, params *ListInboxDraftsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/inbox/drafts")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Page != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page", *params.Page, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.PerPage != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "per_page", *params.PerPage, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDiscardInboxDraftRequest constructs an http.Request for the DiscardInboxDraft method
+func NewDiscardInboxDraftRequest(server string, id Id) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/inbox/drafts/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewApproveInboxDraftRequest constructs an http.Request for the ApproveInboxDraft method
+func NewApproveInboxDraftRequest(server string, id Id, params *ApproveInboxDraftParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/inbox/drafts/%s/approve", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewListInboxMessagesRequest constructs an http.Request for the ListInboxMessages method
+func NewListInboxMessagesRequest(server string, params *ListInboxMessagesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/inbox/messages")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Page != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page", *params.Page, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.PerPage != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "per_page", *params.PerPage, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Q != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", *params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Label != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "label", *params.Label, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetInboxMessageRequest constructs an http.Request for the GetInboxMessage method
+func NewGetInboxMessageRequest(server string, id Id) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/inbox/messages/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPatchInboxMessageRequest calls the generic PatchInboxMessage builder with application/json body
+func NewPatchInboxMessageRequest(server string, id Id, body PatchInboxMessageJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPatchInboxMessageRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewPatchInboxMessageRequestWithBody constructs an http.Request for the PatchInboxMessage method, with any body, and a specified content type
+func NewPatchInboxMessageRequestWithBody(server string, id Id, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/inbox/messages/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDraftInboxMessageRequest calls the generic DraftInboxMessage builder with application/json body
+func NewDraftInboxMessageRequest(server string, id Id, params *DraftInboxMessageParams, body DraftInboxMessageJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDraftInboxMessageRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewDraftInboxMessageRequestWithBody constructs an http.Request for the DraftInboxMessage method, with any body, and a specified content type
+func NewDraftInboxMessageRequestWithBody(server string, id Id, params *DraftInboxMessageParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/inbox/messages/%s/draft", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewReplyInboxMessageRequest calls the generic ReplyInboxMessage builder with application/json body
+func NewReplyInboxMessageRequest(server string, id Id, params *ReplyInboxMessageParams, body ReplyInboxMessageJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewReplyInboxMessageRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewReplyInboxMessageRequestWithBody constructs an http.Request for the ReplyInboxMessage method, with any body, and a specified content type
+func NewReplyInboxMessageRequestWithBody(server string, id Id, params *ReplyInboxMessageParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/inbox/messages/%s/reply", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetInboxMetricsRequest constructs an http.Request for the GetInboxMetrics method
+func NewGetInboxMetricsRequest(server string, params *GetInboxMetricsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/inbox/metrics")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.To != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListInboxRulesRequest constructs an http.Request for the ListInboxRules method
+func NewListInboxRulesRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/inbox/rules")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateInboxRuleRequest calls the generic CreateInboxRule builder with application/json body
+func NewCreateInboxRuleRequest(server string, params *CreateInboxRuleParams, body CreateInboxRuleJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateInboxRuleRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateInboxRuleRequestWithBody constructs an http.Request for the CreateInboxRule method, with any body, and a specified content type
+func NewCreateInboxRuleRequestWithBody(server string, params *CreateInboxRuleParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/inbox/rules")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewDeleteInboxRuleRequest constructs an http.Request for the DeleteInboxRule method
+func NewDeleteInboxRuleRequest(server string, id Id) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/inbox/rules/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetInboxSettingsRequest constructs an http.Request for the GetInboxSettings method
+func NewGetInboxSettingsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/inbox/settings")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPutInboxSettingsRequest calls the generic PutInboxSettings builder with application/json body
+func NewPutInboxSettingsRequest(server string, body PutInboxSettingsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPutInboxSettingsRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewPutInboxSettingsRequestWithBody constructs an http.Request for the PutInboxSettings method, with any body, and a specified content type
+func NewPutInboxSettingsRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/inbox/settings")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewSyncInboxRequest constructs an http.Request for the SyncInbox method
+func NewSyncInboxRequest(server string, params *SyncInboxParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/inbox/sync")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewListListsRequest constructs an http.Request for the ListLists method
 func NewListListsRequest(server string, params *ListListsParams) (*http.Request, error) {
 	var err error
@@ -28435,6 +32056,186 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /forms/{id}/embed (the `GetFormEmbed` operationId).
 	GetFormEmbedWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*GetFormEmbedResponse, error)
+
+	// ListInboxDraftsWithResponse List AI reply drafts
+	//
+	// Entwürfe, neueste zuerst / drafts, newest first. Scope `read`, plan feature `inbox`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /inbox/drafts (the `ListInboxDrafts` operationId).
+	ListInboxDraftsWithResponse(ctx context.Context, params *ListInboxDraftsParams, reqEditors ...RequestEditorFn) (*ListInboxDraftsResponse, error)
+
+	// DiscardInboxDraftWithResponse Discard a draft
+	//
+	// Verwirft einen offenen Entwurf / discards a pending draft. Scope `write`, plan feature `inbox`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /inbox/drafts/{id} (the `DiscardInboxDraft` operationId).
+	DiscardInboxDraftWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*DiscardInboxDraftResponse, error)
+
+	// ApproveInboxDraftWithResponse Approve and send a draft
+	//
+	// Sendet den Entwurf (optional mit geändertem `text`) als Antwort mit `source: ai`; ein nicht mehr offener Entwurf ist `409` / sends the draft (optionally with edited `text`) as a reply with `source: ai`; a draft no longer pending is `409`. Scope `send`, plan feature `inbox`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /inbox/drafts/{id}/approve (the `ApproveInboxDraft` operationId).
+	ApproveInboxDraftWithResponse(ctx context.Context, id Id, params *ApproveInboxDraftParams, reqEditors ...RequestEditorFn) (*ApproveInboxDraftResponse, error)
+
+	// ListInboxMessagesWithResponse List inbox messages
+	//
+	// Nachrichten, neueste zuerst, ohne `text` und `html` / messages, newest first, without `text` and `html`. `q` sucht in Betreff, Absender und Text (Trigramm-Index) / searches subject, sender and body. Scope `read`, plan feature `inbox`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /inbox/messages (the `ListInboxMessages` operationId).
+	ListInboxMessagesWithResponse(ctx context.Context, params *ListInboxMessagesParams, reqEditors ...RequestEditorFn) (*ListInboxMessagesResponse, error)
+
+	// GetInboxMessageWithResponse Get an inbox message
+	//
+	// Eine Nachricht mit `text` und `html` (bereinigt) / one message with `text` and sanitised `html`. Scope `read`, plan feature `inbox`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /inbox/messages/{id} (the `GetInboxMessage` operationId).
+	GetInboxMessageWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*GetInboxMessageResponse, error)
+
+	// PatchInboxMessageWithBodyWithResponse Change an inbox message
+	//
+	// Setzt `read`, `archived`, `labels`; `read` wird als `\\Seen` auf den Server zurückgeschrieben (sofort, sonst beim nächsten Abgleich) / sets `read`, `archived`, `labels`; `read` is written back to the server as `\\Seen` (at once, else at the next sync). Scope `write`, plan feature `inbox`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /inbox/messages/{id} (the `PatchInboxMessage` operationId).
+	PatchInboxMessageWithBodyWithResponse(ctx context.Context, id Id, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PatchInboxMessageResponse, error)
+
+	// PatchInboxMessageWithResponse Change an inbox message
+	//
+	// Setzt `read`, `archived`, `labels`; `read` wird als `\\Seen` auf den Server zurückgeschrieben (sofort, sonst beim nächsten Abgleich) / sets `read`, `archived`, `labels`; `read` is written back to the server as `\\Seen` (at once, else at the next sync). Scope `write`, plan feature `inbox`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /inbox/messages/{id} (the `PatchInboxMessage` operationId).
+	PatchInboxMessageWithResponse(ctx context.Context, id Id, body PatchInboxMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchInboxMessageResponse, error)
+
+	// DraftInboxMessageWithBodyWithResponse Draft a reply with the AI
+	//
+	// Ein KI-Antwortentwurf aus dem Verlauf, den Kontaktdaten und der Signatur, vom KI-Guthaben bezahlt (`402` ohne Funktion `ai` oder Guthaben, `503` ohne Anbieter) / an AI reply draft from the thread, the contact's data and the signature, charged to the AI credit. Scope `ai`, plan feature `inbox`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /inbox/messages/{id}/draft (the `DraftInboxMessage` operationId).
+	DraftInboxMessageWithBodyWithResponse(ctx context.Context, id Id, params *DraftInboxMessageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DraftInboxMessageResponse, error)
+
+	// DraftInboxMessageWithResponse Draft a reply with the AI
+	//
+	// Ein KI-Antwortentwurf aus dem Verlauf, den Kontaktdaten und der Signatur, vom KI-Guthaben bezahlt (`402` ohne Funktion `ai` oder Guthaben, `503` ohne Anbieter) / an AI reply draft from the thread, the contact's data and the signature, charged to the AI credit. Scope `ai`, plan feature `inbox`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /inbox/messages/{id}/draft (the `DraftInboxMessage` operationId).
+	DraftInboxMessageWithResponse(ctx context.Context, id Id, params *DraftInboxMessageParams, body DraftInboxMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*DraftInboxMessageResponse, error)
+
+	// ReplyInboxMessageWithBodyWithResponse Reply to an inbox message
+	//
+	// Sendet über die SMTP-Route der Inbox (`smtp_server_id`, sonst die des Kontos) mit `In-Reply-To`, `References` und Signatur, legt die Antwort im Gesendet-Ordner ab (wenn vorhanden), setzt `replied_at` und sendet `inbox.replied` mit `source: user` / sends through the inbox's SMTP route with `In-Reply-To`, `References` and the signature, appends it to the Sent folder when there is one, sets `replied_at` and emits `inbox.replied` with `source: user`. Scope `send`, plan feature `inbox`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /inbox/messages/{id}/reply (the `ReplyInboxMessage` operationId).
+	ReplyInboxMessageWithBodyWithResponse(ctx context.Context, id Id, params *ReplyInboxMessageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReplyInboxMessageResponse, error)
+
+	// ReplyInboxMessageWithResponse Reply to an inbox message
+	//
+	// Sendet über die SMTP-Route der Inbox (`smtp_server_id`, sonst die des Kontos) mit `In-Reply-To`, `References` und Signatur, legt die Antwort im Gesendet-Ordner ab (wenn vorhanden), setzt `replied_at` und sendet `inbox.replied` mit `source: user` / sends through the inbox's SMTP route with `In-Reply-To`, `References` and the signature, appends it to the Sent folder when there is one, sets `replied_at` and emits `inbox.replied` with `source: user`. Scope `send`, plan feature `inbox`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /inbox/messages/{id}/reply (the `ReplyInboxMessage` operationId).
+	ReplyInboxMessageWithResponse(ctx context.Context, id Id, params *ReplyInboxMessageParams, body ReplyInboxMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*ReplyInboxMessageResponse, error)
+
+	// GetInboxMetricsWithResponse Inbox metrics
+	//
+	// Kennzahlen der Nachrichten, die im Zeitraum eingingen (Standard: die letzten 30 Tage) / figures of the messages received in the period (default: the last 30 days). Scope `read`, plan feature `inbox`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /inbox/metrics (the `GetInboxMetrics` operationId).
+	GetInboxMetricsWithResponse(ctx context.Context, params *GetInboxMetricsParams, reqEditors ...RequestEditorFn) (*GetInboxMetricsResponse, error)
+
+	// ListInboxRulesWithResponse List inbox rules
+	//
+	// Die Regeln in ihrer Reihenfolge / the rules in order. Scope `read`, plan feature `inbox`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /inbox/rules (the `ListInboxRules` operationId).
+	ListInboxRulesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListInboxRulesResponse, error)
+
+	// CreateInboxRuleWithBodyWithResponse Add an inbox rule
+	//
+	// Regeln gelten der Reihe nach für jede neue Nachricht; alle angegebenen Bedingungen müssen passen. `reply` antwortet höchstens einmal am Tag je Absender und nie an noreply-, mailer-daemon- oder postmaster-Adressen oder auf Mails mit `Auto-Submitted`, `List-Id` oder `Precedence: bulk` / rules apply in order to each new message; all given conditions must hold. `reply` answers at most once a day per sender and never to noreply-like addresses or mails with `Auto-Submitted`, `List-Id` or `Precedence: bulk`. Scope `write`, plan feature `inbox`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /inbox/rules (the `CreateInboxRule` operationId).
+	CreateInboxRuleWithBodyWithResponse(ctx context.Context, params *CreateInboxRuleParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateInboxRuleResponse, error)
+
+	// CreateInboxRuleWithResponse Add an inbox rule
+	//
+	// Regeln gelten der Reihe nach für jede neue Nachricht; alle angegebenen Bedingungen müssen passen. `reply` antwortet höchstens einmal am Tag je Absender und nie an noreply-, mailer-daemon- oder postmaster-Adressen oder auf Mails mit `Auto-Submitted`, `List-Id` oder `Precedence: bulk` / rules apply in order to each new message; all given conditions must hold. `reply` answers at most once a day per sender and never to noreply-like addresses or mails with `Auto-Submitted`, `List-Id` or `Precedence: bulk`. Scope `write`, plan feature `inbox`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /inbox/rules (the `CreateInboxRule` operationId).
+	CreateInboxRuleWithResponse(ctx context.Context, params *CreateInboxRuleParams, body CreateInboxRuleJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateInboxRuleResponse, error)
+
+	// DeleteInboxRuleWithResponse Delete an inbox rule
+	//
+	// Löscht die Regel / deletes the rule. Scope `write`, plan feature `inbox`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /inbox/rules/{id} (the `DeleteInboxRule` operationId).
+	DeleteInboxRuleWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*DeleteInboxRuleResponse, error)
+
+	// GetInboxSettingsWithResponse Get the inbox connection
+	//
+	// Die IMAP-Verbindung des Kontos; das Passwort wird nie ausgegeben (`has_password`). `404`, solange keine Verbindung eingerichtet ist / the account's IMAP connection; the password is never returned (`has_password`). `404` while none is set up. Scope `read`, plan feature `inbox`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /inbox/settings (the `GetInboxSettings` operationId).
+	GetInboxSettingsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetInboxSettingsResponse, error)
+
+	// PutInboxSettingsWithBodyWithResponse Connect or change the inbox
+	//
+	// Testet die Verbindung zuerst (Verbindung, TLS, Anmeldung, Ordner) und speichert nur, wenn sie klappt; sonst `422` mit dem fehlgeschlagenen Schritt auf Deutsch im Feld (`host`: Verbindung, `encryption`: TLS, `password`: Anmeldung, `folder`: Ordner). Ohne `password` bleibt das gespeicherte. Der Host folgt der Regel der SMTP-Server: ohne `RUNDBRIEF_SMTP_ALLOW_PRIVATE` keine privaten Adressen, bei jeder Verbindung geprüft / tests the connection first (connect, TLS, login, folder) and stores only when it works; otherwise `422` naming the failed step in German on its field. Without `password` the stored one stays. The host follows the SMTP servers' private-address rule, checked on every connection. Scope `write`, plan feature `inbox`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /inbox/settings (the `PutInboxSettings` operationId).
+	PutInboxSettingsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutInboxSettingsResponse, error)
+
+	// PutInboxSettingsWithResponse Connect or change the inbox
+	//
+	// Testet die Verbindung zuerst (Verbindung, TLS, Anmeldung, Ordner) und speichert nur, wenn sie klappt; sonst `422` mit dem fehlgeschlagenen Schritt auf Deutsch im Feld (`host`: Verbindung, `encryption`: TLS, `password`: Anmeldung, `folder`: Ordner). Ohne `password` bleibt das gespeicherte. Der Host folgt der Regel der SMTP-Server: ohne `RUNDBRIEF_SMTP_ALLOW_PRIVATE` keine privaten Adressen, bei jeder Verbindung geprüft / tests the connection first (connect, TLS, login, folder) and stores only when it works; otherwise `422` naming the failed step in German on its field. Without `password` the stored one stays. The host follows the SMTP servers' private-address rule, checked on every connection. Scope `write`, plan feature `inbox`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /inbox/settings (the `PutInboxSettings` operationId).
+	PutInboxSettingsWithResponse(ctx context.Context, body PutInboxSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*PutInboxSettingsResponse, error)
+
+	// SyncInboxWithResponse Sync the inbox now
+	//
+	// Stößt den Abgleich an; er läuft im Hintergrund in genau einem Prozess (sonst alle 5 Minuten) / makes the sync due now; it runs in the background in exactly one process (otherwise every 5 minutes). Scope `write`, plan feature `inbox`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /inbox/sync (the `SyncInbox` operationId).
+	SyncInboxWithResponse(ctx context.Context, params *SyncInboxParams, reqEditors ...RequestEditorFn) (*SyncInboxResponse, error)
 
 	// ListListsWithResponse List lists
 	//
@@ -36116,6 +39917,2424 @@ func (r GetFormEmbedResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetFormEmbedResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListInboxDraftsResponse200Headers the declared response headers of an HTTP 200 response for ListInboxDrafts
+type ListInboxDraftsResponse200Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// ListInboxDraftsResponse401Headers the declared response headers of an HTTP 401 response for ListInboxDrafts
+type ListInboxDraftsResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// ListInboxDraftsResponse402Headers the declared response headers of an HTTP 402 response for ListInboxDrafts
+type ListInboxDraftsResponse402Headers struct {
+	XRequestId string
+}
+
+// ListInboxDraftsResponse403Headers the declared response headers of an HTTP 403 response for ListInboxDrafts
+type ListInboxDraftsResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// ListInboxDraftsResponse422Headers the declared response headers of an HTTP 422 response for ListInboxDrafts
+type ListInboxDraftsResponse422Headers struct {
+	XRequestId string
+}
+
+// ListInboxDraftsResponse429Headers the declared response headers of an HTTP 429 response for ListInboxDrafts
+type ListInboxDraftsResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// ListInboxDraftsResponse500Headers the declared response headers of an HTTP 500 response for ListInboxDrafts
+type ListInboxDraftsResponse500Headers struct {
+	XRequestId string
+}
+
+type ListInboxDraftsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data []InboxDraft `json:"data"`
+
+		// Meta `Meta` einer Listenantwort, immer mit `pagination` / `Meta` of a list response, always with `pagination`.
+		Meta ListMeta `json:"meta"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListInboxDraftsResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListInboxDraftsResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *ListInboxDraftsResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListInboxDraftsResponse403Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *ListInboxDraftsResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListInboxDraftsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListInboxDraftsResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListInboxDraftsResponse) GetJSON200() *struct {
+	Data []InboxDraft `json:"data"`
+
+	// Meta `Meta` einer Listenantwort, immer mit `pagination` / `Meta` of a list response, always with `pagination`.
+	Meta ListMeta `json:"meta"`
+} {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListInboxDraftsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r ListInboxDraftsResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListInboxDraftsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r ListInboxDraftsResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListInboxDraftsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListInboxDraftsResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListInboxDraftsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListInboxDraftsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListInboxDraftsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListInboxDraftsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DiscardInboxDraftResponse204Headers the declared response headers of an HTTP 204 response for DiscardInboxDraft
+type DiscardInboxDraftResponse204Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// DiscardInboxDraftResponse401Headers the declared response headers of an HTTP 401 response for DiscardInboxDraft
+type DiscardInboxDraftResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// DiscardInboxDraftResponse402Headers the declared response headers of an HTTP 402 response for DiscardInboxDraft
+type DiscardInboxDraftResponse402Headers struct {
+	XRequestId string
+}
+
+// DiscardInboxDraftResponse403Headers the declared response headers of an HTTP 403 response for DiscardInboxDraft
+type DiscardInboxDraftResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// DiscardInboxDraftResponse404Headers the declared response headers of an HTTP 404 response for DiscardInboxDraft
+type DiscardInboxDraftResponse404Headers struct {
+	XRequestId string
+}
+
+// DiscardInboxDraftResponse409Headers the declared response headers of an HTTP 409 response for DiscardInboxDraft
+type DiscardInboxDraftResponse409Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// DiscardInboxDraftResponse429Headers the declared response headers of an HTTP 429 response for DiscardInboxDraft
+type DiscardInboxDraftResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// DiscardInboxDraftResponse500Headers the declared response headers of an HTTP 500 response for DiscardInboxDraft
+type DiscardInboxDraftResponse500Headers struct {
+	XRequestId string
+}
+
+type DiscardInboxDraftResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *DiscardInboxDraftResponse204Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DiscardInboxDraftResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *DiscardInboxDraftResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *DiscardInboxDraftResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *DiscardInboxDraftResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *DiscardInboxDraftResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DiscardInboxDraftResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *DiscardInboxDraftResponse500Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DiscardInboxDraftResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r DiscardInboxDraftResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DiscardInboxDraftResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DiscardInboxDraftResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DiscardInboxDraftResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DiscardInboxDraftResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DiscardInboxDraftResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r DiscardInboxDraftResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DiscardInboxDraftResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DiscardInboxDraftResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DiscardInboxDraftResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ApproveInboxDraftResponse200Headers the declared response headers of an HTTP 200 response for ApproveInboxDraft
+type ApproveInboxDraftResponse200Headers struct {
+	IdempotentReplayed  *string
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// ApproveInboxDraftResponse401Headers the declared response headers of an HTTP 401 response for ApproveInboxDraft
+type ApproveInboxDraftResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// ApproveInboxDraftResponse402Headers the declared response headers of an HTTP 402 response for ApproveInboxDraft
+type ApproveInboxDraftResponse402Headers struct {
+	XRequestId string
+}
+
+// ApproveInboxDraftResponse403Headers the declared response headers of an HTTP 403 response for ApproveInboxDraft
+type ApproveInboxDraftResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// ApproveInboxDraftResponse404Headers the declared response headers of an HTTP 404 response for ApproveInboxDraft
+type ApproveInboxDraftResponse404Headers struct {
+	XRequestId string
+}
+
+// ApproveInboxDraftResponse409Headers the declared response headers of an HTTP 409 response for ApproveInboxDraft
+type ApproveInboxDraftResponse409Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// ApproveInboxDraftResponse422Headers the declared response headers of an HTTP 422 response for ApproveInboxDraft
+type ApproveInboxDraftResponse422Headers struct {
+	XRequestId string
+}
+
+// ApproveInboxDraftResponse429Headers the declared response headers of an HTTP 429 response for ApproveInboxDraft
+type ApproveInboxDraftResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// ApproveInboxDraftResponse500Headers the declared response headers of an HTTP 500 response for ApproveInboxDraft
+type ApproveInboxDraftResponse500Headers struct {
+	XRequestId string
+}
+
+// ApproveInboxDraftResponse503Headers the declared response headers of an HTTP 503 response for ApproveInboxDraft
+type ApproveInboxDraftResponse503Headers struct {
+	XRequestId string
+}
+
+type ApproveInboxDraftResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data struct {
+			Draft InboxDraft `json:"draft"`
+			Reply InboxReply `json:"reply"`
+		} `json:"data"`
+
+		// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+		Meta Meta `json:"meta"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ApproveInboxDraftResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ApproveInboxDraftResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *ApproveInboxDraftResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ApproveInboxDraftResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ApproveInboxDraftResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *ApproveInboxDraftResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *ApproveInboxDraftResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ApproveInboxDraftResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ApproveInboxDraftResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ApproveInboxDraftResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ApproveInboxDraftResponse) GetJSON200() *struct {
+	Data struct {
+		Draft InboxDraft `json:"draft"`
+		Reply InboxReply `json:"reply"`
+	} `json:"data"`
+
+	// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+	Meta Meta `json:"meta"`
+} {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ApproveInboxDraftResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r ApproveInboxDraftResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ApproveInboxDraftResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ApproveInboxDraftResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ApproveInboxDraftResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r ApproveInboxDraftResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ApproveInboxDraftResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ApproveInboxDraftResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ApproveInboxDraftResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ApproveInboxDraftResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ApproveInboxDraftResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ApproveInboxDraftResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ApproveInboxDraftResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListInboxMessagesResponse200Headers the declared response headers of an HTTP 200 response for ListInboxMessages
+type ListInboxMessagesResponse200Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// ListInboxMessagesResponse401Headers the declared response headers of an HTTP 401 response for ListInboxMessages
+type ListInboxMessagesResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// ListInboxMessagesResponse402Headers the declared response headers of an HTTP 402 response for ListInboxMessages
+type ListInboxMessagesResponse402Headers struct {
+	XRequestId string
+}
+
+// ListInboxMessagesResponse403Headers the declared response headers of an HTTP 403 response for ListInboxMessages
+type ListInboxMessagesResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// ListInboxMessagesResponse422Headers the declared response headers of an HTTP 422 response for ListInboxMessages
+type ListInboxMessagesResponse422Headers struct {
+	XRequestId string
+}
+
+// ListInboxMessagesResponse429Headers the declared response headers of an HTTP 429 response for ListInboxMessages
+type ListInboxMessagesResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// ListInboxMessagesResponse500Headers the declared response headers of an HTTP 500 response for ListInboxMessages
+type ListInboxMessagesResponse500Headers struct {
+	XRequestId string
+}
+
+type ListInboxMessagesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data []InboxMessage `json:"data"`
+
+		// Meta `Meta` einer Listenantwort, immer mit `pagination` / `Meta` of a list response, always with `pagination`.
+		Meta ListMeta `json:"meta"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListInboxMessagesResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListInboxMessagesResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *ListInboxMessagesResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListInboxMessagesResponse403Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *ListInboxMessagesResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListInboxMessagesResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListInboxMessagesResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListInboxMessagesResponse) GetJSON200() *struct {
+	Data []InboxMessage `json:"data"`
+
+	// Meta `Meta` einer Listenantwort, immer mit `pagination` / `Meta` of a list response, always with `pagination`.
+	Meta ListMeta `json:"meta"`
+} {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListInboxMessagesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r ListInboxMessagesResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListInboxMessagesResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r ListInboxMessagesResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListInboxMessagesResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListInboxMessagesResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListInboxMessagesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListInboxMessagesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListInboxMessagesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListInboxMessagesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetInboxMessageResponse200Headers the declared response headers of an HTTP 200 response for GetInboxMessage
+type GetInboxMessageResponse200Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// GetInboxMessageResponse401Headers the declared response headers of an HTTP 401 response for GetInboxMessage
+type GetInboxMessageResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// GetInboxMessageResponse402Headers the declared response headers of an HTTP 402 response for GetInboxMessage
+type GetInboxMessageResponse402Headers struct {
+	XRequestId string
+}
+
+// GetInboxMessageResponse403Headers the declared response headers of an HTTP 403 response for GetInboxMessage
+type GetInboxMessageResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// GetInboxMessageResponse404Headers the declared response headers of an HTTP 404 response for GetInboxMessage
+type GetInboxMessageResponse404Headers struct {
+	XRequestId string
+}
+
+// GetInboxMessageResponse429Headers the declared response headers of an HTTP 429 response for GetInboxMessage
+type GetInboxMessageResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// GetInboxMessageResponse500Headers the declared response headers of an HTTP 500 response for GetInboxMessage
+type GetInboxMessageResponse500Headers struct {
+	XRequestId string
+}
+
+type GetInboxMessageResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data InboxMessage `json:"data"`
+
+		// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+		Meta Meta `json:"meta"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetInboxMessageResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetInboxMessageResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *GetInboxMessageResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetInboxMessageResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetInboxMessageResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetInboxMessageResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetInboxMessageResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetInboxMessageResponse) GetJSON200() *struct {
+	Data InboxMessage `json:"data"`
+
+	// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+	Meta Meta `json:"meta"`
+} {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetInboxMessageResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r GetInboxMessageResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetInboxMessageResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetInboxMessageResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetInboxMessageResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetInboxMessageResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetInboxMessageResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetInboxMessageResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetInboxMessageResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetInboxMessageResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PatchInboxMessageResponse200Headers the declared response headers of an HTTP 200 response for PatchInboxMessage
+type PatchInboxMessageResponse200Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// PatchInboxMessageResponse401Headers the declared response headers of an HTTP 401 response for PatchInboxMessage
+type PatchInboxMessageResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// PatchInboxMessageResponse402Headers the declared response headers of an HTTP 402 response for PatchInboxMessage
+type PatchInboxMessageResponse402Headers struct {
+	XRequestId string
+}
+
+// PatchInboxMessageResponse403Headers the declared response headers of an HTTP 403 response for PatchInboxMessage
+type PatchInboxMessageResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// PatchInboxMessageResponse404Headers the declared response headers of an HTTP 404 response for PatchInboxMessage
+type PatchInboxMessageResponse404Headers struct {
+	XRequestId string
+}
+
+// PatchInboxMessageResponse422Headers the declared response headers of an HTTP 422 response for PatchInboxMessage
+type PatchInboxMessageResponse422Headers struct {
+	XRequestId string
+}
+
+// PatchInboxMessageResponse429Headers the declared response headers of an HTTP 429 response for PatchInboxMessage
+type PatchInboxMessageResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// PatchInboxMessageResponse500Headers the declared response headers of an HTTP 500 response for PatchInboxMessage
+type PatchInboxMessageResponse500Headers struct {
+	XRequestId string
+}
+
+type PatchInboxMessageResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data InboxMessage `json:"data"`
+
+		// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+		Meta Meta `json:"meta"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PatchInboxMessageResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PatchInboxMessageResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *PatchInboxMessageResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *PatchInboxMessageResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *PatchInboxMessageResponse404Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *PatchInboxMessageResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PatchInboxMessageResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *PatchInboxMessageResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PatchInboxMessageResponse) GetJSON200() *struct {
+	Data InboxMessage `json:"data"`
+
+	// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+	Meta Meta `json:"meta"`
+} {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PatchInboxMessageResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r PatchInboxMessageResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PatchInboxMessageResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PatchInboxMessageResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PatchInboxMessageResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PatchInboxMessageResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PatchInboxMessageResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r PatchInboxMessageResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PatchInboxMessageResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PatchInboxMessageResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PatchInboxMessageResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DraftInboxMessageResponse201Headers the declared response headers of an HTTP 201 response for DraftInboxMessage
+type DraftInboxMessageResponse201Headers struct {
+	IdempotentReplayed  *string
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// DraftInboxMessageResponse401Headers the declared response headers of an HTTP 401 response for DraftInboxMessage
+type DraftInboxMessageResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// DraftInboxMessageResponse402Headers the declared response headers of an HTTP 402 response for DraftInboxMessage
+type DraftInboxMessageResponse402Headers struct {
+	XRequestId string
+}
+
+// DraftInboxMessageResponse403Headers the declared response headers of an HTTP 403 response for DraftInboxMessage
+type DraftInboxMessageResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// DraftInboxMessageResponse404Headers the declared response headers of an HTTP 404 response for DraftInboxMessage
+type DraftInboxMessageResponse404Headers struct {
+	XRequestId string
+}
+
+// DraftInboxMessageResponse422Headers the declared response headers of an HTTP 422 response for DraftInboxMessage
+type DraftInboxMessageResponse422Headers struct {
+	XRequestId string
+}
+
+// DraftInboxMessageResponse429Headers the declared response headers of an HTTP 429 response for DraftInboxMessage
+type DraftInboxMessageResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// DraftInboxMessageResponse500Headers the declared response headers of an HTTP 500 response for DraftInboxMessage
+type DraftInboxMessageResponse500Headers struct {
+	XRequestId string
+}
+
+// DraftInboxMessageResponse503Headers the declared response headers of an HTTP 503 response for DraftInboxMessage
+type DraftInboxMessageResponse503Headers struct {
+	XRequestId string
+}
+
+type DraftInboxMessageResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *struct {
+		Data InboxDraft `json:"data"`
+
+		// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+		Meta Meta `json:"meta"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *DraftInboxMessageResponse201Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DraftInboxMessageResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *DraftInboxMessageResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *DraftInboxMessageResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *DraftInboxMessageResponse404Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *DraftInboxMessageResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DraftInboxMessageResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *DraftInboxMessageResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DraftInboxMessageResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r DraftInboxMessageResponse) GetJSON201() *struct {
+	Data InboxDraft `json:"data"`
+
+	// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+	Meta Meta `json:"meta"`
+} {
+	return r.JSON201
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DraftInboxMessageResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r DraftInboxMessageResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DraftInboxMessageResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DraftInboxMessageResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r DraftInboxMessageResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DraftInboxMessageResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DraftInboxMessageResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DraftInboxMessageResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DraftInboxMessageResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DraftInboxMessageResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DraftInboxMessageResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DraftInboxMessageResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ReplyInboxMessageResponse201Headers the declared response headers of an HTTP 201 response for ReplyInboxMessage
+type ReplyInboxMessageResponse201Headers struct {
+	IdempotentReplayed  *string
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// ReplyInboxMessageResponse401Headers the declared response headers of an HTTP 401 response for ReplyInboxMessage
+type ReplyInboxMessageResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// ReplyInboxMessageResponse402Headers the declared response headers of an HTTP 402 response for ReplyInboxMessage
+type ReplyInboxMessageResponse402Headers struct {
+	XRequestId string
+}
+
+// ReplyInboxMessageResponse403Headers the declared response headers of an HTTP 403 response for ReplyInboxMessage
+type ReplyInboxMessageResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// ReplyInboxMessageResponse404Headers the declared response headers of an HTTP 404 response for ReplyInboxMessage
+type ReplyInboxMessageResponse404Headers struct {
+	XRequestId string
+}
+
+// ReplyInboxMessageResponse422Headers the declared response headers of an HTTP 422 response for ReplyInboxMessage
+type ReplyInboxMessageResponse422Headers struct {
+	XRequestId string
+}
+
+// ReplyInboxMessageResponse429Headers the declared response headers of an HTTP 429 response for ReplyInboxMessage
+type ReplyInboxMessageResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// ReplyInboxMessageResponse500Headers the declared response headers of an HTTP 500 response for ReplyInboxMessage
+type ReplyInboxMessageResponse500Headers struct {
+	XRequestId string
+}
+
+// ReplyInboxMessageResponse503Headers the declared response headers of an HTTP 503 response for ReplyInboxMessage
+type ReplyInboxMessageResponse503Headers struct {
+	XRequestId string
+}
+
+type ReplyInboxMessageResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *struct {
+		Data InboxReply `json:"data"`
+
+		// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+		Meta Meta `json:"meta"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *ReplyInboxMessageResponse201Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ReplyInboxMessageResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *ReplyInboxMessageResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ReplyInboxMessageResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ReplyInboxMessageResponse404Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *ReplyInboxMessageResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ReplyInboxMessageResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ReplyInboxMessageResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReplyInboxMessageResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r ReplyInboxMessageResponse) GetJSON201() *struct {
+	Data InboxReply `json:"data"`
+
+	// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+	Meta Meta `json:"meta"`
+} {
+	return r.JSON201
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ReplyInboxMessageResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r ReplyInboxMessageResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ReplyInboxMessageResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ReplyInboxMessageResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r ReplyInboxMessageResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ReplyInboxMessageResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ReplyInboxMessageResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ReplyInboxMessageResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ReplyInboxMessageResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReplyInboxMessageResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReplyInboxMessageResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReplyInboxMessageResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetInboxMetricsResponse200Headers the declared response headers of an HTTP 200 response for GetInboxMetrics
+type GetInboxMetricsResponse200Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// GetInboxMetricsResponse401Headers the declared response headers of an HTTP 401 response for GetInboxMetrics
+type GetInboxMetricsResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// GetInboxMetricsResponse402Headers the declared response headers of an HTTP 402 response for GetInboxMetrics
+type GetInboxMetricsResponse402Headers struct {
+	XRequestId string
+}
+
+// GetInboxMetricsResponse403Headers the declared response headers of an HTTP 403 response for GetInboxMetrics
+type GetInboxMetricsResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// GetInboxMetricsResponse422Headers the declared response headers of an HTTP 422 response for GetInboxMetrics
+type GetInboxMetricsResponse422Headers struct {
+	XRequestId string
+}
+
+// GetInboxMetricsResponse429Headers the declared response headers of an HTTP 429 response for GetInboxMetrics
+type GetInboxMetricsResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// GetInboxMetricsResponse500Headers the declared response headers of an HTTP 500 response for GetInboxMetrics
+type GetInboxMetricsResponse500Headers struct {
+	XRequestId string
+}
+
+type GetInboxMetricsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data InboxMetrics `json:"data"`
+
+		// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+		Meta Meta `json:"meta"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetInboxMetricsResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetInboxMetricsResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *GetInboxMetricsResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetInboxMetricsResponse403Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *GetInboxMetricsResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetInboxMetricsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetInboxMetricsResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetInboxMetricsResponse) GetJSON200() *struct {
+	Data InboxMetrics `json:"data"`
+
+	// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+	Meta Meta `json:"meta"`
+} {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetInboxMetricsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r GetInboxMetricsResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetInboxMetricsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r GetInboxMetricsResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetInboxMetricsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetInboxMetricsResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetInboxMetricsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetInboxMetricsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetInboxMetricsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetInboxMetricsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListInboxRulesResponse200Headers the declared response headers of an HTTP 200 response for ListInboxRules
+type ListInboxRulesResponse200Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// ListInboxRulesResponse401Headers the declared response headers of an HTTP 401 response for ListInboxRules
+type ListInboxRulesResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// ListInboxRulesResponse402Headers the declared response headers of an HTTP 402 response for ListInboxRules
+type ListInboxRulesResponse402Headers struct {
+	XRequestId string
+}
+
+// ListInboxRulesResponse403Headers the declared response headers of an HTTP 403 response for ListInboxRules
+type ListInboxRulesResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// ListInboxRulesResponse429Headers the declared response headers of an HTTP 429 response for ListInboxRules
+type ListInboxRulesResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// ListInboxRulesResponse500Headers the declared response headers of an HTTP 500 response for ListInboxRules
+type ListInboxRulesResponse500Headers struct {
+	XRequestId string
+}
+
+type ListInboxRulesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data []InboxRule `json:"data"`
+
+		// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+		Meta Meta `json:"meta"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListInboxRulesResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListInboxRulesResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *ListInboxRulesResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListInboxRulesResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListInboxRulesResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListInboxRulesResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListInboxRulesResponse) GetJSON200() *struct {
+	Data []InboxRule `json:"data"`
+
+	// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+	Meta Meta `json:"meta"`
+} {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListInboxRulesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r ListInboxRulesResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListInboxRulesResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListInboxRulesResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListInboxRulesResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListInboxRulesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListInboxRulesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListInboxRulesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListInboxRulesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateInboxRuleResponse201Headers the declared response headers of an HTTP 201 response for CreateInboxRule
+type CreateInboxRuleResponse201Headers struct {
+	IdempotentReplayed  *string
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// CreateInboxRuleResponse401Headers the declared response headers of an HTTP 401 response for CreateInboxRule
+type CreateInboxRuleResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// CreateInboxRuleResponse402Headers the declared response headers of an HTTP 402 response for CreateInboxRule
+type CreateInboxRuleResponse402Headers struct {
+	XRequestId string
+}
+
+// CreateInboxRuleResponse403Headers the declared response headers of an HTTP 403 response for CreateInboxRule
+type CreateInboxRuleResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// CreateInboxRuleResponse422Headers the declared response headers of an HTTP 422 response for CreateInboxRule
+type CreateInboxRuleResponse422Headers struct {
+	XRequestId string
+}
+
+// CreateInboxRuleResponse429Headers the declared response headers of an HTTP 429 response for CreateInboxRule
+type CreateInboxRuleResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// CreateInboxRuleResponse500Headers the declared response headers of an HTTP 500 response for CreateInboxRule
+type CreateInboxRuleResponse500Headers struct {
+	XRequestId string
+}
+
+type CreateInboxRuleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *struct {
+		Data InboxRule `json:"data"`
+
+		// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+		Meta Meta `json:"meta"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateInboxRuleResponse201Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateInboxRuleResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *CreateInboxRuleResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CreateInboxRuleResponse403Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *CreateInboxRuleResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateInboxRuleResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CreateInboxRuleResponse500Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateInboxRuleResponse) GetJSON201() *struct {
+	Data InboxRule `json:"data"`
+
+	// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+	Meta Meta `json:"meta"`
+} {
+	return r.JSON201
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateInboxRuleResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r CreateInboxRuleResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateInboxRuleResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreateInboxRuleResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateInboxRuleResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateInboxRuleResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateInboxRuleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateInboxRuleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateInboxRuleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateInboxRuleResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteInboxRuleResponse204Headers the declared response headers of an HTTP 204 response for DeleteInboxRule
+type DeleteInboxRuleResponse204Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// DeleteInboxRuleResponse401Headers the declared response headers of an HTTP 401 response for DeleteInboxRule
+type DeleteInboxRuleResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// DeleteInboxRuleResponse402Headers the declared response headers of an HTTP 402 response for DeleteInboxRule
+type DeleteInboxRuleResponse402Headers struct {
+	XRequestId string
+}
+
+// DeleteInboxRuleResponse403Headers the declared response headers of an HTTP 403 response for DeleteInboxRule
+type DeleteInboxRuleResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// DeleteInboxRuleResponse404Headers the declared response headers of an HTTP 404 response for DeleteInboxRule
+type DeleteInboxRuleResponse404Headers struct {
+	XRequestId string
+}
+
+// DeleteInboxRuleResponse429Headers the declared response headers of an HTTP 429 response for DeleteInboxRule
+type DeleteInboxRuleResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// DeleteInboxRuleResponse500Headers the declared response headers of an HTTP 500 response for DeleteInboxRule
+type DeleteInboxRuleResponse500Headers struct {
+	XRequestId string
+}
+
+type DeleteInboxRuleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *DeleteInboxRuleResponse204Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteInboxRuleResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *DeleteInboxRuleResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *DeleteInboxRuleResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *DeleteInboxRuleResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteInboxRuleResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *DeleteInboxRuleResponse500Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteInboxRuleResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r DeleteInboxRuleResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteInboxRuleResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteInboxRuleResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteInboxRuleResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteInboxRuleResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteInboxRuleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteInboxRuleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteInboxRuleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteInboxRuleResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetInboxSettingsResponse200Headers the declared response headers of an HTTP 200 response for GetInboxSettings
+type GetInboxSettingsResponse200Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// GetInboxSettingsResponse401Headers the declared response headers of an HTTP 401 response for GetInboxSettings
+type GetInboxSettingsResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// GetInboxSettingsResponse402Headers the declared response headers of an HTTP 402 response for GetInboxSettings
+type GetInboxSettingsResponse402Headers struct {
+	XRequestId string
+}
+
+// GetInboxSettingsResponse403Headers the declared response headers of an HTTP 403 response for GetInboxSettings
+type GetInboxSettingsResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// GetInboxSettingsResponse404Headers the declared response headers of an HTTP 404 response for GetInboxSettings
+type GetInboxSettingsResponse404Headers struct {
+	XRequestId string
+}
+
+// GetInboxSettingsResponse429Headers the declared response headers of an HTTP 429 response for GetInboxSettings
+type GetInboxSettingsResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// GetInboxSettingsResponse500Headers the declared response headers of an HTTP 500 response for GetInboxSettings
+type GetInboxSettingsResponse500Headers struct {
+	XRequestId string
+}
+
+type GetInboxSettingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data InboxSettings `json:"data"`
+
+		// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+		Meta Meta `json:"meta"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetInboxSettingsResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetInboxSettingsResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *GetInboxSettingsResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetInboxSettingsResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetInboxSettingsResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetInboxSettingsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetInboxSettingsResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetInboxSettingsResponse) GetJSON200() *struct {
+	Data InboxSettings `json:"data"`
+
+	// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+	Meta Meta `json:"meta"`
+} {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetInboxSettingsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r GetInboxSettingsResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetInboxSettingsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetInboxSettingsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetInboxSettingsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetInboxSettingsResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetInboxSettingsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetInboxSettingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetInboxSettingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetInboxSettingsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PutInboxSettingsResponse200Headers the declared response headers of an HTTP 200 response for PutInboxSettings
+type PutInboxSettingsResponse200Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// PutInboxSettingsResponse401Headers the declared response headers of an HTTP 401 response for PutInboxSettings
+type PutInboxSettingsResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// PutInboxSettingsResponse402Headers the declared response headers of an HTTP 402 response for PutInboxSettings
+type PutInboxSettingsResponse402Headers struct {
+	XRequestId string
+}
+
+// PutInboxSettingsResponse403Headers the declared response headers of an HTTP 403 response for PutInboxSettings
+type PutInboxSettingsResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// PutInboxSettingsResponse422Headers the declared response headers of an HTTP 422 response for PutInboxSettings
+type PutInboxSettingsResponse422Headers struct {
+	XRequestId string
+}
+
+// PutInboxSettingsResponse429Headers the declared response headers of an HTTP 429 response for PutInboxSettings
+type PutInboxSettingsResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// PutInboxSettingsResponse500Headers the declared response headers of an HTTP 500 response for PutInboxSettings
+type PutInboxSettingsResponse500Headers struct {
+	XRequestId string
+}
+
+// PutInboxSettingsResponse503Headers the declared response headers of an HTTP 503 response for PutInboxSettings
+type PutInboxSettingsResponse503Headers struct {
+	XRequestId string
+}
+
+type PutInboxSettingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data InboxSettings `json:"data"`
+
+		// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+		Meta Meta `json:"meta"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PutInboxSettingsResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PutInboxSettingsResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *PutInboxSettingsResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *PutInboxSettingsResponse403Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *PutInboxSettingsResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PutInboxSettingsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *PutInboxSettingsResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PutInboxSettingsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PutInboxSettingsResponse) GetJSON200() *struct {
+	Data InboxSettings `json:"data"`
+
+	// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+	Meta Meta `json:"meta"`
+} {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PutInboxSettingsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r PutInboxSettingsResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PutInboxSettingsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PutInboxSettingsResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PutInboxSettingsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PutInboxSettingsResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PutInboxSettingsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PutInboxSettingsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutInboxSettingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutInboxSettingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutInboxSettingsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SyncInboxResponse202Headers the declared response headers of an HTTP 202 response for SyncInbox
+type SyncInboxResponse202Headers struct {
+	IdempotentReplayed  *string
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// SyncInboxResponse401Headers the declared response headers of an HTTP 401 response for SyncInbox
+type SyncInboxResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// SyncInboxResponse402Headers the declared response headers of an HTTP 402 response for SyncInbox
+type SyncInboxResponse402Headers struct {
+	XRequestId string
+}
+
+// SyncInboxResponse403Headers the declared response headers of an HTTP 403 response for SyncInbox
+type SyncInboxResponse403Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// SyncInboxResponse404Headers the declared response headers of an HTTP 404 response for SyncInbox
+type SyncInboxResponse404Headers struct {
+	XRequestId string
+}
+
+// SyncInboxResponse429Headers the declared response headers of an HTTP 429 response for SyncInbox
+type SyncInboxResponse429Headers struct {
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int64
+	XRequestId          string
+}
+
+// SyncInboxResponse500Headers the declared response headers of an HTTP 500 response for SyncInbox
+type SyncInboxResponse500Headers struct {
+	XRequestId string
+}
+
+// SyncInboxResponse503Headers the declared response headers of an HTTP 503 response for SyncInbox
+type SyncInboxResponse503Headers struct {
+	XRequestId string
+}
+
+type SyncInboxResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *struct {
+		Data struct {
+			Status SyncInbox202JSONResponseBodyDataStatus `json:"status"`
+		} `json:"data"`
+
+		// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+		Meta Meta `json:"meta"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *PlanRequired
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *SyncInboxResponse202Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SyncInboxResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *SyncInboxResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *SyncInboxResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *SyncInboxResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SyncInboxResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *SyncInboxResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SyncInboxResponse503Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r SyncInboxResponse) GetJSON202() *struct {
+	Data struct {
+		Status SyncInbox202JSONResponseBodyDataStatus `json:"status"`
+	} `json:"data"`
+
+	// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+	Meta Meta `json:"meta"`
+} {
+	return r.JSON202
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SyncInboxResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r SyncInboxResponse) GetJSON402() *PlanRequired {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SyncInboxResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SyncInboxResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r SyncInboxResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SyncInboxResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r SyncInboxResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r SyncInboxResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SyncInboxResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SyncInboxResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SyncInboxResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -46080,6 +52299,306 @@ func (c *ClientWithResponses) GetFormEmbedWithResponse(ctx context.Context, id I
 		return nil, err
 	}
 	return ParseGetFormEmbedResponse(rsp)
+}
+
+// ListInboxDraftsWithResponse List AI reply drafts
+//
+// Entwürfe, neueste zuerst / drafts, newest first. Scope `read`, plan feature `inbox`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /inbox/drafts (the `ListInboxDrafts` operationId).
+func (c *ClientWithResponses) ListInboxDraftsWithResponse(ctx context.Context, params *ListInboxDraftsParams, reqEditors ...RequestEditorFn) (*ListInboxDraftsResponse, error) {
+	rsp, err := c.ListInboxDrafts(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListInboxDraftsResponse(rsp)
+}
+
+// DiscardInboxDraftWithResponse Discard a draft
+//
+// Verwirft einen offenen Entwurf / discards a pending draft. Scope `write`, plan feature `inbox`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /inbox/drafts/{id} (the `DiscardInboxDraft` operationId).
+func (c *ClientWithResponses) DiscardInboxDraftWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*DiscardInboxDraftResponse, error) {
+	rsp, err := c.DiscardInboxDraft(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDiscardInboxDraftResponse(rsp)
+}
+
+// ApproveInboxDraftWithResponse Approve and send a draft
+//
+// Sendet den Entwurf (optional mit geändertem `text`) als Antwort mit `source: ai`; ein nicht mehr offener Entwurf ist `409` / sends the draft (optionally with edited `text`) as a reply with `source: ai`; a draft no longer pending is `409`. Scope `send`, plan feature `inbox`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /inbox/drafts/{id}/approve (the `ApproveInboxDraft` operationId).
+func (c *ClientWithResponses) ApproveInboxDraftWithResponse(ctx context.Context, id Id, params *ApproveInboxDraftParams, reqEditors ...RequestEditorFn) (*ApproveInboxDraftResponse, error) {
+	rsp, err := c.ApproveInboxDraft(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseApproveInboxDraftResponse(rsp)
+}
+
+// ListInboxMessagesWithResponse List inbox messages
+//
+// Nachrichten, neueste zuerst, ohne `text` und `html` / messages, newest first, without `text` and `html`. `q` sucht in Betreff, Absender und Text (Trigramm-Index) / searches subject, sender and body. Scope `read`, plan feature `inbox`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /inbox/messages (the `ListInboxMessages` operationId).
+func (c *ClientWithResponses) ListInboxMessagesWithResponse(ctx context.Context, params *ListInboxMessagesParams, reqEditors ...RequestEditorFn) (*ListInboxMessagesResponse, error) {
+	rsp, err := c.ListInboxMessages(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListInboxMessagesResponse(rsp)
+}
+
+// GetInboxMessageWithResponse Get an inbox message
+//
+// Eine Nachricht mit `text` und `html` (bereinigt) / one message with `text` and sanitised `html`. Scope `read`, plan feature `inbox`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /inbox/messages/{id} (the `GetInboxMessage` operationId).
+func (c *ClientWithResponses) GetInboxMessageWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*GetInboxMessageResponse, error) {
+	rsp, err := c.GetInboxMessage(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetInboxMessageResponse(rsp)
+}
+
+// PatchInboxMessageWithBodyWithResponse Change an inbox message
+//
+// Setzt `read`, `archived`, `labels`; `read` wird als `\\Seen` auf den Server zurückgeschrieben (sofort, sonst beim nächsten Abgleich) / sets `read`, `archived`, `labels`; `read` is written back to the server as `\\Seen` (at once, else at the next sync). Scope `write`, plan feature `inbox`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /inbox/messages/{id} (the `PatchInboxMessage` operationId).
+func (c *ClientWithResponses) PatchInboxMessageWithBodyWithResponse(ctx context.Context, id Id, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PatchInboxMessageResponse, error) {
+	rsp, err := c.PatchInboxMessageWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePatchInboxMessageResponse(rsp)
+}
+
+// PatchInboxMessageWithResponse Change an inbox message
+//
+// Setzt `read`, `archived`, `labels`; `read` wird als `\\Seen` auf den Server zurückgeschrieben (sofort, sonst beim nächsten Abgleich) / sets `read`, `archived`, `labels`; `read` is written back to the server as `\\Seen` (at once, else at the next sync). Scope `write`, plan feature `inbox`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /inbox/messages/{id} (the `PatchInboxMessage` operationId).
+func (c *ClientWithResponses) PatchInboxMessageWithResponse(ctx context.Context, id Id, body PatchInboxMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchInboxMessageResponse, error) {
+	rsp, err := c.PatchInboxMessage(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePatchInboxMessageResponse(rsp)
+}
+
+// DraftInboxMessageWithBodyWithResponse Draft a reply with the AI
+//
+// Ein KI-Antwortentwurf aus dem Verlauf, den Kontaktdaten und der Signatur, vom KI-Guthaben bezahlt (`402` ohne Funktion `ai` oder Guthaben, `503` ohne Anbieter) / an AI reply draft from the thread, the contact's data and the signature, charged to the AI credit. Scope `ai`, plan feature `inbox`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /inbox/messages/{id}/draft (the `DraftInboxMessage` operationId).
+func (c *ClientWithResponses) DraftInboxMessageWithBodyWithResponse(ctx context.Context, id Id, params *DraftInboxMessageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DraftInboxMessageResponse, error) {
+	rsp, err := c.DraftInboxMessageWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDraftInboxMessageResponse(rsp)
+}
+
+// DraftInboxMessageWithResponse Draft a reply with the AI
+//
+// Ein KI-Antwortentwurf aus dem Verlauf, den Kontaktdaten und der Signatur, vom KI-Guthaben bezahlt (`402` ohne Funktion `ai` oder Guthaben, `503` ohne Anbieter) / an AI reply draft from the thread, the contact's data and the signature, charged to the AI credit. Scope `ai`, plan feature `inbox`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /inbox/messages/{id}/draft (the `DraftInboxMessage` operationId).
+func (c *ClientWithResponses) DraftInboxMessageWithResponse(ctx context.Context, id Id, params *DraftInboxMessageParams, body DraftInboxMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*DraftInboxMessageResponse, error) {
+	rsp, err := c.DraftInboxMessage(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDraftInboxMessageResponse(rsp)
+}
+
+// ReplyInboxMessageWithBodyWithResponse Reply to an inbox message
+//
+// Sendet über die SMTP-Route der Inbox (`smtp_server_id`, sonst die des Kontos) mit `In-Reply-To`, `References` und Signatur, legt die Antwort im Gesendet-Ordner ab (wenn vorhanden), setzt `replied_at` und sendet `inbox.replied` mit `source: user` / sends through the inbox's SMTP route with `In-Reply-To`, `References` and the signature, appends it to the Sent folder when there is one, sets `replied_at` and emits `inbox.replied` with `source: user`. Scope `send`, plan feature `inbox`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /inbox/messages/{id}/reply (the `ReplyInboxMessage` operationId).
+func (c *ClientWithResponses) ReplyInboxMessageWithBodyWithResponse(ctx context.Context, id Id, params *ReplyInboxMessageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReplyInboxMessageResponse, error) {
+	rsp, err := c.ReplyInboxMessageWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReplyInboxMessageResponse(rsp)
+}
+
+// ReplyInboxMessageWithResponse Reply to an inbox message
+//
+// Sendet über die SMTP-Route der Inbox (`smtp_server_id`, sonst die des Kontos) mit `In-Reply-To`, `References` und Signatur, legt die Antwort im Gesendet-Ordner ab (wenn vorhanden), setzt `replied_at` und sendet `inbox.replied` mit `source: user` / sends through the inbox's SMTP route with `In-Reply-To`, `References` and the signature, appends it to the Sent folder when there is one, sets `replied_at` and emits `inbox.replied` with `source: user`. Scope `send`, plan feature `inbox`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /inbox/messages/{id}/reply (the `ReplyInboxMessage` operationId).
+func (c *ClientWithResponses) ReplyInboxMessageWithResponse(ctx context.Context, id Id, params *ReplyInboxMessageParams, body ReplyInboxMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*ReplyInboxMessageResponse, error) {
+	rsp, err := c.ReplyInboxMessage(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReplyInboxMessageResponse(rsp)
+}
+
+// GetInboxMetricsWithResponse Inbox metrics
+//
+// Kennzahlen der Nachrichten, die im Zeitraum eingingen (Standard: die letzten 30 Tage) / figures of the messages received in the period (default: the last 30 days). Scope `read`, plan feature `inbox`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /inbox/metrics (the `GetInboxMetrics` operationId).
+func (c *ClientWithResponses) GetInboxMetricsWithResponse(ctx context.Context, params *GetInboxMetricsParams, reqEditors ...RequestEditorFn) (*GetInboxMetricsResponse, error) {
+	rsp, err := c.GetInboxMetrics(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetInboxMetricsResponse(rsp)
+}
+
+// ListInboxRulesWithResponse List inbox rules
+//
+// Die Regeln in ihrer Reihenfolge / the rules in order. Scope `read`, plan feature `inbox`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /inbox/rules (the `ListInboxRules` operationId).
+func (c *ClientWithResponses) ListInboxRulesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListInboxRulesResponse, error) {
+	rsp, err := c.ListInboxRules(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListInboxRulesResponse(rsp)
+}
+
+// CreateInboxRuleWithBodyWithResponse Add an inbox rule
+//
+// Regeln gelten der Reihe nach für jede neue Nachricht; alle angegebenen Bedingungen müssen passen. `reply` antwortet höchstens einmal am Tag je Absender und nie an noreply-, mailer-daemon- oder postmaster-Adressen oder auf Mails mit `Auto-Submitted`, `List-Id` oder `Precedence: bulk` / rules apply in order to each new message; all given conditions must hold. `reply` answers at most once a day per sender and never to noreply-like addresses or mails with `Auto-Submitted`, `List-Id` or `Precedence: bulk`. Scope `write`, plan feature `inbox`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /inbox/rules (the `CreateInboxRule` operationId).
+func (c *ClientWithResponses) CreateInboxRuleWithBodyWithResponse(ctx context.Context, params *CreateInboxRuleParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateInboxRuleResponse, error) {
+	rsp, err := c.CreateInboxRuleWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateInboxRuleResponse(rsp)
+}
+
+// CreateInboxRuleWithResponse Add an inbox rule
+//
+// Regeln gelten der Reihe nach für jede neue Nachricht; alle angegebenen Bedingungen müssen passen. `reply` antwortet höchstens einmal am Tag je Absender und nie an noreply-, mailer-daemon- oder postmaster-Adressen oder auf Mails mit `Auto-Submitted`, `List-Id` oder `Precedence: bulk` / rules apply in order to each new message; all given conditions must hold. `reply` answers at most once a day per sender and never to noreply-like addresses or mails with `Auto-Submitted`, `List-Id` or `Precedence: bulk`. Scope `write`, plan feature `inbox`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /inbox/rules (the `CreateInboxRule` operationId).
+func (c *ClientWithResponses) CreateInboxRuleWithResponse(ctx context.Context, params *CreateInboxRuleParams, body CreateInboxRuleJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateInboxRuleResponse, error) {
+	rsp, err := c.CreateInboxRule(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateInboxRuleResponse(rsp)
+}
+
+// DeleteInboxRuleWithResponse Delete an inbox rule
+//
+// Löscht die Regel / deletes the rule. Scope `write`, plan feature `inbox`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /inbox/rules/{id} (the `DeleteInboxRule` operationId).
+func (c *ClientWithResponses) DeleteInboxRuleWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*DeleteInboxRuleResponse, error) {
+	rsp, err := c.DeleteInboxRule(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteInboxRuleResponse(rsp)
+}
+
+// GetInboxSettingsWithResponse Get the inbox connection
+//
+// Die IMAP-Verbindung des Kontos; das Passwort wird nie ausgegeben (`has_password`). `404`, solange keine Verbindung eingerichtet ist / the account's IMAP connection; the password is never returned (`has_password`). `404` while none is set up. Scope `read`, plan feature `inbox`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /inbox/settings (the `GetInboxSettings` operationId).
+func (c *ClientWithResponses) GetInboxSettingsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetInboxSettingsResponse, error) {
+	rsp, err := c.GetInboxSettings(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetInboxSettingsResponse(rsp)
+}
+
+// PutInboxSettingsWithBodyWithResponse Connect or change the inbox
+//
+// Testet die Verbindung zuerst (Verbindung, TLS, Anmeldung, Ordner) und speichert nur, wenn sie klappt; sonst `422` mit dem fehlgeschlagenen Schritt auf Deutsch im Feld (`host`: Verbindung, `encryption`: TLS, `password`: Anmeldung, `folder`: Ordner). Ohne `password` bleibt das gespeicherte. Der Host folgt der Regel der SMTP-Server: ohne `RUNDBRIEF_SMTP_ALLOW_PRIVATE` keine privaten Adressen, bei jeder Verbindung geprüft / tests the connection first (connect, TLS, login, folder) and stores only when it works; otherwise `422` naming the failed step in German on its field. Without `password` the stored one stays. The host follows the SMTP servers' private-address rule, checked on every connection. Scope `write`, plan feature `inbox`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /inbox/settings (the `PutInboxSettings` operationId).
+func (c *ClientWithResponses) PutInboxSettingsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutInboxSettingsResponse, error) {
+	rsp, err := c.PutInboxSettingsWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutInboxSettingsResponse(rsp)
+}
+
+// PutInboxSettingsWithResponse Connect or change the inbox
+//
+// Testet die Verbindung zuerst (Verbindung, TLS, Anmeldung, Ordner) und speichert nur, wenn sie klappt; sonst `422` mit dem fehlgeschlagenen Schritt auf Deutsch im Feld (`host`: Verbindung, `encryption`: TLS, `password`: Anmeldung, `folder`: Ordner). Ohne `password` bleibt das gespeicherte. Der Host folgt der Regel der SMTP-Server: ohne `RUNDBRIEF_SMTP_ALLOW_PRIVATE` keine privaten Adressen, bei jeder Verbindung geprüft / tests the connection first (connect, TLS, login, folder) and stores only when it works; otherwise `422` naming the failed step in German on its field. Without `password` the stored one stays. The host follows the SMTP servers' private-address rule, checked on every connection. Scope `write`, plan feature `inbox`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /inbox/settings (the `PutInboxSettings` operationId).
+func (c *ClientWithResponses) PutInboxSettingsWithResponse(ctx context.Context, body PutInboxSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*PutInboxSettingsResponse, error) {
+	rsp, err := c.PutInboxSettings(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutInboxSettingsResponse(rsp)
+}
+
+// SyncInboxWithResponse Sync the inbox now
+//
+// Stößt den Abgleich an; er läuft im Hintergrund in genau einem Prozess (sonst alle 5 Minuten) / makes the sync due now; it runs in the background in exactly one process (otherwise every 5 minutes). Scope `write`, plan feature `inbox`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /inbox/sync (the `SyncInbox` operationId).
+func (c *ClientWithResponses) SyncInboxWithResponse(ctx context.Context, params *SyncInboxParams, reqEditors ...RequestEditorFn) (*SyncInboxResponse, error) {
+	rsp, err := c.SyncInbox(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSyncInboxResponse(rsp)
 }
 
 // ListListsWithResponse List lists
@@ -57243,6 +63762,3557 @@ func ParseGetFormEmbedResponse(rsp *http.Response) (*GetFormEmbedResponse, error
 			headers.XRequestId = value
 		}
 		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListInboxDraftsResponse parses an HTTP response from a ListInboxDraftsWithResponse call
+func ParseListInboxDraftsResponse(rsp *http.Response) (*ListInboxDraftsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListInboxDraftsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data []InboxDraft `json:"data"`
+
+			// Meta `Meta` einer Listenantwort, immer mit `pagination` / `Meta` of a list response, always with `pagination`.
+			Meta ListMeta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListInboxDraftsResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListInboxDraftsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers ListInboxDraftsResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListInboxDraftsResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 422:
+		var headers ListInboxDraftsResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListInboxDraftsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListInboxDraftsResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDiscardInboxDraftResponse parses an HTTP response from a DiscardInboxDraftWithResponse call
+func ParseDiscardInboxDraftResponse(rsp *http.Response) (*DiscardInboxDraftResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DiscardInboxDraftResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers DiscardInboxDraftResponse204Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 401:
+		var headers DiscardInboxDraftResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers DiscardInboxDraftResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers DiscardInboxDraftResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers DiscardInboxDraftResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers DiscardInboxDraftResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers DiscardInboxDraftResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers DiscardInboxDraftResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseApproveInboxDraftResponse parses an HTTP response from a ApproveInboxDraftWithResponse call
+func ParseApproveInboxDraftResponse(rsp *http.Response) (*ApproveInboxDraftResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ApproveInboxDraftResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data struct {
+				Draft InboxDraft `json:"draft"`
+				Reply InboxReply `json:"reply"`
+			} `json:"data"`
+
+			// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+			Meta Meta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ApproveInboxDraftResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ApproveInboxDraftResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers ApproveInboxDraftResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers ApproveInboxDraftResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ApproveInboxDraftResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers ApproveInboxDraftResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers ApproveInboxDraftResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers ApproveInboxDraftResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ApproveInboxDraftResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ApproveInboxDraftResponse503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListInboxMessagesResponse parses an HTTP response from a ListInboxMessagesWithResponse call
+func ParseListInboxMessagesResponse(rsp *http.Response) (*ListInboxMessagesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListInboxMessagesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data []InboxMessage `json:"data"`
+
+			// Meta `Meta` einer Listenantwort, immer mit `pagination` / `Meta` of a list response, always with `pagination`.
+			Meta ListMeta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListInboxMessagesResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListInboxMessagesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers ListInboxMessagesResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListInboxMessagesResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 422:
+		var headers ListInboxMessagesResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListInboxMessagesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListInboxMessagesResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetInboxMessageResponse parses an HTTP response from a GetInboxMessageWithResponse call
+func ParseGetInboxMessageResponse(rsp *http.Response) (*GetInboxMessageResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetInboxMessageResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data InboxMessage `json:"data"`
+
+			// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+			Meta Meta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetInboxMessageResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetInboxMessageResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers GetInboxMessageResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetInboxMessageResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetInboxMessageResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetInboxMessageResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetInboxMessageResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePatchInboxMessageResponse parses an HTTP response from a PatchInboxMessageWithResponse call
+func ParsePatchInboxMessageResponse(rsp *http.Response) (*PatchInboxMessageResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PatchInboxMessageResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data InboxMessage `json:"data"`
+
+			// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+			Meta Meta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers PatchInboxMessageResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers PatchInboxMessageResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers PatchInboxMessageResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers PatchInboxMessageResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers PatchInboxMessageResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 422:
+		var headers PatchInboxMessageResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers PatchInboxMessageResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers PatchInboxMessageResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDraftInboxMessageResponse parses an HTTP response from a DraftInboxMessageWithResponse call
+func ParseDraftInboxMessageResponse(rsp *http.Response) (*DraftInboxMessageResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DraftInboxMessageResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			Data InboxDraft `json:"data"`
+
+			// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+			Meta Meta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers DraftInboxMessageResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 401:
+		var headers DraftInboxMessageResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers DraftInboxMessageResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers DraftInboxMessageResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers DraftInboxMessageResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 422:
+		var headers DraftInboxMessageResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers DraftInboxMessageResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers DraftInboxMessageResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers DraftInboxMessageResponse503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseReplyInboxMessageResponse parses an HTTP response from a ReplyInboxMessageWithResponse call
+func ParseReplyInboxMessageResponse(rsp *http.Response) (*ReplyInboxMessageResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReplyInboxMessageResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			Data InboxReply `json:"data"`
+
+			// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+			Meta Meta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers ReplyInboxMessageResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 401:
+		var headers ReplyInboxMessageResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers ReplyInboxMessageResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers ReplyInboxMessageResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ReplyInboxMessageResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 422:
+		var headers ReplyInboxMessageResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers ReplyInboxMessageResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ReplyInboxMessageResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ReplyInboxMessageResponse503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetInboxMetricsResponse parses an HTTP response from a GetInboxMetricsWithResponse call
+func ParseGetInboxMetricsResponse(rsp *http.Response) (*GetInboxMetricsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetInboxMetricsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data InboxMetrics `json:"data"`
+
+			// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+			Meta Meta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetInboxMetricsResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetInboxMetricsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers GetInboxMetricsResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetInboxMetricsResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 422:
+		var headers GetInboxMetricsResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetInboxMetricsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetInboxMetricsResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListInboxRulesResponse parses an HTTP response from a ListInboxRulesWithResponse call
+func ParseListInboxRulesResponse(rsp *http.Response) (*ListInboxRulesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListInboxRulesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data []InboxRule `json:"data"`
+
+			// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+			Meta Meta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListInboxRulesResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListInboxRulesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers ListInboxRulesResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListInboxRulesResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListInboxRulesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListInboxRulesResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateInboxRuleResponse parses an HTTP response from a CreateInboxRuleWithResponse call
+func ParseCreateInboxRuleResponse(rsp *http.Response) (*CreateInboxRuleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateInboxRuleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			Data InboxRule `json:"data"`
+
+			// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+			Meta Meta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CreateInboxRuleResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateInboxRuleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers CreateInboxRuleResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers CreateInboxRuleResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 422:
+		var headers CreateInboxRuleResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateInboxRuleResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers CreateInboxRuleResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteInboxRuleResponse parses an HTTP response from a DeleteInboxRuleWithResponse call
+func ParseDeleteInboxRuleResponse(rsp *http.Response) (*DeleteInboxRuleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteInboxRuleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers DeleteInboxRuleResponse204Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 401:
+		var headers DeleteInboxRuleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers DeleteInboxRuleResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers DeleteInboxRuleResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers DeleteInboxRuleResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteInboxRuleResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers DeleteInboxRuleResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetInboxSettingsResponse parses an HTTP response from a GetInboxSettingsWithResponse call
+func ParseGetInboxSettingsResponse(rsp *http.Response) (*GetInboxSettingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetInboxSettingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data InboxSettings `json:"data"`
+
+			// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+			Meta Meta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetInboxSettingsResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetInboxSettingsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers GetInboxSettingsResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetInboxSettingsResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetInboxSettingsResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetInboxSettingsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetInboxSettingsResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePutInboxSettingsResponse parses an HTTP response from a PutInboxSettingsWithResponse call
+func ParsePutInboxSettingsResponse(rsp *http.Response) (*PutInboxSettingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutInboxSettingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data InboxSettings `json:"data"`
+
+			// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+			Meta Meta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers PutInboxSettingsResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers PutInboxSettingsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers PutInboxSettingsResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers PutInboxSettingsResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 422:
+		var headers PutInboxSettingsResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers PutInboxSettingsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers PutInboxSettingsResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers PutInboxSettingsResponse503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSyncInboxResponse parses an HTTP response from a SyncInboxWithResponse call
+func ParseSyncInboxResponse(rsp *http.Response) (*SyncInboxResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SyncInboxResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest struct {
+			Data struct {
+				Status SyncInbox202JSONResponseBodyDataStatus `json:"status"`
+			} `json:"data"`
+
+			// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
+			Meta Meta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest PlanRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 202:
+		var headers SyncInboxResponse202Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 401:
+		var headers SyncInboxResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers SyncInboxResponse402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers SyncInboxResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers SyncInboxResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers SyncInboxResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers SyncInboxResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers SyncInboxResponse503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
