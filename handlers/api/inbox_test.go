@@ -347,4 +347,3 @@ func TestInboxDraftsRulesMetricsAPI(t *testing.T) {
 	}
 	wantError(t, e.c.Request(http.MethodGet, "/v1/inbox/metrics?from=gestern", nil), 422, "validation_error")
 }
-
