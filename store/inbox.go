@@ -582,10 +582,18 @@ func (f *InboxFilter) Validate() error {
 	return errs.Err()
 }
 
-const inboxCountCap = 100_000
+// InboxCountCap is how many messages a listing counts for its total (the API
+// log's rule): an exact count of a large mailbox would cost every page more
+// than the page itself. A total at the cap reads "at least".
+const InboxCountCap = 10_000
+
+// InboxSearchCountCap is the cap of a searched or labelled listing: its
+// matches are found by reading rows, not an index's order, so counting 10,000
+// of them would cost more than the 50 ms a page may take.
+const InboxSearchCountCap = 1_000
 
 // InboxMessages lists one page of the account's messages, newest first; the
-// total stops at 100,000.
+// total stops at InboxCountCap (InboxSearchCountCap with q or label).
 func (db *DB) InboxMessages(ctx context.Context, accountID int64, f InboxFilter, p Page) ([]InboxMessage, int, error) {
 	conds := []string{"account_id = $1"}
 	args := []any{accountID}
@@ -601,12 +609,21 @@ func (db *DB) InboxMessages(ctx context.Context, accountID int64, f InboxFilter,
 		args = append(args, likePattern(f.Q))
 		conds = append(conds, fmt.Sprintf("search LIKE $%d", len(args)))
 	}
+	countCond := strings.Join(conds, " AND ")
 	if f.Label != "" {
-		args = append(args, pq.Array([]string{f.Label}))
-		conds = append(conds, fmt.Sprintf("labels @> $%d", len(args)))
+		// The page walks the newest-first index and filters (= ANY), which for
+		// a common label finds 50 rows long before sorting all of them would;
+		// the count takes the labels' GIN index (@>) instead of a table scan.
+		args = append(args, f.Label)
+		conds = append(conds, fmt.Sprintf("$%d = ANY(labels)", len(args)))
+		countCond += fmt.Sprintf(" AND labels @> ARRAY[$%d::text]", len(args))
 	}
 	cond := strings.Join(conds, " AND ")
-	total, _, err := countUpTo(ctx, db, "inbox_messages", cond, args, inboxCountCap)
+	countCap := InboxCountCap
+	if f.Q != "" || f.Label != "" {
+		countCap = InboxSearchCountCap
+	}
+	total, _, err := countUpTo(ctx, db, "inbox_messages", countCond, args, countCap)
 	if err != nil {
 		return nil, 0, fmt.Errorf("store: inbox messages: %w", err)
 	}
@@ -852,11 +869,14 @@ func (db *DB) ClaimInboxPending(ctx context.Context, accountID int64, limit int)
 	return out, nil
 }
 
-const deleteInboxPending = `DELETE FROM inbox_pending WHERE message_id = $1`
+const deleteInboxPending = `DELETE FROM inbox_pending WHERE message_id = ANY($1)`
 
-// DoneInboxPending removes a processed message from the pending set.
-func (db *DB) DoneInboxPending(ctx context.Context, messageID int64) error {
-	if _, err := db.ExecContext(ctx, deleteInboxPending, messageID); err != nil {
+// DoneInboxPending removes processed messages from the pending set.
+func (db *DB) DoneInboxPending(ctx context.Context, messageIDs []int64) error {
+	if len(messageIDs) == 0 {
+		return nil
+	}
+	if _, err := db.ExecContext(ctx, deleteInboxPending, pq.Array(messageIDs)); err != nil {
 		return fmt.Errorf("store: inbox pending done: %w", err)
 	}
 	return nil
@@ -1044,7 +1064,7 @@ func InsertInboxDraft(ctx context.Context, tx *sqlx.Tx, accountID, messageID int
 func (db *DB) InboxDrafts(ctx context.Context, accountID int64, status string, p Page) ([]InboxDraft, int, error) {
 	cond := "account_id = $1 AND ($2 = '' OR status = $2)"
 	args := []any{accountID, status}
-	total, _, err := countUpTo(ctx, db, "inbox_drafts", cond, args, inboxCountCap)
+	total, _, err := countUpTo(ctx, db, "inbox_drafts", cond, args, InboxCountCap)
 	if err != nil {
 		return nil, 0, fmt.Errorf("store: inbox drafts: %w", err)
 	}

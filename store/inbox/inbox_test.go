@@ -42,7 +42,7 @@ type fixture struct {
 	aiSrv *aitest.Server
 }
 
-func newFixture(t *testing.T, opts imaptest.Options) *fixture {
+func newFixture(t testing.TB, opts imaptest.Options) *fixture {
 	t.Helper()
 	url := dbtest.URL(t)
 	f := &fixture{db: dbtest.Open(t, url), url: url}

@@ -687,39 +687,53 @@ func MayAutoReply(m store.InboxMessage, own string) bool {
 
 // ProcessPending runs the rules (and the auto draft) on new messages of the
 // account (0: any account). Each message is claimed once across processes.
+// An account without rules and without auto_draft has nothing to run: its
+// messages leave the pending set in one statement.
 func (s *Service) ProcessPending(ctx context.Context, accountID int64) error {
+	type accountRules struct {
+		rules    []store.InboxRule
+		settings store.InboxSettings
+	}
+	cache := map[int64]*accountRules{}
 	for {
-		batch, err := s.db.ClaimInboxPending(ctx, accountID, 50)
+		batch, err := s.db.ClaimInboxPending(ctx, accountID, 200)
 		if err != nil || len(batch) == 0 {
 			return err
 		}
+		var done []int64
 		for _, p := range batch {
-			if err := s.applyRules(ctx, p.AccountID, p.MessageID); err != nil {
-				s.cfg.Log.Warn("inbox rules", "account_id", p.AccountID, "message_id", p.MessageID, "err", err)
-				if p.Attempts < 3 {
-					continue // the lease runs out and another round tries again
+			ar := cache[p.AccountID]
+			if ar == nil {
+				ar = &accountRules{}
+				if ar.rules, err = s.db.InboxRules(ctx, p.AccountID); err != nil {
+					return err
+				}
+				if ar.settings, err = s.db.InboxSettings(ctx, p.AccountID); err != nil && !errors.Is(err, store.ErrNotFound) {
+					return err
+				}
+				cache[p.AccountID] = ar
+			}
+			if len(ar.rules) > 0 || ar.settings.AutoDraft {
+				if err := s.applyRules(ctx, p.AccountID, p.MessageID, ar.rules, ar.settings); err != nil {
+					s.cfg.Log.Warn("inbox rules", "account_id", p.AccountID, "message_id", p.MessageID, "err", err)
+					if p.Attempts < 3 {
+						continue // the lease runs out and another round tries again
+					}
 				}
 			}
-			if err := s.db.DoneInboxPending(ctx, p.MessageID); err != nil {
-				return err
-			}
+			done = append(done, p.MessageID)
+		}
+		if err := s.db.DoneInboxPending(ctx, done); err != nil {
+			return err
 		}
 	}
 }
 
-func (s *Service) applyRules(ctx context.Context, accountID, messageID int64) error {
+func (s *Service) applyRules(ctx context.Context, accountID, messageID int64, rules []store.InboxRule, st store.InboxSettings) error {
 	m, err := s.db.InboxMessage(ctx, accountID, messageID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}
-	if err != nil {
-		return err
-	}
-	rules, err := s.db.InboxRules(ctx, accountID)
-	if err != nil {
-		return err
-	}
-	st, err := s.db.InboxSettings(ctx, accountID)
 	if err != nil {
 		return err
 	}
