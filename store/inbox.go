@@ -1189,3 +1189,37 @@ func (db *DB) InboxContact(ctx context.Context, accountID, contactID int64) (Con
 	}
 	return c, nil
 }
+
+const selectMessageDrafts = `SELECT ` + inboxDraftColumns + ` FROM inbox_drafts WHERE account_id = $1 AND message_id = $2 AND status = 'pending' ORDER BY id DESC`
+
+// PendingDraftsOf returns the pending drafts of one message, newest first.
+func (db *DB) PendingDraftsOf(ctx context.Context, accountID, messageID int64) ([]InboxDraft, error) {
+	out := []InboxDraft{}
+	if err := db.SelectContext(ctx, &out, selectMessageDrafts, accountID, messageID); err != nil {
+		return nil, fmt.Errorf("store: message drafts: %w", err)
+	}
+	return out, nil
+}
+
+const selectRepliesOf = `SELECT id, account_id, message_id, to_email, subject, text_body, html_body, source, mail_id, sent_at
+FROM inbox_replies WHERE account_id = $1 AND message_id = ANY($2) ORDER BY sent_at, id`
+
+// RepliesOf returns the replies sent to the given messages, oldest first.
+func (db *DB) RepliesOf(ctx context.Context, accountID int64, messageIDs []int64) ([]InboxReply, error) {
+	out := []InboxReply{}
+	if err := db.SelectContext(ctx, &out, selectRepliesOf, accountID, pq.Array(messageIDs)); err != nil {
+		return nil, fmt.Errorf("store: inbox replies: %w", err)
+	}
+	return out, nil
+}
+
+const countUnread = `SELECT count(*) FROM (SELECT 1 FROM inbox_messages WHERE account_id = $1 AND NOT read AND NOT archived LIMIT 10000) x`
+
+// InboxUnread counts unread open messages (up to 10,000), for the portal.
+func (db *DB) InboxUnread(ctx context.Context, accountID int64) (int, error) {
+	var n int
+	if err := db.GetContext(ctx, &n, countUnread, accountID); err != nil {
+		return 0, fmt.Errorf("store: inbox unread: %w", err)
+	}
+	return n, nil
+}

@@ -19,6 +19,7 @@ const (
 	NavUsers       = "users"
 	NavABTests     = "ab-tests"
 	NavPlan        = "plan"
+	NavInbox       = "inbox"
 )
 
 // NavItem is one entry of the sidebar.
@@ -43,6 +44,7 @@ func Navigation(t Text) []NavItem {
 		{ID: NavNewsletters, Href: "/newsletters", Label: t.Nav.Newsletters, Icon: "mail"},
 		{ID: NavForms, Href: "/forms", Label: t.Nav.Forms, Icon: "form"},
 		{ID: NavABTests, Href: "/ab-tests", Label: t.Nav.ABTests, Icon: "split"},
+		{ID: NavInbox, Href: "/inbox", Label: t.Nav.Inbox, Icon: "mail"},
 		{ID: NavAPIKeys, Href: "/api-keys", Label: t.Nav.APIKeys, Section: t.Nav.SectionDev, Roles: admins, Icon: "key"},
 		{ID: NavWebhooks, Href: "/webhooks", Label: t.Nav.Webhooks, Section: t.Nav.SectionDev, Roles: admins, Icon: "webhook"},
 		{ID: NavAPILog, Href: "/logs/api", Label: t.Nav.APILog, Section: t.Nav.SectionDev, Icon: "log"},

@@ -25,6 +25,7 @@ import (
 	"github.com/rundbrief/rundbrief/store/abtest"
 	"github.com/rundbrief/rundbrief/store/campaign"
 	"github.com/rundbrief/rundbrief/store/imports"
+	"github.com/rundbrief/rundbrief/store/inbox"
 	"github.com/rundbrief/rundbrief/store/secret"
 	"github.com/rundbrief/rundbrief/store/services"
 	"github.com/rundbrief/rundbrief/store/smtpserver"
@@ -66,6 +67,7 @@ type Portal struct {
 	abTests     *abtest.Service
 	smtpServers *smtpserver.Service
 	imports     *imports.Service
+	inbox       *inbox.Service
 }
 
 // New returns the portal over the shared services (s.Box is required);
@@ -79,7 +81,8 @@ func New(s *services.Set, cfg Config) (*Portal, error) {
 		return nil, errors.New("portal: services.Set.Box is required")
 	}
 	p := &Portal{db: s.DB, box: s.Box, log: s.Log, baseURL: strings.TrimRight(cfg.BaseURL, "/"), now: cfg.Now, upgradeURL: cfg.UpgradeURL,
-		mail: s.Mail, webhooks: s.Webhooks, campaigns: s.Campaigns, abTests: s.ABTests, smtpServers: s.SMTPServers, imports: s.Imports}
+		mail: s.Mail, webhooks: s.Webhooks, campaigns: s.Campaigns, abTests: s.ABTests, smtpServers: s.SMTPServers, imports: s.Imports,
+		inbox: s.Inbox}
 	secure := strings.HasPrefix(p.baseURL, "https://")
 
 	p.sessions = scs.New()
@@ -212,6 +215,27 @@ func (p *Portal) Routes(r chi.Router) {
 			r.Post("/ab-tests/{id}/winner", p.needAB(p.setABWinner))
 			r.Post("/ab-tests/{id}/stop", p.needAB(p.stopABTest))
 			r.Post("/ab-tests/{id}/delete", p.needAB(p.deleteABTest))
+
+			// The inbox (issue 21): three panes, replies, AI drafts, rules,
+			// metrics; the connection settings for owners and admins.
+			yes, no := true, false
+			r.Get("/inbox", p.needInbox(p.inboxPage))
+			r.Post("/inbox/sync", p.needInbox(p.inboxSync))
+			r.Get("/inbox/messages/{id}", p.needInbox(p.inboxMessage))
+			r.Post("/inbox/messages/{id}/reply", p.needInbox(p.inboxReply))
+			r.Post("/inbox/messages/{id}/draft", p.needInbox(p.inboxDraft))
+			r.Post("/inbox/messages/{id}/unread", p.needInbox(p.inboxFlag(&no, nil)))
+			r.Post("/inbox/messages/{id}/archive", p.needInbox(p.inboxFlag(nil, &yes)))
+			r.Post("/inbox/messages/{id}/unarchive", p.needInbox(p.inboxFlag(nil, &no)))
+			r.Post("/inbox/drafts/{id}/approve", p.needInbox(p.inboxApprove))
+			r.Post("/inbox/drafts/{id}/discard", p.needInbox(p.inboxDiscard))
+			r.Get("/inbox/rules", p.needInbox(p.inboxRulesPage))
+			r.Post("/inbox/rules", p.needInbox(p.createInboxRule))
+			r.Post("/inbox/rules/{id}/delete", p.needInbox(p.deleteInboxRule))
+			r.Get("/inbox/metrics", p.needInbox(p.inboxMetricsPage))
+			r.With(p.requireAdmin).Get("/inbox/settings", p.needInbox(p.inboxSettingsPage))
+			r.With(p.requireAdmin).Post("/inbox/settings", p.needInbox(p.saveInboxSettings))
+			r.With(p.requireAdmin).Post("/inbox/settings/test", p.needInbox(p.testInboxSettings))
 
 			// Owners and admins.
 			r.Group(func(r chi.Router) {

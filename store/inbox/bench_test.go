@@ -60,8 +60,10 @@ func BenchmarkInboxFirstSync10000(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
-		if _, err := f.db.ExecContext(ctx, `DELETE FROM inbox_messages WHERE account_id = $1; UPDATE inbox_settings SET last_uid = 0, uidvalidity = 0 WHERE account_id = $1`, f.acct); err != nil {
-			b.Fatal(err)
+		for _, q := range []string{`DELETE FROM inbox_messages WHERE account_id = $1`, `UPDATE inbox_settings SET last_uid = 0, uidvalidity = 0 WHERE account_id = $1`} {
+			if _, err := f.db.ExecContext(ctx, q, f.acct); err != nil {
+				b.Fatal(err)
+			}
 		}
 		resetPeakRSS()
 		b.StartTimer()

@@ -477,6 +477,9 @@ func (s *Service) reply(ctx context.Context, m store.InboxMessage, in ReplyInput
 	if st.FromName != "" {
 		from.Name = st.FromName
 	}
+	if from.Email == "" {
+		return store.InboxReply{}, store.Invalid("from_email", "Für Antworten fehlt eine Absenderadresse: bitte in der Postfach-Verbindung angeben.")
+	}
 	msg := &mailer.Message{From: from, To: mailer.Address{Name: m.FromName, Email: m.FromEmail}, Subject: replySubject(m.Subject),
 		Headers: map[string]string{}}
 	text, htmlBody := in.Text, in.HTML
