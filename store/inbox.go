@@ -421,12 +421,13 @@ type InboxReceivedEvent struct {
 	Message InboxReceivedMessage `json:"message"`
 }
 
-// InboxReceivedMessage is the message inside inbox.received.
+// InboxReceivedMessage is the message inside inbox.received; from is the
+// sender's address, as the webhook catalogue's example shows it.
 type InboxReceivedMessage struct {
-	ID         int64        `json:"id"`
-	From       InboxAddress `json:"from"`
-	Subject    string       `json:"subject"`
-	ReceivedAt EventTime    `json:"received_at"`
+	ID         int64     `json:"id"`
+	From       string    `json:"from"`
+	Subject    string    `json:"subject"`
+	ReceivedAt EventTime `json:"received_at"`
 }
 
 // insertInboxMessages stores a batch; a message already stored (by place or
@@ -531,7 +532,7 @@ func (db *DB) StoreInboxMessages(ctx context.Context, accountID int64, owner, fo
 			}
 			ids = append(ids, id)
 			events = append(events, Event{Name: EventInboxReceived, Data: InboxReceivedEvent{Message: InboxReceivedMessage{
-				ID: id, From: from, Subject: subject, ReceivedAt: EventTime(received)}}})
+				ID: id, From: from.Email, Subject: subject, ReceivedAt: EventTime(received)}}})
 		}
 		if err := rs.Close(); err != nil {
 			return err
