@@ -241,13 +241,15 @@ const InboxSyncInterval = 5 * time.Minute
 // claimDueInbox takes the lease of the account whose sync is due longest.
 const claimDueInbox = `UPDATE inbox_settings SET sync_lease_until = now() + $2 * interval '1 millisecond', sync_lease_owner = $1
 WHERE account_id = (
-  SELECT account_id FROM inbox_settings
-  WHERE next_sync_at <= now() AND (sync_lease_until IS NULL OR sync_lease_until < now())
-  ORDER BY next_sync_at LIMIT 1 FOR UPDATE SKIP LOCKED)
+  SELECT s.account_id FROM inbox_settings s
+  WHERE s.next_sync_at <= now() AND (s.sync_lease_until IS NULL OR s.sync_lease_until < now())
+    AND EXISTS (SELECT 1 FROM accounts a JOIN plans p ON p.name = a.plan WHERE a.id = s.account_id AND 'inbox' = ANY(p.features))
+  ORDER BY s.next_sync_at LIMIT 1 FOR UPDATE OF s SKIP LOCKED)
 RETURNING account_id`
 
-// ClaimDueInbox leases the sync of one account that is due to owner for
-// lease; ok false when none is due or all due ones are leased.
+// ClaimDueInbox leases the sync of one account that is due (and whose plan
+// still has the inbox) to owner for lease; ok false when none is due or all
+// due ones are leased.
 func (db *DB) ClaimDueInbox(ctx context.Context, owner string, lease time.Duration) (accountID int64, ok bool, err error) {
 	err = db.GetContext(ctx, &accountID, claimDueInbox, owner, lease.Milliseconds())
 	if errors.Is(err, sql.ErrNoRows) {

@@ -573,3 +573,61 @@ func TestConnectionTestFailsByStep(t *testing.T) {
 		t.Error("the sync connected to a private address")
 	}
 }
+
+func TestWorkersOfTwoProcessesSyncOnce(t *testing.T) {
+	f := newFixture(t, imaptest.Options{})
+	for i := range 40 {
+		f.imap.Append(t, "INBOX", imaptest.Mail(fmt.Sprintf("w%d@example.com", i), "Hallo", "x"))
+	}
+	f.connect(t)
+	other := f.service(dbtest.Open(t, f.url))
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, svc := range []*inbox.Service{f.svc, other} {
+		wg.Go(func() { _ = svc.Worker(inbox.WorkerOptions{Poll: 20 * time.Millisecond}).Run(ctx) })
+	}
+	waitFor := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for len(f.events(t, store.EventInboxReceived)) < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d events, want %d", len(f.events(t, store.EventInboxReceived)), n)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitFor(40)
+	st, err := f.db.InboxSettings(context.Background(), f.acct)
+	if err != nil || st.LastSyncAt == nil || st.LastError != "" {
+		t.Fatalf("settings after the worker's sync: %+v %v", st, err)
+	}
+	var next time.Time
+	_ = f.db.GetContext(context.Background(), &next, `SELECT next_sync_at FROM inbox_settings WHERE account_id = $1`, f.acct)
+	if d := time.Until(next); d < 4*time.Minute || d > 6*time.Minute {
+		t.Errorf("next sync in %v, want about 5 minutes", d)
+	}
+	// Not due: new mail waits for the interval or a request (POST /inbox/sync).
+	f.imap.Append(t, "INBOX", imaptest.Mail("late@example.com", "Später", "x"))
+	time.Sleep(200 * time.Millisecond)
+	if n := len(f.events(t, store.EventInboxReceived)); n != 40 {
+		t.Errorf("synced before due: %d", n)
+	}
+	if err := other.RequestSync(context.Background(), f.acct); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(41)
+	time.Sleep(200 * time.Millisecond)
+	cancel()
+	wg.Wait()
+	if n := len(f.events(t, store.EventInboxReceived)); n != 41 {
+		t.Errorf("%d inbox.received, want 41", n)
+	}
+	// A plan without the inbox is not synced.
+	if _, err := f.db.ExecContext(context.Background(), `UPDATE accounts SET plan = 'starter' WHERE id = $1`, f.acct); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.db.RequestInboxSync(context.Background(), f.acct)
+	if _, ok, err := f.db.ClaimDueInbox(context.Background(), "x", time.Minute); err != nil || ok {
+		t.Errorf("claimed an account without the inbox: %v %v", ok, err)
+	}
+}
