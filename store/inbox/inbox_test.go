@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -27,7 +28,13 @@ import (
 	"github.com/rundbrief/rundbrief/store/smtpserver"
 )
 
-func TestMain(m *testing.M) { dbtest.Main(m) }
+func TestMain(m *testing.M) {
+	if n := os.Getenv(benchServerEnv); n != "" {
+		serveBenchMailbox(n) // a child process of BenchmarkInboxFirstSync10000
+		return
+	}
+	dbtest.Main(m)
+}
 
 // fixture is one account connected to a real IMAP server in this process,
 // replying through a real SMTP server.

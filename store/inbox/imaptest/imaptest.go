@@ -49,6 +49,20 @@ type Server struct {
 // Start runs a server until the test ends.
 func Start(tb testing.TB, opts Options) *Server {
 	tb.Helper()
+	s, err := New(opts)
+	if err != nil {
+		tb.Fatalf("imaptest: %v", err)
+	}
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// Close stops the server.
+func (s *Server) Close() { _ = s.srv.Close() }
+
+// New runs a server until Close (for a server in a process of its own, e.g.
+// a benchmark that measures its client's memory alone).
+func New(opts Options) (*Server, error) {
 	if opts.Username == "" {
 		opts.Username, opts.Password = "inbox@example.com", "secret"
 	}
@@ -58,12 +72,12 @@ func Start(tb testing.TB, opts Options) *Server {
 	mem.AddUser(s.user)
 	for _, f := range append([]string{"INBOX"}, opts.Folders...) {
 		if err := s.user.Create(f, nil); err != nil {
-			tb.Fatalf("imaptest: create %s: %v", f, err)
+			return nil, fmt.Errorf("create %s: %w", f, err)
 		}
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		tb.Fatalf("imaptest: %v", err)
+		return nil, err
 	}
 	addr := ln.Addr().(*net.TCPAddr)
 	s.Host, s.Port = addr.IP.String(), addr.Port
@@ -71,7 +85,7 @@ func Start(tb testing.TB, opts Options) *Server {
 	if opts.TLS {
 		cert, roots, err := smtptest.NewCertificate("127.0.0.1", "localhost")
 		if err != nil {
-			tb.Fatalf("imaptest: %v", err)
+			return nil, err
 		}
 		s.roots = roots
 		s.ln = tls.NewListener(s.ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
@@ -85,8 +99,7 @@ func Start(tb testing.TB, opts Options) *Server {
 		Logger:       log.New(io.Discard, "", 0),
 	})
 	go func() { _ = s.srv.Serve(s.ln) }()
-	tb.Cleanup(func() { _ = s.srv.Close() })
-	return s
+	return s, nil
 }
 
 type countingListener struct {
@@ -114,9 +127,15 @@ func (s *Server) Addr() string { return net.JoinHostPort(s.Host, strconv.Itoa(s.
 // Append stores a raw message (CRLF lines) in folder.
 func (s *Server) Append(tb testing.TB, folder string, raw []byte, flags ...imap.Flag) {
 	tb.Helper()
-	if _, err := s.user.Append(folder, literal{bytes.NewReader(raw), int64(len(raw))}, &imap.AppendOptions{Flags: flags, Time: time.Now()}); err != nil {
+	if err := s.AppendRaw(folder, raw, flags...); err != nil {
 		tb.Fatalf("imaptest: append: %v", err)
 	}
+}
+
+// AppendRaw is Append without a test.
+func (s *Server) AppendRaw(folder string, raw []byte, flags ...imap.Flag) error {
+	_, err := s.user.Append(folder, literal{bytes.NewReader(raw), int64(len(raw))}, &imap.AppendOptions{Flags: flags, Time: time.Now()})
+	return err
 }
 
 type literal struct {
