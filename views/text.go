@@ -2090,6 +2090,7 @@ type InboxText struct {
 	ChartDesc, ChartDay, ChartReceived, ChartReplied                    string
 	PlanTitle, PlanBody, SavedFlash, SyncFlash, RepliedFlash            string
 	DraftFlash, ApprovedFlash, DiscardedFlash, RuleFlash, RuleGoneFlash string
+	LabelsField, SaveLabels, LabelsSaved                                string
 }
 
 func germanInbox() InboxText {
@@ -2133,5 +2134,6 @@ func germanInbox() InboxText {
 		SavedFlash: "Verbindung getestet und gespeichert. Der Abgleich beginnt gleich.", SyncFlash: "Der Abgleich wurde angestoßen.",
 		RepliedFlash: "Antwort gesendet.", DraftFlash: "KI-Entwurf erstellt.", ApprovedFlash: "Entwurf gesendet.", DiscardedFlash: "Entwurf verworfen.",
 		RuleFlash: "Regel hinzugefügt.", RuleGoneFlash: "Regel gelöscht.",
+		LabelsField: "Labels (durch Kommas getrennt)", SaveLabels: "Labels speichern", LabelsSaved: "Labels gespeichert.",
 	}
 }

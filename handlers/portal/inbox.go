@@ -151,6 +151,25 @@ func (p *Portal) inboxFlag(read, archived *bool) func(http.ResponseWriter, *http
 	}
 }
 
+// inboxLabels sets a message's labels from a comma-separated field.
+func (p *Portal) inboxLabels(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	if err := parseForm(w, r); err != nil {
+		return err
+	}
+	labels := []string{}
+	for l := range strings.SplitSeq(r.PostFormValue("labels"), ",") {
+		if l = strings.TrimSpace(l); l != "" {
+			labels = append(labels, l)
+		}
+	}
+	_, err = p.inbox.Patch(r.Context(), accountID(r), id, store.InboxPatch{Labels: &labels})
+	return p.afterInboxAction(w, r, id, err, views.TextFor(r.Context()).Inbox.LabelsSaved)
+}
+
 func (p *Portal) inboxReply(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r, "id")
 	if err != nil {

@@ -109,6 +109,12 @@ func TestInboxPortal(t *testing.T) {
 		t.Errorf("draft without provider: %d %s", r.StatusCode, r.Body)
 	}
 
+	// Labels from the reading pane become folders of the left pane.
+	wantRedirect(t, c.post("/inbox/messages/"+strconv.FormatInt(id, 10)+"/labels", url.Values{"labels": {"Kurs, Wichtig"}}), "/inbox?status=all&id="+strconv.FormatInt(id, 10))
+	if r := c.get("/inbox"); r.find("inbox-label").Length() != 2 {
+		t.Errorf("labels in the folder pane: %d", r.find("inbox-label").Length())
+	}
+
 	// Rules and metrics.
 	wantRedirect(t, c.post("/inbox/rules", url.Values{"name": {"Kurse"}, "subject_contains": {"kurs"}, "action": {"label"}, "value": {"Kurs"}}), "/inbox/rules")
 	r = c.post("/inbox/rules", url.Values{"name": {"Leer"}, "action": {"reply"}})

@@ -224,6 +224,7 @@ func (p *Portal) Routes(r chi.Router) {
 			r.Get("/inbox/messages/{id}", p.needInbox(p.inboxMessage))
 			r.Post("/inbox/messages/{id}/reply", p.needInbox(p.inboxReply))
 			r.Post("/inbox/messages/{id}/draft", p.needInbox(p.inboxDraft))
+			r.Post("/inbox/messages/{id}/labels", p.needInbox(p.inboxLabels))
 			r.Post("/inbox/messages/{id}/unread", p.needInbox(p.inboxFlag(&no, nil)))
 			r.Post("/inbox/messages/{id}/archive", p.needInbox(p.inboxFlag(nil, &yes)))
 			r.Post("/inbox/messages/{id}/unarchive", p.needInbox(p.inboxFlag(nil, &no)))
