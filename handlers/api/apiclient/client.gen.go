@@ -440,22 +440,22 @@ func (e AbTestWriteWinnerMetric) Valid() bool {
 
 // Defines values for ActivityActorType.
 const (
-	ActivityActorTypeKey    ActivityActorType = "key"
-	ActivityActorTypePublic ActivityActorType = "public"
-	ActivityActorTypeSystem ActivityActorType = "system"
-	ActivityActorTypeUser   ActivityActorType = "user"
+	Key    ActivityActorType = "key"
+	Public ActivityActorType = "public"
+	System ActivityActorType = "system"
+	User   ActivityActorType = "user"
 )
 
 // Valid indicates whether the value is a known member of the ActivityActorType enum.
 func (e ActivityActorType) Valid() bool {
 	switch e {
-	case ActivityActorTypeKey:
+	case Key:
 		return true
-	case ActivityActorTypePublic:
+	case Public:
 		return true
-	case ActivityActorTypeSystem:
+	case System:
 		return true
-	case ActivityActorTypeUser:
+	case User:
 		return true
 	default:
 		return false
@@ -509,16 +509,16 @@ func (e AiGenerateRequestAction) Valid() bool {
 
 // Defines values for AiGenerateRequestModel.
 const (
-	AiGenerateRequestModelHaiku  AiGenerateRequestModel = "haiku"
-	AiGenerateRequestModelSonnet AiGenerateRequestModel = "sonnet"
+	Haiku  AiGenerateRequestModel = "haiku"
+	Sonnet AiGenerateRequestModel = "sonnet"
 )
 
 // Valid indicates whether the value is a known member of the AiGenerateRequestModel enum.
 func (e AiGenerateRequestModel) Valid() bool {
 	switch e {
-	case AiGenerateRequestModelHaiku:
+	case Haiku:
 		return true
-	case AiGenerateRequestModelSonnet:
+	case Sonnet:
 		return true
 	default:
 		return false
@@ -1296,162 +1296,6 @@ func (e FormWriteFields) Valid() bool {
 	case FormWriteFieldsPhone:
 		return true
 	case FormWriteFieldsZip:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for InboxDraftStatus.
-const (
-	InboxDraftStatusApproved  InboxDraftStatus = "approved"
-	InboxDraftStatusDiscarded InboxDraftStatus = "discarded"
-	InboxDraftStatusPending   InboxDraftStatus = "pending"
-)
-
-// Valid indicates whether the value is a known member of the InboxDraftStatus enum.
-func (e InboxDraftStatus) Valid() bool {
-	switch e {
-	case InboxDraftStatusApproved:
-		return true
-	case InboxDraftStatusDiscarded:
-		return true
-	case InboxDraftStatusPending:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for InboxDraftInputModel.
-const (
-	InboxDraftInputModelHaiku  InboxDraftInputModel = "haiku"
-	InboxDraftInputModelSonnet InboxDraftInputModel = "sonnet"
-)
-
-// Valid indicates whether the value is a known member of the InboxDraftInputModel enum.
-func (e InboxDraftInputModel) Valid() bool {
-	switch e {
-	case InboxDraftInputModelHaiku:
-		return true
-	case InboxDraftInputModelSonnet:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for InboxReplySource.
-const (
-	InboxReplySourceAi   InboxReplySource = "ai"
-	InboxReplySourceRule InboxReplySource = "rule"
-	InboxReplySourceUser InboxReplySource = "user"
-)
-
-// Valid indicates whether the value is a known member of the InboxReplySource enum.
-func (e InboxReplySource) Valid() bool {
-	switch e {
-	case InboxReplySourceAi:
-		return true
-	case InboxReplySourceRule:
-		return true
-	case InboxReplySourceUser:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for InboxRuleAction.
-const (
-	InboxRuleActionAiDraft  InboxRuleAction = "ai_draft"
-	InboxRuleActionArchive  InboxRuleAction = "archive"
-	InboxRuleActionLabel    InboxRuleAction = "label"
-	InboxRuleActionMarkRead InboxRuleAction = "mark_read"
-	InboxRuleActionReply    InboxRuleAction = "reply"
-)
-
-// Valid indicates whether the value is a known member of the InboxRuleAction enum.
-func (e InboxRuleAction) Valid() bool {
-	switch e {
-	case InboxRuleActionAiDraft:
-		return true
-	case InboxRuleActionArchive:
-		return true
-	case InboxRuleActionLabel:
-		return true
-	case InboxRuleActionMarkRead:
-		return true
-	case InboxRuleActionReply:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for InboxRuleInputAction.
-const (
-	InboxRuleInputActionAiDraft  InboxRuleInputAction = "ai_draft"
-	InboxRuleInputActionArchive  InboxRuleInputAction = "archive"
-	InboxRuleInputActionLabel    InboxRuleInputAction = "label"
-	InboxRuleInputActionMarkRead InboxRuleInputAction = "mark_read"
-	InboxRuleInputActionReply    InboxRuleInputAction = "reply"
-)
-
-// Valid indicates whether the value is a known member of the InboxRuleInputAction enum.
-func (e InboxRuleInputAction) Valid() bool {
-	switch e {
-	case InboxRuleInputActionAiDraft:
-		return true
-	case InboxRuleInputActionArchive:
-		return true
-	case InboxRuleInputActionLabel:
-		return true
-	case InboxRuleInputActionMarkRead:
-		return true
-	case InboxRuleInputActionReply:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for InboxSettingsEncryption.
-const (
-	InboxSettingsEncryptionNone     InboxSettingsEncryption = "none"
-	InboxSettingsEncryptionStarttls InboxSettingsEncryption = "starttls"
-	InboxSettingsEncryptionTls      InboxSettingsEncryption = "tls"
-)
-
-// Valid indicates whether the value is a known member of the InboxSettingsEncryption enum.
-func (e InboxSettingsEncryption) Valid() bool {
-	switch e {
-	case InboxSettingsEncryptionNone:
-		return true
-	case InboxSettingsEncryptionStarttls:
-		return true
-	case InboxSettingsEncryptionTls:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for InboxSettingsInputEncryption.
-const (
-	InboxSettingsInputEncryptionNone     InboxSettingsInputEncryption = "none"
-	InboxSettingsInputEncryptionStarttls InboxSettingsInputEncryption = "starttls"
-	InboxSettingsInputEncryptionTls      InboxSettingsInputEncryption = "tls"
-)
-
-// Valid indicates whether the value is a known member of the InboxSettingsInputEncryption enum.
-func (e InboxSettingsInputEncryption) Valid() bool {
-	switch e {
-	case InboxSettingsInputEncryptionNone:
-		return true
-	case InboxSettingsInputEncryptionStarttls:
-		return true
-	case InboxSettingsInputEncryptionTls:
 		return true
 	default:
 		return false
@@ -7650,27 +7494,6 @@ func (e GetFormEmbed500JSONResponseBodyErrorCode) Valid() bool {
 	}
 }
 
-// Defines values for ListInboxDraftsParamsStatus.
-const (
-	ListInboxDraftsParamsStatusApproved  ListInboxDraftsParamsStatus = "approved"
-	ListInboxDraftsParamsStatusDiscarded ListInboxDraftsParamsStatus = "discarded"
-	ListInboxDraftsParamsStatusPending   ListInboxDraftsParamsStatus = "pending"
-)
-
-// Valid indicates whether the value is a known member of the ListInboxDraftsParamsStatus enum.
-func (e ListInboxDraftsParamsStatus) Valid() bool {
-	switch e {
-	case ListInboxDraftsParamsStatusApproved:
-		return true
-	case ListInboxDraftsParamsStatusDiscarded:
-		return true
-	case ListInboxDraftsParamsStatusPending:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for ListInboxDrafts401JSONResponseBodyErrorCode.
 const (
 	ListInboxDrafts401JSONResponseBodyErrorCodeUnauthorized ListInboxDrafts401JSONResponseBodyErrorCode = "unauthorized"
@@ -8004,30 +7827,6 @@ const (
 func (e ApproveInboxDraft503JSONResponseBodyErrorCode) Valid() bool {
 	switch e {
 	case ApproveInboxDraft503JSONResponseBodyErrorCodeServiceUnavailable:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for ListInboxMessagesParamsStatus.
-const (
-	ListInboxMessagesParamsStatusAll      ListInboxMessagesParamsStatus = "all"
-	ListInboxMessagesParamsStatusArchived ListInboxMessagesParamsStatus = "archived"
-	ListInboxMessagesParamsStatusOpen     ListInboxMessagesParamsStatus = "open"
-	ListInboxMessagesParamsStatusUnread   ListInboxMessagesParamsStatus = "unread"
-)
-
-// Valid indicates whether the value is a known member of the ListInboxMessagesParamsStatus enum.
-func (e ListInboxMessagesParamsStatus) Valid() bool {
-	switch e {
-	case ListInboxMessagesParamsStatusAll:
-		return true
-	case ListInboxMessagesParamsStatusArchived:
-		return true
-	case ListInboxMessagesParamsStatusOpen:
-		return true
-	case ListInboxMessagesParamsStatusUnread:
 		return true
 	default:
 		return false
@@ -16796,28 +16595,26 @@ type FormWriteFields string
 
 // InboxDraft defines model for InboxDraft.
 type InboxDraft struct {
-	CostEur   float64          `json:"cost_eur"`
-	CreatedAt time.Time        `json:"created_at"`
-	DecidedAt *time.Time       `json:"decided_at"`
-	Id        int64            `json:"id"`
-	MessageId int64            `json:"message_id"`
-	Model     string           `json:"model"`
-	ReplyId   *int64           `json:"reply_id"`
-	Status    InboxDraftStatus `json:"status"`
-	Text      string           `json:"text"`
-}
+	CostEur   float64    `json:"cost_eur"`
+	CreatedAt time.Time  `json:"created_at"`
+	DecidedAt *time.Time `json:"decided_at"`
+	Id        int64      `json:"id"`
+	MessageId int64      `json:"message_id"`
+	Model     string     `json:"model"`
+	ReplyId   *int64     `json:"reply_id"`
 
-// InboxDraftStatus defines model for InboxDraft.Status.
-type InboxDraftStatus string
+	// Status Einer von / one of: `pending`, `approved`, `discarded`.
+	Status string `json:"status"`
+	Text   string `json:"text"`
+}
 
 // InboxDraftInput defines model for InboxDraftInput.
 type InboxDraftInput struct {
-	Instruction *string               `json:"instruction,omitempty"`
-	Model       *InboxDraftInputModel `json:"model,omitempty"`
-}
+	Instruction *string `json:"instruction,omitempty"`
 
-// InboxDraftInputModel defines model for InboxDraftInput.Model.
-type InboxDraftInputModel string
+	// Model Einer von / one of: `haiku`, `sonnet`.
+	Model *string `json:"model,omitempty"`
+}
 
 // InboxMessage defines model for InboxMessage.
 type InboxMessage struct {
@@ -16874,18 +16671,17 @@ type InboxMetrics struct {
 
 // InboxReply defines model for InboxReply.
 type InboxReply struct {
-	Html      string           `json:"html"`
-	Id        int64            `json:"id"`
-	MessageId int64            `json:"message_id"`
-	SentAt    time.Time        `json:"sent_at"`
-	Source    InboxReplySource `json:"source"`
-	Subject   string           `json:"subject"`
-	Text      string           `json:"text"`
-	To        string           `json:"to"`
-}
+	Html      string    `json:"html"`
+	Id        int64     `json:"id"`
+	MessageId int64     `json:"message_id"`
+	SentAt    time.Time `json:"sent_at"`
 
-// InboxReplySource defines model for InboxReply.Source.
-type InboxReplySource string
+	// Source Einer von / one of: `user`, `ai`, `rule`.
+	Source  string `json:"source"`
+	Subject string `json:"subject"`
+	Text    string `json:"text"`
+	To      string `json:"to"`
+}
 
 // InboxReplyInput defines model for InboxReplyInput.
 type InboxReplyInput struct {
@@ -16895,24 +16691,23 @@ type InboxReplyInput struct {
 
 // InboxRule defines model for InboxRule.
 type InboxRule struct {
-	Action    InboxRuleAction `json:"action"`
-	CreatedAt time.Time       `json:"created_at"`
-	Id        int64           `json:"id"`
-	Match     InboxRuleMatch  `json:"match"`
-	Name      string          `json:"name"`
-	Position  int             `json:"position"`
-	Text      string          `json:"text"`
-	Value     string          `json:"value"`
+	// Action Einer von / one of: `label`, `archive`, `mark_read`, `reply`, `ai_draft`.
+	Action    string         `json:"action"`
+	CreatedAt time.Time      `json:"created_at"`
+	Id        int64          `json:"id"`
+	Match     InboxRuleMatch `json:"match"`
+	Name      string         `json:"name"`
+	Position  int            `json:"position"`
+	Text      string         `json:"text"`
+	Value     string         `json:"value"`
 }
-
-// InboxRuleAction defines model for InboxRule.Action.
-type InboxRuleAction string
 
 // InboxRuleInput defines model for InboxRuleInput.
 type InboxRuleInput struct {
-	Action InboxRuleInputAction `json:"action"`
-	Match  *InboxRuleMatch      `json:"match,omitempty"`
-	Name   string               `json:"name"`
+	// Action Einer von / one of: `label`, `archive`, `mark_read`, `reply`, `ai_draft`.
+	Action string          `json:"action"`
+	Match  *InboxRuleMatch `json:"match,omitempty"`
+	Name   string          `json:"name"`
 
 	// Position Stelle in der Reihenfolge; Standard: zuletzt / place in the order; default last.
 	Position *int `json:"position,omitempty"`
@@ -16924,9 +16719,6 @@ type InboxRuleInput struct {
 	Value *string `json:"value,omitempty"`
 }
 
-// InboxRuleInputAction defines model for InboxRuleInput.Action.
-type InboxRuleInputAction string
-
 // InboxRuleMatch defines model for InboxRuleMatch.
 type InboxRuleMatch struct {
 	BodyContains    *string `json:"body_contains,omitempty"`
@@ -16936,13 +16728,15 @@ type InboxRuleMatch struct {
 
 // InboxSettings defines model for InboxSettings.
 type InboxSettings struct {
-	AutoDraft   bool                    `json:"auto_draft"`
-	Encryption  InboxSettingsEncryption `json:"encryption"`
-	Folder      string                  `json:"folder"`
-	FromEmail   string                  `json:"from_email"`
-	FromName    string                  `json:"from_name"`
-	HasPassword bool                    `json:"has_password"`
-	Host        string                  `json:"host"`
+	AutoDraft bool `json:"auto_draft"`
+
+	// Encryption Einer von / one of: `tls`, `starttls`, `none`.
+	Encryption  string `json:"encryption"`
+	Folder      string `json:"folder"`
+	FromEmail   string `json:"from_email"`
+	FromName    string `json:"from_name"`
+	HasPassword bool   `json:"has_password"`
+	Host        string `json:"host"`
 
 	// LastError Fehler des letzten Abgleichs, sonst leer / the last sync's error, else empty.
 	LastError    string     `json:"last_error"`
@@ -16954,18 +16748,17 @@ type InboxSettings struct {
 	Username     string     `json:"username"`
 }
 
-// InboxSettingsEncryption defines model for InboxSettings.Encryption.
-type InboxSettingsEncryption string
-
 // InboxSettingsInput defines model for InboxSettingsInput.
 type InboxSettingsInput struct {
 	// AutoDraft Ein KI-Entwurf für jede neue Nachricht, die keine Regel beantwortet / an AI draft for each new message no rule answered.
-	AutoDraft  *bool                         `json:"auto_draft,omitempty"`
-	Encryption *InboxSettingsInputEncryption `json:"encryption,omitempty"`
-	Folder     *string                       `json:"folder,omitempty"`
-	FromEmail  *string                       `json:"from_email,omitempty"`
-	FromName   *string                       `json:"from_name,omitempty"`
-	Host       string                        `json:"host"`
+	AutoDraft *bool `json:"auto_draft,omitempty"`
+
+	// Encryption Einer von / one of: `tls`, `starttls`, `none`.
+	Encryption *string `json:"encryption,omitempty"`
+	Folder     *string `json:"folder,omitempty"`
+	FromEmail  *string `json:"from_email,omitempty"`
+	FromName   *string `json:"from_name,omitempty"`
+	Host       string  `json:"host"`
 
 	// Password Nur schreibbar; fehlt es, bleibt das gespeicherte / write-only; absent keeps the stored one.
 	Password *string `json:"password,omitempty"`
@@ -16978,9 +16771,6 @@ type InboxSettingsInput struct {
 	SmtpServerId *int64 `json:"smtp_server_id,omitempty"`
 	Username     string `json:"username"`
 }
-
-// InboxSettingsInputEncryption defines model for InboxSettingsInput.Encryption.
-type InboxSettingsInputEncryption string
 
 // LimitUsage defines model for LimitUsage.
 type LimitUsage struct {
@@ -19343,11 +19133,8 @@ type ListInboxDraftsParams struct {
 	PerPage *PerPage `form:"per_page,omitempty" json:"per_page,omitempty"`
 
 	// Status Nur Entwürfe in diesem Status / only drafts in this status.
-	Status *ListInboxDraftsParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+	Status *string `form:"status,omitempty" json:"status,omitempty"`
 }
-
-// ListInboxDraftsParamsStatus defines parameters for ListInboxDrafts.
-type ListInboxDraftsParamsStatus string
 
 // ListInboxDrafts401JSONResponseBodyErrorCode defines parameters for ListInboxDrafts.
 type ListInboxDrafts401JSONResponseBodyErrorCode string
@@ -19430,7 +19217,7 @@ type ListInboxMessagesParams struct {
 	PerPage *PerPage `form:"per_page,omitempty" json:"per_page,omitempty"`
 
 	// Status `unread` (ungelesen, nicht archiviert), `open` (nicht archiviert; Standard), `archived`, `all`.
-	Status *ListInboxMessagesParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+	Status *string `form:"status,omitempty" json:"status,omitempty"`
 
 	// Q Suchbegriff / search term.
 	Q *string `form:"q,omitempty" json:"q,omitempty"`
@@ -19438,9 +19225,6 @@ type ListInboxMessagesParams struct {
 	// Label Nur Nachrichten mit diesem Label / only messages with this label.
 	Label *string `form:"label,omitempty" json:"label,omitempty"`
 }
-
-// ListInboxMessagesParamsStatus defines parameters for ListInboxMessages.
-type ListInboxMessagesParamsStatus string
 
 // ListInboxMessages401JSONResponseBodyErrorCode defines parameters for ListInboxMessages.
 type ListInboxMessages401JSONResponseBodyErrorCode string
