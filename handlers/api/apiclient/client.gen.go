@@ -7494,6 +7494,21 @@ func (e GetFormEmbed500JSONResponseBodyErrorCode) Valid() bool {
 	}
 }
 
+// Defines values for ListInboxDrafts400JSONResponseBodyErrorCode.
+const (
+	ListInboxDrafts400JSONResponseBodyErrorCodeBadRequest ListInboxDrafts400JSONResponseBodyErrorCode = "bad_request"
+)
+
+// Valid indicates whether the value is a known member of the ListInboxDrafts400JSONResponseBodyErrorCode enum.
+func (e ListInboxDrafts400JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListInboxDrafts400JSONResponseBodyErrorCodeBadRequest:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListInboxDrafts401JSONResponseBodyErrorCode.
 const (
 	ListInboxDrafts401JSONResponseBodyErrorCodeUnauthorized ListInboxDrafts401JSONResponseBodyErrorCode = "unauthorized"
@@ -7587,6 +7602,21 @@ func (e ListInboxDrafts500JSONResponseBodyErrorCode) Valid() bool {
 	}
 }
 
+// Defines values for DiscardInboxDraft400JSONResponseBodyErrorCode.
+const (
+	DiscardInboxDraft400JSONResponseBodyErrorCodeBadRequest DiscardInboxDraft400JSONResponseBodyErrorCode = "bad_request"
+)
+
+// Valid indicates whether the value is a known member of the DiscardInboxDraft400JSONResponseBodyErrorCode enum.
+func (e DiscardInboxDraft400JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DiscardInboxDraft400JSONResponseBodyErrorCodeBadRequest:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DiscardInboxDraft401JSONResponseBodyErrorCode.
 const (
 	DiscardInboxDraft401JSONResponseBodyErrorCodeUnauthorized DiscardInboxDraft401JSONResponseBodyErrorCode = "unauthorized"
@@ -7665,6 +7695,21 @@ func (e DiscardInboxDraft409JSONResponseBodyErrorCode) Valid() bool {
 	}
 }
 
+// Defines values for DiscardInboxDraft422JSONResponseBodyErrorCode.
+const (
+	DiscardInboxDraft422JSONResponseBodyErrorCodeValidationError DiscardInboxDraft422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the DiscardInboxDraft422JSONResponseBodyErrorCode enum.
+func (e DiscardInboxDraft422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DiscardInboxDraft422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DiscardInboxDraft429JSONResponseBodyErrorCode.
 const (
 	DiscardInboxDraft429JSONResponseBodyErrorCodeRateLimited DiscardInboxDraft429JSONResponseBodyErrorCode = "rate_limited"
@@ -7689,6 +7734,21 @@ const (
 func (e DiscardInboxDraft500JSONResponseBodyErrorCode) Valid() bool {
 	switch e {
 	case DiscardInboxDraft500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ApproveInboxDraft400JSONResponseBodyErrorCode.
+const (
+	ApproveInboxDraft400JSONResponseBodyErrorCodeBadRequest ApproveInboxDraft400JSONResponseBodyErrorCode = "bad_request"
+)
+
+// Valid indicates whether the value is a known member of the ApproveInboxDraft400JSONResponseBodyErrorCode enum.
+func (e ApproveInboxDraft400JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ApproveInboxDraft400JSONResponseBodyErrorCodeBadRequest:
 		return true
 	default:
 		return false
@@ -7773,6 +7833,21 @@ func (e ApproveInboxDraft409JSONResponseBodyErrorCode) Valid() bool {
 	}
 }
 
+// Defines values for ApproveInboxDraft413JSONResponseBodyErrorCode.
+const (
+	ApproveInboxDraft413JSONResponseBodyErrorCodePayloadTooLarge ApproveInboxDraft413JSONResponseBodyErrorCode = "payload_too_large"
+)
+
+// Valid indicates whether the value is a known member of the ApproveInboxDraft413JSONResponseBodyErrorCode enum.
+func (e ApproveInboxDraft413JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ApproveInboxDraft413JSONResponseBodyErrorCodePayloadTooLarge:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ApproveInboxDraft422JSONResponseBodyErrorCode.
 const (
 	ApproveInboxDraft422JSONResponseBodyErrorCodeValidationError ApproveInboxDraft422JSONResponseBodyErrorCode = "validation_error"
@@ -7827,6 +7902,21 @@ const (
 func (e ApproveInboxDraft503JSONResponseBodyErrorCode) Valid() bool {
 	switch e {
 	case ApproveInboxDraft503JSONResponseBodyErrorCodeServiceUnavailable:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListInboxMessages400JSONResponseBodyErrorCode.
+const (
+	ListInboxMessages400JSONResponseBodyErrorCodeBadRequest ListInboxMessages400JSONResponseBodyErrorCode = "bad_request"
+)
+
+// Valid indicates whether the value is a known member of the ListInboxMessages400JSONResponseBodyErrorCode enum.
+func (e ListInboxMessages400JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListInboxMessages400JSONResponseBodyErrorCodeBadRequest:
 		return true
 	default:
 		return false
@@ -7926,6 +8016,21 @@ func (e ListInboxMessages500JSONResponseBodyErrorCode) Valid() bool {
 	}
 }
 
+// Defines values for GetInboxMessage400JSONResponseBodyErrorCode.
+const (
+	GetInboxMessage400JSONResponseBodyErrorCodeBadRequest GetInboxMessage400JSONResponseBodyErrorCode = "bad_request"
+)
+
+// Valid indicates whether the value is a known member of the GetInboxMessage400JSONResponseBodyErrorCode enum.
+func (e GetInboxMessage400JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetInboxMessage400JSONResponseBodyErrorCodeBadRequest:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GetInboxMessage401JSONResponseBodyErrorCode.
 const (
 	GetInboxMessage401JSONResponseBodyErrorCodeUnauthorized GetInboxMessage401JSONResponseBodyErrorCode = "unauthorized"
@@ -7989,6 +8094,21 @@ func (e GetInboxMessage404JSONResponseBodyErrorCode) Valid() bool {
 	}
 }
 
+// Defines values for GetInboxMessage422JSONResponseBodyErrorCode.
+const (
+	GetInboxMessage422JSONResponseBodyErrorCodeValidationError GetInboxMessage422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the GetInboxMessage422JSONResponseBodyErrorCode enum.
+func (e GetInboxMessage422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetInboxMessage422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GetInboxMessage429JSONResponseBodyErrorCode.
 const (
 	GetInboxMessage429JSONResponseBodyErrorCodeRateLimited GetInboxMessage429JSONResponseBodyErrorCode = "rate_limited"
@@ -8013,6 +8133,21 @@ const (
 func (e GetInboxMessage500JSONResponseBodyErrorCode) Valid() bool {
 	switch e {
 	case GetInboxMessage500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PatchInboxMessage400JSONResponseBodyErrorCode.
+const (
+	PatchInboxMessage400JSONResponseBodyErrorCodeBadRequest PatchInboxMessage400JSONResponseBodyErrorCode = "bad_request"
+)
+
+// Valid indicates whether the value is a known member of the PatchInboxMessage400JSONResponseBodyErrorCode enum.
+func (e PatchInboxMessage400JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case PatchInboxMessage400JSONResponseBodyErrorCodeBadRequest:
 		return true
 	default:
 		return false
@@ -8082,6 +8217,21 @@ func (e PatchInboxMessage404JSONResponseBodyErrorCode) Valid() bool {
 	}
 }
 
+// Defines values for PatchInboxMessage413JSONResponseBodyErrorCode.
+const (
+	PatchInboxMessage413JSONResponseBodyErrorCodePayloadTooLarge PatchInboxMessage413JSONResponseBodyErrorCode = "payload_too_large"
+)
+
+// Valid indicates whether the value is a known member of the PatchInboxMessage413JSONResponseBodyErrorCode enum.
+func (e PatchInboxMessage413JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case PatchInboxMessage413JSONResponseBodyErrorCodePayloadTooLarge:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PatchInboxMessage422JSONResponseBodyErrorCode.
 const (
 	PatchInboxMessage422JSONResponseBodyErrorCodeValidationError PatchInboxMessage422JSONResponseBodyErrorCode = "validation_error"
@@ -8121,6 +8271,21 @@ const (
 func (e PatchInboxMessage500JSONResponseBodyErrorCode) Valid() bool {
 	switch e {
 	case PatchInboxMessage500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DraftInboxMessage400JSONResponseBodyErrorCode.
+const (
+	DraftInboxMessage400JSONResponseBodyErrorCodeBadRequest DraftInboxMessage400JSONResponseBodyErrorCode = "bad_request"
+)
+
+// Valid indicates whether the value is a known member of the DraftInboxMessage400JSONResponseBodyErrorCode enum.
+func (e DraftInboxMessage400JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DraftInboxMessage400JSONResponseBodyErrorCodeBadRequest:
 		return true
 	default:
 		return false
@@ -8190,6 +8355,36 @@ func (e DraftInboxMessage404JSONResponseBodyErrorCode) Valid() bool {
 	}
 }
 
+// Defines values for DraftInboxMessage409JSONResponseBodyErrorCode.
+const (
+	DraftInboxMessage409JSONResponseBodyErrorCodeConflict DraftInboxMessage409JSONResponseBodyErrorCode = "conflict"
+)
+
+// Valid indicates whether the value is a known member of the DraftInboxMessage409JSONResponseBodyErrorCode enum.
+func (e DraftInboxMessage409JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DraftInboxMessage409JSONResponseBodyErrorCodeConflict:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DraftInboxMessage413JSONResponseBodyErrorCode.
+const (
+	DraftInboxMessage413JSONResponseBodyErrorCodePayloadTooLarge DraftInboxMessage413JSONResponseBodyErrorCode = "payload_too_large"
+)
+
+// Valid indicates whether the value is a known member of the DraftInboxMessage413JSONResponseBodyErrorCode enum.
+func (e DraftInboxMessage413JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DraftInboxMessage413JSONResponseBodyErrorCodePayloadTooLarge:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DraftInboxMessage422JSONResponseBodyErrorCode.
 const (
 	DraftInboxMessage422JSONResponseBodyErrorCodeValidationError DraftInboxMessage422JSONResponseBodyErrorCode = "validation_error"
@@ -8244,6 +8439,21 @@ const (
 func (e DraftInboxMessage503JSONResponseBodyErrorCode) Valid() bool {
 	switch e {
 	case DraftInboxMessage503JSONResponseBodyErrorCodeServiceUnavailable:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReplyInboxMessage400JSONResponseBodyErrorCode.
+const (
+	ReplyInboxMessage400JSONResponseBodyErrorCodeBadRequest ReplyInboxMessage400JSONResponseBodyErrorCode = "bad_request"
+)
+
+// Valid indicates whether the value is a known member of the ReplyInboxMessage400JSONResponseBodyErrorCode enum.
+func (e ReplyInboxMessage400JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ReplyInboxMessage400JSONResponseBodyErrorCodeBadRequest:
 		return true
 	default:
 		return false
@@ -8313,6 +8523,36 @@ func (e ReplyInboxMessage404JSONResponseBodyErrorCode) Valid() bool {
 	}
 }
 
+// Defines values for ReplyInboxMessage409JSONResponseBodyErrorCode.
+const (
+	ReplyInboxMessage409JSONResponseBodyErrorCodeConflict ReplyInboxMessage409JSONResponseBodyErrorCode = "conflict"
+)
+
+// Valid indicates whether the value is a known member of the ReplyInboxMessage409JSONResponseBodyErrorCode enum.
+func (e ReplyInboxMessage409JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ReplyInboxMessage409JSONResponseBodyErrorCodeConflict:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReplyInboxMessage413JSONResponseBodyErrorCode.
+const (
+	ReplyInboxMessage413JSONResponseBodyErrorCodePayloadTooLarge ReplyInboxMessage413JSONResponseBodyErrorCode = "payload_too_large"
+)
+
+// Valid indicates whether the value is a known member of the ReplyInboxMessage413JSONResponseBodyErrorCode enum.
+func (e ReplyInboxMessage413JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ReplyInboxMessage413JSONResponseBodyErrorCodePayloadTooLarge:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ReplyInboxMessage422JSONResponseBodyErrorCode.
 const (
 	ReplyInboxMessage422JSONResponseBodyErrorCodeValidationError ReplyInboxMessage422JSONResponseBodyErrorCode = "validation_error"
@@ -8367,6 +8607,21 @@ const (
 func (e ReplyInboxMessage503JSONResponseBodyErrorCode) Valid() bool {
 	switch e {
 	case ReplyInboxMessage503JSONResponseBodyErrorCodeServiceUnavailable:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetInboxMetrics400JSONResponseBodyErrorCode.
+const (
+	GetInboxMetrics400JSONResponseBodyErrorCodeBadRequest GetInboxMetrics400JSONResponseBodyErrorCode = "bad_request"
+)
+
+// Valid indicates whether the value is a known member of the GetInboxMetrics400JSONResponseBodyErrorCode enum.
+func (e GetInboxMetrics400JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetInboxMetrics400JSONResponseBodyErrorCodeBadRequest:
 		return true
 	default:
 		return false
@@ -8466,6 +8721,21 @@ func (e GetInboxMetrics500JSONResponseBodyErrorCode) Valid() bool {
 	}
 }
 
+// Defines values for ListInboxRules400JSONResponseBodyErrorCode.
+const (
+	ListInboxRules400JSONResponseBodyErrorCodeBadRequest ListInboxRules400JSONResponseBodyErrorCode = "bad_request"
+)
+
+// Valid indicates whether the value is a known member of the ListInboxRules400JSONResponseBodyErrorCode enum.
+func (e ListInboxRules400JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListInboxRules400JSONResponseBodyErrorCodeBadRequest:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListInboxRules401JSONResponseBodyErrorCode.
 const (
 	ListInboxRules401JSONResponseBodyErrorCodeUnauthorized ListInboxRules401JSONResponseBodyErrorCode = "unauthorized"
@@ -8514,6 +8784,21 @@ func (e ListInboxRules403JSONResponseBodyErrorCode) Valid() bool {
 	}
 }
 
+// Defines values for ListInboxRules422JSONResponseBodyErrorCode.
+const (
+	ListInboxRules422JSONResponseBodyErrorCodeValidationError ListInboxRules422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the ListInboxRules422JSONResponseBodyErrorCode enum.
+func (e ListInboxRules422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case ListInboxRules422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListInboxRules429JSONResponseBodyErrorCode.
 const (
 	ListInboxRules429JSONResponseBodyErrorCodeRateLimited ListInboxRules429JSONResponseBodyErrorCode = "rate_limited"
@@ -8538,6 +8823,21 @@ const (
 func (e ListInboxRules500JSONResponseBodyErrorCode) Valid() bool {
 	switch e {
 	case ListInboxRules500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateInboxRule400JSONResponseBodyErrorCode.
+const (
+	CreateInboxRule400JSONResponseBodyErrorCodeBadRequest CreateInboxRule400JSONResponseBodyErrorCode = "bad_request"
+)
+
+// Valid indicates whether the value is a known member of the CreateInboxRule400JSONResponseBodyErrorCode enum.
+func (e CreateInboxRule400JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CreateInboxRule400JSONResponseBodyErrorCodeBadRequest:
 		return true
 	default:
 		return false
@@ -8592,6 +8892,36 @@ func (e CreateInboxRule403JSONResponseBodyErrorCode) Valid() bool {
 	}
 }
 
+// Defines values for CreateInboxRule409JSONResponseBodyErrorCode.
+const (
+	CreateInboxRule409JSONResponseBodyErrorCodeConflict CreateInboxRule409JSONResponseBodyErrorCode = "conflict"
+)
+
+// Valid indicates whether the value is a known member of the CreateInboxRule409JSONResponseBodyErrorCode enum.
+func (e CreateInboxRule409JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CreateInboxRule409JSONResponseBodyErrorCodeConflict:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateInboxRule413JSONResponseBodyErrorCode.
+const (
+	CreateInboxRule413JSONResponseBodyErrorCodePayloadTooLarge CreateInboxRule413JSONResponseBodyErrorCode = "payload_too_large"
+)
+
+// Valid indicates whether the value is a known member of the CreateInboxRule413JSONResponseBodyErrorCode enum.
+func (e CreateInboxRule413JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case CreateInboxRule413JSONResponseBodyErrorCodePayloadTooLarge:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CreateInboxRule422JSONResponseBodyErrorCode.
 const (
 	CreateInboxRule422JSONResponseBodyErrorCodeValidationError CreateInboxRule422JSONResponseBodyErrorCode = "validation_error"
@@ -8631,6 +8961,21 @@ const (
 func (e CreateInboxRule500JSONResponseBodyErrorCode) Valid() bool {
 	switch e {
 	case CreateInboxRule500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeleteInboxRule400JSONResponseBodyErrorCode.
+const (
+	DeleteInboxRule400JSONResponseBodyErrorCodeBadRequest DeleteInboxRule400JSONResponseBodyErrorCode = "bad_request"
+)
+
+// Valid indicates whether the value is a known member of the DeleteInboxRule400JSONResponseBodyErrorCode enum.
+func (e DeleteInboxRule400JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteInboxRule400JSONResponseBodyErrorCodeBadRequest:
 		return true
 	default:
 		return false
@@ -8700,6 +9045,21 @@ func (e DeleteInboxRule404JSONResponseBodyErrorCode) Valid() bool {
 	}
 }
 
+// Defines values for DeleteInboxRule422JSONResponseBodyErrorCode.
+const (
+	DeleteInboxRule422JSONResponseBodyErrorCodeValidationError DeleteInboxRule422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the DeleteInboxRule422JSONResponseBodyErrorCode enum.
+func (e DeleteInboxRule422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case DeleteInboxRule422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DeleteInboxRule429JSONResponseBodyErrorCode.
 const (
 	DeleteInboxRule429JSONResponseBodyErrorCodeRateLimited DeleteInboxRule429JSONResponseBodyErrorCode = "rate_limited"
@@ -8724,6 +9084,21 @@ const (
 func (e DeleteInboxRule500JSONResponseBodyErrorCode) Valid() bool {
 	switch e {
 	case DeleteInboxRule500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetInboxSettings400JSONResponseBodyErrorCode.
+const (
+	GetInboxSettings400JSONResponseBodyErrorCodeBadRequest GetInboxSettings400JSONResponseBodyErrorCode = "bad_request"
+)
+
+// Valid indicates whether the value is a known member of the GetInboxSettings400JSONResponseBodyErrorCode enum.
+func (e GetInboxSettings400JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetInboxSettings400JSONResponseBodyErrorCodeBadRequest:
 		return true
 	default:
 		return false
@@ -8793,6 +9168,21 @@ func (e GetInboxSettings404JSONResponseBodyErrorCode) Valid() bool {
 	}
 }
 
+// Defines values for GetInboxSettings422JSONResponseBodyErrorCode.
+const (
+	GetInboxSettings422JSONResponseBodyErrorCodeValidationError GetInboxSettings422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the GetInboxSettings422JSONResponseBodyErrorCode enum.
+func (e GetInboxSettings422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case GetInboxSettings422JSONResponseBodyErrorCodeValidationError:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GetInboxSettings429JSONResponseBodyErrorCode.
 const (
 	GetInboxSettings429JSONResponseBodyErrorCodeRateLimited GetInboxSettings429JSONResponseBodyErrorCode = "rate_limited"
@@ -8817,6 +9207,21 @@ const (
 func (e GetInboxSettings500JSONResponseBodyErrorCode) Valid() bool {
 	switch e {
 	case GetInboxSettings500JSONResponseBodyErrorCodeServerError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PutInboxSettings400JSONResponseBodyErrorCode.
+const (
+	PutInboxSettings400JSONResponseBodyErrorCodeBadRequest PutInboxSettings400JSONResponseBodyErrorCode = "bad_request"
+)
+
+// Valid indicates whether the value is a known member of the PutInboxSettings400JSONResponseBodyErrorCode enum.
+func (e PutInboxSettings400JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case PutInboxSettings400JSONResponseBodyErrorCodeBadRequest:
 		return true
 	default:
 		return false
@@ -8865,6 +9270,21 @@ const (
 func (e PutInboxSettings403JSONResponseBodyErrorCode) Valid() bool {
 	switch e {
 	case PutInboxSettings403JSONResponseBodyErrorCodeForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PutInboxSettings413JSONResponseBodyErrorCode.
+const (
+	PutInboxSettings413JSONResponseBodyErrorCodePayloadTooLarge PutInboxSettings413JSONResponseBodyErrorCode = "payload_too_large"
+)
+
+// Valid indicates whether the value is a known member of the PutInboxSettings413JSONResponseBodyErrorCode enum.
+func (e PutInboxSettings413JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case PutInboxSettings413JSONResponseBodyErrorCodePayloadTooLarge:
 		return true
 	default:
 		return false
@@ -8946,6 +9366,21 @@ func (e SyncInbox202JSONResponseBodyDataStatus) Valid() bool {
 	}
 }
 
+// Defines values for SyncInbox400JSONResponseBodyErrorCode.
+const (
+	SyncInbox400JSONResponseBodyErrorCodeBadRequest SyncInbox400JSONResponseBodyErrorCode = "bad_request"
+)
+
+// Valid indicates whether the value is a known member of the SyncInbox400JSONResponseBodyErrorCode enum.
+func (e SyncInbox400JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case SyncInbox400JSONResponseBodyErrorCodeBadRequest:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SyncInbox401JSONResponseBodyErrorCode.
 const (
 	SyncInbox401JSONResponseBodyErrorCodeUnauthorized SyncInbox401JSONResponseBodyErrorCode = "unauthorized"
@@ -9003,6 +9438,51 @@ const (
 func (e SyncInbox404JSONResponseBodyErrorCode) Valid() bool {
 	switch e {
 	case SyncInbox404JSONResponseBodyErrorCodeNotFound:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SyncInbox409JSONResponseBodyErrorCode.
+const (
+	SyncInbox409JSONResponseBodyErrorCodeConflict SyncInbox409JSONResponseBodyErrorCode = "conflict"
+)
+
+// Valid indicates whether the value is a known member of the SyncInbox409JSONResponseBodyErrorCode enum.
+func (e SyncInbox409JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case SyncInbox409JSONResponseBodyErrorCodeConflict:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SyncInbox413JSONResponseBodyErrorCode.
+const (
+	SyncInbox413JSONResponseBodyErrorCodePayloadTooLarge SyncInbox413JSONResponseBodyErrorCode = "payload_too_large"
+)
+
+// Valid indicates whether the value is a known member of the SyncInbox413JSONResponseBodyErrorCode enum.
+func (e SyncInbox413JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case SyncInbox413JSONResponseBodyErrorCodePayloadTooLarge:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SyncInbox422JSONResponseBodyErrorCode.
+const (
+	SyncInbox422JSONResponseBodyErrorCodeValidationError SyncInbox422JSONResponseBodyErrorCode = "validation_error"
+)
+
+// Valid indicates whether the value is a known member of the SyncInbox422JSONResponseBodyErrorCode enum.
+func (e SyncInbox422JSONResponseBodyErrorCode) Valid() bool {
+	switch e {
+	case SyncInbox422JSONResponseBodyErrorCodeValidationError:
 		return true
 	default:
 		return false
@@ -19136,6 +19616,9 @@ type ListInboxDraftsParams struct {
 	Status *string `form:"status,omitempty" json:"status,omitempty"`
 }
 
+// ListInboxDrafts400JSONResponseBodyErrorCode defines parameters for ListInboxDrafts.
+type ListInboxDrafts400JSONResponseBodyErrorCode string
+
 // ListInboxDrafts401JSONResponseBodyErrorCode defines parameters for ListInboxDrafts.
 type ListInboxDrafts401JSONResponseBodyErrorCode string
 
@@ -19154,6 +19637,9 @@ type ListInboxDrafts429JSONResponseBodyErrorCode string
 // ListInboxDrafts500JSONResponseBodyErrorCode defines parameters for ListInboxDrafts.
 type ListInboxDrafts500JSONResponseBodyErrorCode string
 
+// DiscardInboxDraft400JSONResponseBodyErrorCode defines parameters for DiscardInboxDraft.
+type DiscardInboxDraft400JSONResponseBodyErrorCode string
+
 // DiscardInboxDraft401JSONResponseBodyErrorCode defines parameters for DiscardInboxDraft.
 type DiscardInboxDraft401JSONResponseBodyErrorCode string
 
@@ -19169,6 +19655,9 @@ type DiscardInboxDraft404JSONResponseBodyErrorCode string
 // DiscardInboxDraft409JSONResponseBodyErrorCode defines parameters for DiscardInboxDraft.
 type DiscardInboxDraft409JSONResponseBodyErrorCode string
 
+// DiscardInboxDraft422JSONResponseBodyErrorCode defines parameters for DiscardInboxDraft.
+type DiscardInboxDraft422JSONResponseBodyErrorCode string
+
 // DiscardInboxDraft429JSONResponseBodyErrorCode defines parameters for DiscardInboxDraft.
 type DiscardInboxDraft429JSONResponseBodyErrorCode string
 
@@ -19180,6 +19669,9 @@ type ApproveInboxDraftParams struct {
 	// IdempotencyKey Optional bei jedem nicht-öffentlichen POST / optional on every non-public POST. A repeat with the same key within 24 hours returns the stored response with `Idempotent-Replayed: true`; the same key with a different body gives `409 conflict` (`reason: idempotency_key_reused`); a repeat while the first request runs gives `409` with `Retry-After: 2`; `5xx` responses are not stored. More than 255 characters give `422 validation_error`.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
+
+// ApproveInboxDraft400JSONResponseBodyErrorCode defines parameters for ApproveInboxDraft.
+type ApproveInboxDraft400JSONResponseBodyErrorCode string
 
 // ApproveInboxDraft401JSONResponseBodyErrorCode defines parameters for ApproveInboxDraft.
 type ApproveInboxDraft401JSONResponseBodyErrorCode string
@@ -19195,6 +19687,9 @@ type ApproveInboxDraft404JSONResponseBodyErrorCode string
 
 // ApproveInboxDraft409JSONResponseBodyErrorCode defines parameters for ApproveInboxDraft.
 type ApproveInboxDraft409JSONResponseBodyErrorCode string
+
+// ApproveInboxDraft413JSONResponseBodyErrorCode defines parameters for ApproveInboxDraft.
+type ApproveInboxDraft413JSONResponseBodyErrorCode string
 
 // ApproveInboxDraft422JSONResponseBodyErrorCode defines parameters for ApproveInboxDraft.
 type ApproveInboxDraft422JSONResponseBodyErrorCode string
@@ -19226,6 +19721,9 @@ type ListInboxMessagesParams struct {
 	Label *string `form:"label,omitempty" json:"label,omitempty"`
 }
 
+// ListInboxMessages400JSONResponseBodyErrorCode defines parameters for ListInboxMessages.
+type ListInboxMessages400JSONResponseBodyErrorCode string
+
 // ListInboxMessages401JSONResponseBodyErrorCode defines parameters for ListInboxMessages.
 type ListInboxMessages401JSONResponseBodyErrorCode string
 
@@ -19244,6 +19742,9 @@ type ListInboxMessages429JSONResponseBodyErrorCode string
 // ListInboxMessages500JSONResponseBodyErrorCode defines parameters for ListInboxMessages.
 type ListInboxMessages500JSONResponseBodyErrorCode string
 
+// GetInboxMessage400JSONResponseBodyErrorCode defines parameters for GetInboxMessage.
+type GetInboxMessage400JSONResponseBodyErrorCode string
+
 // GetInboxMessage401JSONResponseBodyErrorCode defines parameters for GetInboxMessage.
 type GetInboxMessage401JSONResponseBodyErrorCode string
 
@@ -19256,11 +19757,17 @@ type GetInboxMessage403JSONResponseBodyErrorCode string
 // GetInboxMessage404JSONResponseBodyErrorCode defines parameters for GetInboxMessage.
 type GetInboxMessage404JSONResponseBodyErrorCode string
 
+// GetInboxMessage422JSONResponseBodyErrorCode defines parameters for GetInboxMessage.
+type GetInboxMessage422JSONResponseBodyErrorCode string
+
 // GetInboxMessage429JSONResponseBodyErrorCode defines parameters for GetInboxMessage.
 type GetInboxMessage429JSONResponseBodyErrorCode string
 
 // GetInboxMessage500JSONResponseBodyErrorCode defines parameters for GetInboxMessage.
 type GetInboxMessage500JSONResponseBodyErrorCode string
+
+// PatchInboxMessage400JSONResponseBodyErrorCode defines parameters for PatchInboxMessage.
+type PatchInboxMessage400JSONResponseBodyErrorCode string
 
 // PatchInboxMessage401JSONResponseBodyErrorCode defines parameters for PatchInboxMessage.
 type PatchInboxMessage401JSONResponseBodyErrorCode string
@@ -19273,6 +19780,9 @@ type PatchInboxMessage403JSONResponseBodyErrorCode string
 
 // PatchInboxMessage404JSONResponseBodyErrorCode defines parameters for PatchInboxMessage.
 type PatchInboxMessage404JSONResponseBodyErrorCode string
+
+// PatchInboxMessage413JSONResponseBodyErrorCode defines parameters for PatchInboxMessage.
+type PatchInboxMessage413JSONResponseBodyErrorCode string
 
 // PatchInboxMessage422JSONResponseBodyErrorCode defines parameters for PatchInboxMessage.
 type PatchInboxMessage422JSONResponseBodyErrorCode string
@@ -19289,6 +19799,9 @@ type DraftInboxMessageParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// DraftInboxMessage400JSONResponseBodyErrorCode defines parameters for DraftInboxMessage.
+type DraftInboxMessage400JSONResponseBodyErrorCode string
+
 // DraftInboxMessage401JSONResponseBodyErrorCode defines parameters for DraftInboxMessage.
 type DraftInboxMessage401JSONResponseBodyErrorCode string
 
@@ -19300,6 +19813,12 @@ type DraftInboxMessage403JSONResponseBodyErrorCode string
 
 // DraftInboxMessage404JSONResponseBodyErrorCode defines parameters for DraftInboxMessage.
 type DraftInboxMessage404JSONResponseBodyErrorCode string
+
+// DraftInboxMessage409JSONResponseBodyErrorCode defines parameters for DraftInboxMessage.
+type DraftInboxMessage409JSONResponseBodyErrorCode string
+
+// DraftInboxMessage413JSONResponseBodyErrorCode defines parameters for DraftInboxMessage.
+type DraftInboxMessage413JSONResponseBodyErrorCode string
 
 // DraftInboxMessage422JSONResponseBodyErrorCode defines parameters for DraftInboxMessage.
 type DraftInboxMessage422JSONResponseBodyErrorCode string
@@ -19319,6 +19838,9 @@ type ReplyInboxMessageParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// ReplyInboxMessage400JSONResponseBodyErrorCode defines parameters for ReplyInboxMessage.
+type ReplyInboxMessage400JSONResponseBodyErrorCode string
+
 // ReplyInboxMessage401JSONResponseBodyErrorCode defines parameters for ReplyInboxMessage.
 type ReplyInboxMessage401JSONResponseBodyErrorCode string
 
@@ -19330,6 +19852,12 @@ type ReplyInboxMessage403JSONResponseBodyErrorCode string
 
 // ReplyInboxMessage404JSONResponseBodyErrorCode defines parameters for ReplyInboxMessage.
 type ReplyInboxMessage404JSONResponseBodyErrorCode string
+
+// ReplyInboxMessage409JSONResponseBodyErrorCode defines parameters for ReplyInboxMessage.
+type ReplyInboxMessage409JSONResponseBodyErrorCode string
+
+// ReplyInboxMessage413JSONResponseBodyErrorCode defines parameters for ReplyInboxMessage.
+type ReplyInboxMessage413JSONResponseBodyErrorCode string
 
 // ReplyInboxMessage422JSONResponseBodyErrorCode defines parameters for ReplyInboxMessage.
 type ReplyInboxMessage422JSONResponseBodyErrorCode string
@@ -19352,6 +19880,9 @@ type GetInboxMetricsParams struct {
 	To *string `form:"to,omitempty" json:"to,omitempty"`
 }
 
+// GetInboxMetrics400JSONResponseBodyErrorCode defines parameters for GetInboxMetrics.
+type GetInboxMetrics400JSONResponseBodyErrorCode string
+
 // GetInboxMetrics401JSONResponseBodyErrorCode defines parameters for GetInboxMetrics.
 type GetInboxMetrics401JSONResponseBodyErrorCode string
 
@@ -19370,6 +19901,9 @@ type GetInboxMetrics429JSONResponseBodyErrorCode string
 // GetInboxMetrics500JSONResponseBodyErrorCode defines parameters for GetInboxMetrics.
 type GetInboxMetrics500JSONResponseBodyErrorCode string
 
+// ListInboxRules400JSONResponseBodyErrorCode defines parameters for ListInboxRules.
+type ListInboxRules400JSONResponseBodyErrorCode string
+
 // ListInboxRules401JSONResponseBodyErrorCode defines parameters for ListInboxRules.
 type ListInboxRules401JSONResponseBodyErrorCode string
 
@@ -19378,6 +19912,9 @@ type ListInboxRules402JSONResponseBodyErrorCode string
 
 // ListInboxRules403JSONResponseBodyErrorCode defines parameters for ListInboxRules.
 type ListInboxRules403JSONResponseBodyErrorCode string
+
+// ListInboxRules422JSONResponseBodyErrorCode defines parameters for ListInboxRules.
+type ListInboxRules422JSONResponseBodyErrorCode string
 
 // ListInboxRules429JSONResponseBodyErrorCode defines parameters for ListInboxRules.
 type ListInboxRules429JSONResponseBodyErrorCode string
@@ -19391,6 +19928,9 @@ type CreateInboxRuleParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// CreateInboxRule400JSONResponseBodyErrorCode defines parameters for CreateInboxRule.
+type CreateInboxRule400JSONResponseBodyErrorCode string
+
 // CreateInboxRule401JSONResponseBodyErrorCode defines parameters for CreateInboxRule.
 type CreateInboxRule401JSONResponseBodyErrorCode string
 
@@ -19400,6 +19940,12 @@ type CreateInboxRule402JSONResponseBodyErrorCode string
 // CreateInboxRule403JSONResponseBodyErrorCode defines parameters for CreateInboxRule.
 type CreateInboxRule403JSONResponseBodyErrorCode string
 
+// CreateInboxRule409JSONResponseBodyErrorCode defines parameters for CreateInboxRule.
+type CreateInboxRule409JSONResponseBodyErrorCode string
+
+// CreateInboxRule413JSONResponseBodyErrorCode defines parameters for CreateInboxRule.
+type CreateInboxRule413JSONResponseBodyErrorCode string
+
 // CreateInboxRule422JSONResponseBodyErrorCode defines parameters for CreateInboxRule.
 type CreateInboxRule422JSONResponseBodyErrorCode string
 
@@ -19408,6 +19954,9 @@ type CreateInboxRule429JSONResponseBodyErrorCode string
 
 // CreateInboxRule500JSONResponseBodyErrorCode defines parameters for CreateInboxRule.
 type CreateInboxRule500JSONResponseBodyErrorCode string
+
+// DeleteInboxRule400JSONResponseBodyErrorCode defines parameters for DeleteInboxRule.
+type DeleteInboxRule400JSONResponseBodyErrorCode string
 
 // DeleteInboxRule401JSONResponseBodyErrorCode defines parameters for DeleteInboxRule.
 type DeleteInboxRule401JSONResponseBodyErrorCode string
@@ -19421,11 +19970,17 @@ type DeleteInboxRule403JSONResponseBodyErrorCode string
 // DeleteInboxRule404JSONResponseBodyErrorCode defines parameters for DeleteInboxRule.
 type DeleteInboxRule404JSONResponseBodyErrorCode string
 
+// DeleteInboxRule422JSONResponseBodyErrorCode defines parameters for DeleteInboxRule.
+type DeleteInboxRule422JSONResponseBodyErrorCode string
+
 // DeleteInboxRule429JSONResponseBodyErrorCode defines parameters for DeleteInboxRule.
 type DeleteInboxRule429JSONResponseBodyErrorCode string
 
 // DeleteInboxRule500JSONResponseBodyErrorCode defines parameters for DeleteInboxRule.
 type DeleteInboxRule500JSONResponseBodyErrorCode string
+
+// GetInboxSettings400JSONResponseBodyErrorCode defines parameters for GetInboxSettings.
+type GetInboxSettings400JSONResponseBodyErrorCode string
 
 // GetInboxSettings401JSONResponseBodyErrorCode defines parameters for GetInboxSettings.
 type GetInboxSettings401JSONResponseBodyErrorCode string
@@ -19439,11 +19994,17 @@ type GetInboxSettings403JSONResponseBodyErrorCode string
 // GetInboxSettings404JSONResponseBodyErrorCode defines parameters for GetInboxSettings.
 type GetInboxSettings404JSONResponseBodyErrorCode string
 
+// GetInboxSettings422JSONResponseBodyErrorCode defines parameters for GetInboxSettings.
+type GetInboxSettings422JSONResponseBodyErrorCode string
+
 // GetInboxSettings429JSONResponseBodyErrorCode defines parameters for GetInboxSettings.
 type GetInboxSettings429JSONResponseBodyErrorCode string
 
 // GetInboxSettings500JSONResponseBodyErrorCode defines parameters for GetInboxSettings.
 type GetInboxSettings500JSONResponseBodyErrorCode string
+
+// PutInboxSettings400JSONResponseBodyErrorCode defines parameters for PutInboxSettings.
+type PutInboxSettings400JSONResponseBodyErrorCode string
 
 // PutInboxSettings401JSONResponseBodyErrorCode defines parameters for PutInboxSettings.
 type PutInboxSettings401JSONResponseBodyErrorCode string
@@ -19453,6 +20014,9 @@ type PutInboxSettings402JSONResponseBodyErrorCode string
 
 // PutInboxSettings403JSONResponseBodyErrorCode defines parameters for PutInboxSettings.
 type PutInboxSettings403JSONResponseBodyErrorCode string
+
+// PutInboxSettings413JSONResponseBodyErrorCode defines parameters for PutInboxSettings.
+type PutInboxSettings413JSONResponseBodyErrorCode string
 
 // PutInboxSettings422JSONResponseBodyErrorCode defines parameters for PutInboxSettings.
 type PutInboxSettings422JSONResponseBodyErrorCode string
@@ -19475,6 +20039,9 @@ type SyncInboxParams struct {
 // SyncInbox202JSONResponseBodyDataStatus defines parameters for SyncInbox.
 type SyncInbox202JSONResponseBodyDataStatus string
 
+// SyncInbox400JSONResponseBodyErrorCode defines parameters for SyncInbox.
+type SyncInbox400JSONResponseBodyErrorCode string
+
 // SyncInbox401JSONResponseBodyErrorCode defines parameters for SyncInbox.
 type SyncInbox401JSONResponseBodyErrorCode string
 
@@ -19486,6 +20053,15 @@ type SyncInbox403JSONResponseBodyErrorCode string
 
 // SyncInbox404JSONResponseBodyErrorCode defines parameters for SyncInbox.
 type SyncInbox404JSONResponseBodyErrorCode string
+
+// SyncInbox409JSONResponseBodyErrorCode defines parameters for SyncInbox.
+type SyncInbox409JSONResponseBodyErrorCode string
+
+// SyncInbox413JSONResponseBodyErrorCode defines parameters for SyncInbox.
+type SyncInbox413JSONResponseBodyErrorCode string
+
+// SyncInbox422JSONResponseBodyErrorCode defines parameters for SyncInbox.
+type SyncInbox422JSONResponseBodyErrorCode string
 
 // SyncInbox429JSONResponseBodyErrorCode defines parameters for SyncInbox.
 type SyncInbox429JSONResponseBodyErrorCode string
@@ -39715,6 +40291,11 @@ type ListInboxDraftsResponse200Headers struct {
 	XRequestId          string
 }
 
+// ListInboxDraftsResponse400Headers the declared response headers of an HTTP 400 response for ListInboxDrafts
+type ListInboxDraftsResponse400Headers struct {
+	XRequestId string
+}
+
 // ListInboxDraftsResponse401Headers the declared response headers of an HTTP 401 response for ListInboxDrafts
 type ListInboxDraftsResponse401Headers struct {
 	WWWAuthenticate string
@@ -39763,6 +40344,8 @@ type ListInboxDraftsResponse struct {
 		// Meta `Meta` einer Listenantwort, immer mit `pagination` / `Meta` of a list response, always with `pagination`.
 		Meta ListMeta `json:"meta"`
 	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
 	// JSON402 the response for an HTTP 402 `application/json` response
@@ -39777,6 +40360,8 @@ type ListInboxDraftsResponse struct {
 	JSON500 *ServerError
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ListInboxDraftsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListInboxDraftsResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListInboxDraftsResponse401Headers
 	// Headers402 the parsed response headers for an HTTP 402 response
@@ -39799,6 +40384,11 @@ func (r ListInboxDraftsResponse) GetJSON200() *struct {
 	Meta ListMeta `json:"meta"`
 } {
 	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListInboxDraftsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
@@ -39868,6 +40458,11 @@ type DiscardInboxDraftResponse204Headers struct {
 	XRequestId          string
 }
 
+// DiscardInboxDraftResponse400Headers the declared response headers of an HTTP 400 response for DiscardInboxDraft
+type DiscardInboxDraftResponse400Headers struct {
+	XRequestId string
+}
+
 // DiscardInboxDraftResponse401Headers the declared response headers of an HTTP 401 response for DiscardInboxDraft
 type DiscardInboxDraftResponse401Headers struct {
 	WWWAuthenticate string
@@ -39898,6 +40493,11 @@ type DiscardInboxDraftResponse409Headers struct {
 	XRequestId string
 }
 
+// DiscardInboxDraftResponse422Headers the declared response headers of an HTTP 422 response for DiscardInboxDraft
+type DiscardInboxDraftResponse422Headers struct {
+	XRequestId string
+}
+
 // DiscardInboxDraftResponse429Headers the declared response headers of an HTTP 429 response for DiscardInboxDraft
 type DiscardInboxDraftResponse429Headers struct {
 	RetryAfter          int
@@ -39915,6 +40515,8 @@ type DiscardInboxDraftResponse500Headers struct {
 type DiscardInboxDraftResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
 	// JSON402 the response for an HTTP 402 `application/json` response
@@ -39925,12 +40527,16 @@ type DiscardInboxDraftResponse struct {
 	JSON404 *NotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *ServerError
 	// Headers204 the parsed response headers for an HTTP 204 response
 	Headers204 *DiscardInboxDraftResponse204Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *DiscardInboxDraftResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DiscardInboxDraftResponse401Headers
 	// Headers402 the parsed response headers for an HTTP 402 response
@@ -39941,10 +40547,17 @@ type DiscardInboxDraftResponse struct {
 	Headers404 *DiscardInboxDraftResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *DiscardInboxDraftResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *DiscardInboxDraftResponse422Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DiscardInboxDraftResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *DiscardInboxDraftResponse500Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DiscardInboxDraftResponse) GetJSON400() *BadRequest {
+	return r.JSON400
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
@@ -39970,6 +40583,11 @@ func (r DiscardInboxDraftResponse) GetJSON404() *NotFound {
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r DiscardInboxDraftResponse) GetJSON409() *Conflict {
 	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r DiscardInboxDraftResponse) GetJSON422() *ValidationError {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -40020,6 +40638,11 @@ type ApproveInboxDraftResponse200Headers struct {
 	XRequestId          string
 }
 
+// ApproveInboxDraftResponse400Headers the declared response headers of an HTTP 400 response for ApproveInboxDraft
+type ApproveInboxDraftResponse400Headers struct {
+	XRequestId string
+}
+
 // ApproveInboxDraftResponse401Headers the declared response headers of an HTTP 401 response for ApproveInboxDraft
 type ApproveInboxDraftResponse401Headers struct {
 	WWWAuthenticate string
@@ -40047,6 +40670,11 @@ type ApproveInboxDraftResponse404Headers struct {
 // ApproveInboxDraftResponse409Headers the declared response headers of an HTTP 409 response for ApproveInboxDraft
 type ApproveInboxDraftResponse409Headers struct {
 	RetryAfter *int
+	XRequestId string
+}
+
+// ApproveInboxDraftResponse413Headers the declared response headers of an HTTP 413 response for ApproveInboxDraft
+type ApproveInboxDraftResponse413Headers struct {
 	XRequestId string
 }
 
@@ -40087,6 +40715,8 @@ type ApproveInboxDraftResponse struct {
 		// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
 		Meta Meta `json:"meta"`
 	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
 	// JSON402 the response for an HTTP 402 `application/json` response
@@ -40097,6 +40727,8 @@ type ApproveInboxDraftResponse struct {
 	JSON404 *NotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -40107,6 +40739,8 @@ type ApproveInboxDraftResponse struct {
 	JSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ApproveInboxDraftResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ApproveInboxDraftResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ApproveInboxDraftResponse401Headers
 	// Headers402 the parsed response headers for an HTTP 402 response
@@ -40117,6 +40751,8 @@ type ApproveInboxDraftResponse struct {
 	Headers404 *ApproveInboxDraftResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *ApproveInboxDraftResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ApproveInboxDraftResponse413Headers
 	// Headers422 the parsed response headers for an HTTP 422 response
 	Headers422 *ApproveInboxDraftResponse422Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -40138,6 +40774,11 @@ func (r ApproveInboxDraftResponse) GetJSON200() *struct {
 	Meta Meta `json:"meta"`
 } {
 	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ApproveInboxDraftResponse) GetJSON400() *BadRequest {
+	return r.JSON400
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
@@ -40163,6 +40804,11 @@ func (r ApproveInboxDraftResponse) GetJSON404() *NotFound {
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r ApproveInboxDraftResponse) GetJSON409() *Conflict {
 	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ApproveInboxDraftResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
 }
 
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
@@ -40222,6 +40868,11 @@ type ListInboxMessagesResponse200Headers struct {
 	XRequestId          string
 }
 
+// ListInboxMessagesResponse400Headers the declared response headers of an HTTP 400 response for ListInboxMessages
+type ListInboxMessagesResponse400Headers struct {
+	XRequestId string
+}
+
 // ListInboxMessagesResponse401Headers the declared response headers of an HTTP 401 response for ListInboxMessages
 type ListInboxMessagesResponse401Headers struct {
 	WWWAuthenticate string
@@ -40270,6 +40921,8 @@ type ListInboxMessagesResponse struct {
 		// Meta `Meta` einer Listenantwort, immer mit `pagination` / `Meta` of a list response, always with `pagination`.
 		Meta ListMeta `json:"meta"`
 	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
 	// JSON402 the response for an HTTP 402 `application/json` response
@@ -40284,6 +40937,8 @@ type ListInboxMessagesResponse struct {
 	JSON500 *ServerError
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ListInboxMessagesResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListInboxMessagesResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListInboxMessagesResponse401Headers
 	// Headers402 the parsed response headers for an HTTP 402 response
@@ -40306,6 +40961,11 @@ func (r ListInboxMessagesResponse) GetJSON200() *struct {
 	Meta ListMeta `json:"meta"`
 } {
 	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListInboxMessagesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
@@ -40375,6 +41035,11 @@ type GetInboxMessageResponse200Headers struct {
 	XRequestId          string
 }
 
+// GetInboxMessageResponse400Headers the declared response headers of an HTTP 400 response for GetInboxMessage
+type GetInboxMessageResponse400Headers struct {
+	XRequestId string
+}
+
 // GetInboxMessageResponse401Headers the declared response headers of an HTTP 401 response for GetInboxMessage
 type GetInboxMessageResponse401Headers struct {
 	WWWAuthenticate string
@@ -40396,6 +41061,11 @@ type GetInboxMessageResponse403Headers struct {
 
 // GetInboxMessageResponse404Headers the declared response headers of an HTTP 404 response for GetInboxMessage
 type GetInboxMessageResponse404Headers struct {
+	XRequestId string
+}
+
+// GetInboxMessageResponse422Headers the declared response headers of an HTTP 422 response for GetInboxMessage
+type GetInboxMessageResponse422Headers struct {
 	XRequestId string
 }
 
@@ -40423,6 +41093,8 @@ type GetInboxMessageResponse struct {
 		// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
 		Meta Meta `json:"meta"`
 	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
 	// JSON402 the response for an HTTP 402 `application/json` response
@@ -40431,12 +41103,16 @@ type GetInboxMessageResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *ServerError
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetInboxMessageResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetInboxMessageResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetInboxMessageResponse401Headers
 	// Headers402 the parsed response headers for an HTTP 402 response
@@ -40445,6 +41121,8 @@ type GetInboxMessageResponse struct {
 	Headers403 *GetInboxMessageResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *GetInboxMessageResponse404Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *GetInboxMessageResponse422Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetInboxMessageResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -40459,6 +41137,11 @@ func (r GetInboxMessageResponse) GetJSON200() *struct {
 	Meta Meta `json:"meta"`
 } {
 	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetInboxMessageResponse) GetJSON400() *BadRequest {
+	return r.JSON400
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
@@ -40479,6 +41162,11 @@ func (r GetInboxMessageResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r GetInboxMessageResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r GetInboxMessageResponse) GetJSON422() *ValidationError {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -40528,6 +41216,11 @@ type PatchInboxMessageResponse200Headers struct {
 	XRequestId          string
 }
 
+// PatchInboxMessageResponse400Headers the declared response headers of an HTTP 400 response for PatchInboxMessage
+type PatchInboxMessageResponse400Headers struct {
+	XRequestId string
+}
+
 // PatchInboxMessageResponse401Headers the declared response headers of an HTTP 401 response for PatchInboxMessage
 type PatchInboxMessageResponse401Headers struct {
 	WWWAuthenticate string
@@ -40549,6 +41242,11 @@ type PatchInboxMessageResponse403Headers struct {
 
 // PatchInboxMessageResponse404Headers the declared response headers of an HTTP 404 response for PatchInboxMessage
 type PatchInboxMessageResponse404Headers struct {
+	XRequestId string
+}
+
+// PatchInboxMessageResponse413Headers the declared response headers of an HTTP 413 response for PatchInboxMessage
+type PatchInboxMessageResponse413Headers struct {
 	XRequestId string
 }
 
@@ -40581,6 +41279,8 @@ type PatchInboxMessageResponse struct {
 		// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
 		Meta Meta `json:"meta"`
 	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
 	// JSON402 the response for an HTTP 402 `application/json` response
@@ -40589,6 +41289,8 @@ type PatchInboxMessageResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -40597,6 +41299,8 @@ type PatchInboxMessageResponse struct {
 	JSON500 *ServerError
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PatchInboxMessageResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *PatchInboxMessageResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *PatchInboxMessageResponse401Headers
 	// Headers402 the parsed response headers for an HTTP 402 response
@@ -40605,6 +41309,8 @@ type PatchInboxMessageResponse struct {
 	Headers403 *PatchInboxMessageResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *PatchInboxMessageResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *PatchInboxMessageResponse413Headers
 	// Headers422 the parsed response headers for an HTTP 422 response
 	Headers422 *PatchInboxMessageResponse422Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -40621,6 +41327,11 @@ func (r PatchInboxMessageResponse) GetJSON200() *struct {
 	Meta Meta `json:"meta"`
 } {
 	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PatchInboxMessageResponse) GetJSON400() *BadRequest {
+	return r.JSON400
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
@@ -40641,6 +41352,11 @@ func (r PatchInboxMessageResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r PatchInboxMessageResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PatchInboxMessageResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
 }
 
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
@@ -40696,6 +41412,11 @@ type DraftInboxMessageResponse201Headers struct {
 	XRequestId          string
 }
 
+// DraftInboxMessageResponse400Headers the declared response headers of an HTTP 400 response for DraftInboxMessage
+type DraftInboxMessageResponse400Headers struct {
+	XRequestId string
+}
+
 // DraftInboxMessageResponse401Headers the declared response headers of an HTTP 401 response for DraftInboxMessage
 type DraftInboxMessageResponse401Headers struct {
 	WWWAuthenticate string
@@ -40717,6 +41438,17 @@ type DraftInboxMessageResponse403Headers struct {
 
 // DraftInboxMessageResponse404Headers the declared response headers of an HTTP 404 response for DraftInboxMessage
 type DraftInboxMessageResponse404Headers struct {
+	XRequestId string
+}
+
+// DraftInboxMessageResponse409Headers the declared response headers of an HTTP 409 response for DraftInboxMessage
+type DraftInboxMessageResponse409Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// DraftInboxMessageResponse413Headers the declared response headers of an HTTP 413 response for DraftInboxMessage
+type DraftInboxMessageResponse413Headers struct {
 	XRequestId string
 }
 
@@ -40754,6 +41486,8 @@ type DraftInboxMessageResponse struct {
 		// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
 		Meta Meta `json:"meta"`
 	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
 	// JSON402 the response for an HTTP 402 `application/json` response
@@ -40762,6 +41496,10 @@ type DraftInboxMessageResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -40772,6 +41510,8 @@ type DraftInboxMessageResponse struct {
 	JSON503 *ServiceUnavailable
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *DraftInboxMessageResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *DraftInboxMessageResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DraftInboxMessageResponse401Headers
 	// Headers402 the parsed response headers for an HTTP 402 response
@@ -40780,6 +41520,10 @@ type DraftInboxMessageResponse struct {
 	Headers403 *DraftInboxMessageResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *DraftInboxMessageResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *DraftInboxMessageResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *DraftInboxMessageResponse413Headers
 	// Headers422 the parsed response headers for an HTTP 422 response
 	Headers422 *DraftInboxMessageResponse422Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -40800,6 +41544,11 @@ func (r DraftInboxMessageResponse) GetJSON201() *struct {
 	return r.JSON201
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DraftInboxMessageResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r DraftInboxMessageResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
@@ -40818,6 +41567,16 @@ func (r DraftInboxMessageResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r DraftInboxMessageResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DraftInboxMessageResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r DraftInboxMessageResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
 }
 
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
@@ -40878,6 +41637,11 @@ type ReplyInboxMessageResponse201Headers struct {
 	XRequestId          string
 }
 
+// ReplyInboxMessageResponse400Headers the declared response headers of an HTTP 400 response for ReplyInboxMessage
+type ReplyInboxMessageResponse400Headers struct {
+	XRequestId string
+}
+
 // ReplyInboxMessageResponse401Headers the declared response headers of an HTTP 401 response for ReplyInboxMessage
 type ReplyInboxMessageResponse401Headers struct {
 	WWWAuthenticate string
@@ -40899,6 +41663,17 @@ type ReplyInboxMessageResponse403Headers struct {
 
 // ReplyInboxMessageResponse404Headers the declared response headers of an HTTP 404 response for ReplyInboxMessage
 type ReplyInboxMessageResponse404Headers struct {
+	XRequestId string
+}
+
+// ReplyInboxMessageResponse409Headers the declared response headers of an HTTP 409 response for ReplyInboxMessage
+type ReplyInboxMessageResponse409Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// ReplyInboxMessageResponse413Headers the declared response headers of an HTTP 413 response for ReplyInboxMessage
+type ReplyInboxMessageResponse413Headers struct {
 	XRequestId string
 }
 
@@ -40936,6 +41711,8 @@ type ReplyInboxMessageResponse struct {
 		// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
 		Meta Meta `json:"meta"`
 	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
 	// JSON402 the response for an HTTP 402 `application/json` response
@@ -40944,6 +41721,10 @@ type ReplyInboxMessageResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -40954,6 +41735,8 @@ type ReplyInboxMessageResponse struct {
 	JSON503 *ServiceUnavailable
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *ReplyInboxMessageResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ReplyInboxMessageResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ReplyInboxMessageResponse401Headers
 	// Headers402 the parsed response headers for an HTTP 402 response
@@ -40962,6 +41745,10 @@ type ReplyInboxMessageResponse struct {
 	Headers403 *ReplyInboxMessageResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *ReplyInboxMessageResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *ReplyInboxMessageResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ReplyInboxMessageResponse413Headers
 	// Headers422 the parsed response headers for an HTTP 422 response
 	Headers422 *ReplyInboxMessageResponse422Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -40982,6 +41769,11 @@ func (r ReplyInboxMessageResponse) GetJSON201() *struct {
 	return r.JSON201
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ReplyInboxMessageResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ReplyInboxMessageResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
@@ -41000,6 +41792,16 @@ func (r ReplyInboxMessageResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r ReplyInboxMessageResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ReplyInboxMessageResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ReplyInboxMessageResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
 }
 
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
@@ -41059,6 +41861,11 @@ type GetInboxMetricsResponse200Headers struct {
 	XRequestId          string
 }
 
+// GetInboxMetricsResponse400Headers the declared response headers of an HTTP 400 response for GetInboxMetrics
+type GetInboxMetricsResponse400Headers struct {
+	XRequestId string
+}
+
 // GetInboxMetricsResponse401Headers the declared response headers of an HTTP 401 response for GetInboxMetrics
 type GetInboxMetricsResponse401Headers struct {
 	WWWAuthenticate string
@@ -41107,6 +41914,8 @@ type GetInboxMetricsResponse struct {
 		// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
 		Meta Meta `json:"meta"`
 	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
 	// JSON402 the response for an HTTP 402 `application/json` response
@@ -41121,6 +41930,8 @@ type GetInboxMetricsResponse struct {
 	JSON500 *ServerError
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetInboxMetricsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetInboxMetricsResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetInboxMetricsResponse401Headers
 	// Headers402 the parsed response headers for an HTTP 402 response
@@ -41143,6 +41954,11 @@ func (r GetInboxMetricsResponse) GetJSON200() *struct {
 	Meta Meta `json:"meta"`
 } {
 	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetInboxMetricsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
@@ -41212,6 +42028,11 @@ type ListInboxRulesResponse200Headers struct {
 	XRequestId          string
 }
 
+// ListInboxRulesResponse400Headers the declared response headers of an HTTP 400 response for ListInboxRules
+type ListInboxRulesResponse400Headers struct {
+	XRequestId string
+}
+
 // ListInboxRulesResponse401Headers the declared response headers of an HTTP 401 response for ListInboxRules
 type ListInboxRulesResponse401Headers struct {
 	WWWAuthenticate string
@@ -41229,6 +42050,11 @@ type ListInboxRulesResponse403Headers struct {
 	XRateLimitRemaining int
 	XRateLimitReset     int64
 	XRequestId          string
+}
+
+// ListInboxRulesResponse422Headers the declared response headers of an HTTP 422 response for ListInboxRules
+type ListInboxRulesResponse422Headers struct {
+	XRequestId string
 }
 
 // ListInboxRulesResponse429Headers the declared response headers of an HTTP 429 response for ListInboxRules
@@ -41255,24 +42081,32 @@ type ListInboxRulesResponse struct {
 		// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
 		Meta Meta `json:"meta"`
 	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
 	// JSON402 the response for an HTTP 402 `application/json` response
 	JSON402 *PlanRequired
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *ServerError
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ListInboxRulesResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListInboxRulesResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListInboxRulesResponse401Headers
 	// Headers402 the parsed response headers for an HTTP 402 response
 	Headers402 *ListInboxRulesResponse402Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *ListInboxRulesResponse403Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *ListInboxRulesResponse422Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListInboxRulesResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -41289,6 +42123,11 @@ func (r ListInboxRulesResponse) GetJSON200() *struct {
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListInboxRulesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListInboxRulesResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
@@ -41302,6 +42141,11 @@ func (r ListInboxRulesResponse) GetJSON402() *PlanRequired {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r ListInboxRulesResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r ListInboxRulesResponse) GetJSON422() *ValidationError {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -41352,6 +42196,11 @@ type CreateInboxRuleResponse201Headers struct {
 	XRequestId          string
 }
 
+// CreateInboxRuleResponse400Headers the declared response headers of an HTTP 400 response for CreateInboxRule
+type CreateInboxRuleResponse400Headers struct {
+	XRequestId string
+}
+
 // CreateInboxRuleResponse401Headers the declared response headers of an HTTP 401 response for CreateInboxRule
 type CreateInboxRuleResponse401Headers struct {
 	WWWAuthenticate string
@@ -41369,6 +42218,17 @@ type CreateInboxRuleResponse403Headers struct {
 	XRateLimitRemaining int
 	XRateLimitReset     int64
 	XRequestId          string
+}
+
+// CreateInboxRuleResponse409Headers the declared response headers of an HTTP 409 response for CreateInboxRule
+type CreateInboxRuleResponse409Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// CreateInboxRuleResponse413Headers the declared response headers of an HTTP 413 response for CreateInboxRule
+type CreateInboxRuleResponse413Headers struct {
+	XRequestId string
 }
 
 // CreateInboxRuleResponse422Headers the declared response headers of an HTTP 422 response for CreateInboxRule
@@ -41400,12 +42260,18 @@ type CreateInboxRuleResponse struct {
 		// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
 		Meta Meta `json:"meta"`
 	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
 	// JSON402 the response for an HTTP 402 `application/json` response
 	JSON402 *PlanRequired
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -41414,12 +42280,18 @@ type CreateInboxRuleResponse struct {
 	JSON500 *ServerError
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *CreateInboxRuleResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CreateInboxRuleResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateInboxRuleResponse401Headers
 	// Headers402 the parsed response headers for an HTTP 402 response
 	Headers402 *CreateInboxRuleResponse402Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *CreateInboxRuleResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateInboxRuleResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *CreateInboxRuleResponse413Headers
 	// Headers422 the parsed response headers for an HTTP 422 response
 	Headers422 *CreateInboxRuleResponse422Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -41438,6 +42310,11 @@ func (r CreateInboxRuleResponse) GetJSON201() *struct {
 	return r.JSON201
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateInboxRuleResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r CreateInboxRuleResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
@@ -41451,6 +42328,16 @@ func (r CreateInboxRuleResponse) GetJSON402() *PlanRequired {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r CreateInboxRuleResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateInboxRuleResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateInboxRuleResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
 }
 
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
@@ -41505,6 +42392,11 @@ type DeleteInboxRuleResponse204Headers struct {
 	XRequestId          string
 }
 
+// DeleteInboxRuleResponse400Headers the declared response headers of an HTTP 400 response for DeleteInboxRule
+type DeleteInboxRuleResponse400Headers struct {
+	XRequestId string
+}
+
 // DeleteInboxRuleResponse401Headers the declared response headers of an HTTP 401 response for DeleteInboxRule
 type DeleteInboxRuleResponse401Headers struct {
 	WWWAuthenticate string
@@ -41529,6 +42421,11 @@ type DeleteInboxRuleResponse404Headers struct {
 	XRequestId string
 }
 
+// DeleteInboxRuleResponse422Headers the declared response headers of an HTTP 422 response for DeleteInboxRule
+type DeleteInboxRuleResponse422Headers struct {
+	XRequestId string
+}
+
 // DeleteInboxRuleResponse429Headers the declared response headers of an HTTP 429 response for DeleteInboxRule
 type DeleteInboxRuleResponse429Headers struct {
 	RetryAfter          int
@@ -41546,6 +42443,8 @@ type DeleteInboxRuleResponse500Headers struct {
 type DeleteInboxRuleResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
 	// JSON402 the response for an HTTP 402 `application/json` response
@@ -41554,12 +42453,16 @@ type DeleteInboxRuleResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *ServerError
 	// Headers204 the parsed response headers for an HTTP 204 response
 	Headers204 *DeleteInboxRuleResponse204Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *DeleteInboxRuleResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DeleteInboxRuleResponse401Headers
 	// Headers402 the parsed response headers for an HTTP 402 response
@@ -41568,10 +42471,17 @@ type DeleteInboxRuleResponse struct {
 	Headers403 *DeleteInboxRuleResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *DeleteInboxRuleResponse404Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *DeleteInboxRuleResponse422Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DeleteInboxRuleResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *DeleteInboxRuleResponse500Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteInboxRuleResponse) GetJSON400() *BadRequest {
+	return r.JSON400
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
@@ -41592,6 +42502,11 @@ func (r DeleteInboxRuleResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r DeleteInboxRuleResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r DeleteInboxRuleResponse) GetJSON422() *ValidationError {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -41641,6 +42556,11 @@ type GetInboxSettingsResponse200Headers struct {
 	XRequestId          string
 }
 
+// GetInboxSettingsResponse400Headers the declared response headers of an HTTP 400 response for GetInboxSettings
+type GetInboxSettingsResponse400Headers struct {
+	XRequestId string
+}
+
 // GetInboxSettingsResponse401Headers the declared response headers of an HTTP 401 response for GetInboxSettings
 type GetInboxSettingsResponse401Headers struct {
 	WWWAuthenticate string
@@ -41662,6 +42582,11 @@ type GetInboxSettingsResponse403Headers struct {
 
 // GetInboxSettingsResponse404Headers the declared response headers of an HTTP 404 response for GetInboxSettings
 type GetInboxSettingsResponse404Headers struct {
+	XRequestId string
+}
+
+// GetInboxSettingsResponse422Headers the declared response headers of an HTTP 422 response for GetInboxSettings
+type GetInboxSettingsResponse422Headers struct {
 	XRequestId string
 }
 
@@ -41689,6 +42614,8 @@ type GetInboxSettingsResponse struct {
 		// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
 		Meta Meta `json:"meta"`
 	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
 	// JSON402 the response for an HTTP 402 `application/json` response
@@ -41697,12 +42624,16 @@ type GetInboxSettingsResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *ServerError
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetInboxSettingsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetInboxSettingsResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetInboxSettingsResponse401Headers
 	// Headers402 the parsed response headers for an HTTP 402 response
@@ -41711,6 +42642,8 @@ type GetInboxSettingsResponse struct {
 	Headers403 *GetInboxSettingsResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *GetInboxSettingsResponse404Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *GetInboxSettingsResponse422Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetInboxSettingsResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -41725,6 +42658,11 @@ func (r GetInboxSettingsResponse) GetJSON200() *struct {
 	Meta Meta `json:"meta"`
 } {
 	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetInboxSettingsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
@@ -41745,6 +42683,11 @@ func (r GetInboxSettingsResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r GetInboxSettingsResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r GetInboxSettingsResponse) GetJSON422() *ValidationError {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -41794,6 +42737,11 @@ type PutInboxSettingsResponse200Headers struct {
 	XRequestId          string
 }
 
+// PutInboxSettingsResponse400Headers the declared response headers of an HTTP 400 response for PutInboxSettings
+type PutInboxSettingsResponse400Headers struct {
+	XRequestId string
+}
+
 // PutInboxSettingsResponse401Headers the declared response headers of an HTTP 401 response for PutInboxSettings
 type PutInboxSettingsResponse401Headers struct {
 	WWWAuthenticate string
@@ -41811,6 +42759,11 @@ type PutInboxSettingsResponse403Headers struct {
 	XRateLimitRemaining int
 	XRateLimitReset     int64
 	XRequestId          string
+}
+
+// PutInboxSettingsResponse413Headers the declared response headers of an HTTP 413 response for PutInboxSettings
+type PutInboxSettingsResponse413Headers struct {
+	XRequestId string
 }
 
 // PutInboxSettingsResponse422Headers the declared response headers of an HTTP 422 response for PutInboxSettings
@@ -41847,12 +42800,16 @@ type PutInboxSettingsResponse struct {
 		// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
 		Meta Meta `json:"meta"`
 	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
 	// JSON402 the response for an HTTP 402 `application/json` response
 	JSON402 *PlanRequired
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -41863,12 +42820,16 @@ type PutInboxSettingsResponse struct {
 	JSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PutInboxSettingsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *PutInboxSettingsResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *PutInboxSettingsResponse401Headers
 	// Headers402 the parsed response headers for an HTTP 402 response
 	Headers402 *PutInboxSettingsResponse402Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *PutInboxSettingsResponse403Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *PutInboxSettingsResponse413Headers
 	// Headers422 the parsed response headers for an HTTP 422 response
 	Headers422 *PutInboxSettingsResponse422Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -41889,6 +42850,11 @@ func (r PutInboxSettingsResponse) GetJSON200() *struct {
 	return r.JSON200
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PutInboxSettingsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r PutInboxSettingsResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
@@ -41902,6 +42868,11 @@ func (r PutInboxSettingsResponse) GetJSON402() *PlanRequired {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r PutInboxSettingsResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PutInboxSettingsResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
 }
 
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
@@ -41962,6 +42933,11 @@ type SyncInboxResponse202Headers struct {
 	XRequestId          string
 }
 
+// SyncInboxResponse400Headers the declared response headers of an HTTP 400 response for SyncInbox
+type SyncInboxResponse400Headers struct {
+	XRequestId string
+}
+
 // SyncInboxResponse401Headers the declared response headers of an HTTP 401 response for SyncInbox
 type SyncInboxResponse401Headers struct {
 	WWWAuthenticate string
@@ -41983,6 +42959,22 @@ type SyncInboxResponse403Headers struct {
 
 // SyncInboxResponse404Headers the declared response headers of an HTTP 404 response for SyncInbox
 type SyncInboxResponse404Headers struct {
+	XRequestId string
+}
+
+// SyncInboxResponse409Headers the declared response headers of an HTTP 409 response for SyncInbox
+type SyncInboxResponse409Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// SyncInboxResponse413Headers the declared response headers of an HTTP 413 response for SyncInbox
+type SyncInboxResponse413Headers struct {
+	XRequestId string
+}
+
+// SyncInboxResponse422Headers the declared response headers of an HTTP 422 response for SyncInbox
+type SyncInboxResponse422Headers struct {
 	XRequestId string
 }
 
@@ -42017,6 +43009,8 @@ type SyncInboxResponse struct {
 		// Meta Metadaten jeder Erfolgsantwort / metadata of every success response.
 		Meta Meta `json:"meta"`
 	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
 	// JSON402 the response for an HTTP 402 `application/json` response
@@ -42025,6 +43019,12 @@ type SyncInboxResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -42033,6 +43033,8 @@ type SyncInboxResponse struct {
 	JSON503 *ServiceUnavailable
 	// Headers202 the parsed response headers for an HTTP 202 response
 	Headers202 *SyncInboxResponse202Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *SyncInboxResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *SyncInboxResponse401Headers
 	// Headers402 the parsed response headers for an HTTP 402 response
@@ -42041,6 +43043,12 @@ type SyncInboxResponse struct {
 	Headers403 *SyncInboxResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *SyncInboxResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *SyncInboxResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *SyncInboxResponse413Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *SyncInboxResponse422Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *SyncInboxResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -42061,6 +43069,11 @@ func (r SyncInboxResponse) GetJSON202() *struct {
 	return r.JSON202
 }
 
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SyncInboxResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r SyncInboxResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
@@ -42079,6 +43092,21 @@ func (r SyncInboxResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r SyncInboxResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r SyncInboxResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r SyncInboxResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r SyncInboxResponse) GetJSON422() *ValidationError {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -63577,6 +64605,13 @@ func ParseListInboxDraftsResponse(rsp *http.Response) (*ListInboxDraftsResponse,
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -63653,6 +64688,16 @@ func ParseListInboxDraftsResponse(rsp *http.Response) (*ListInboxDraftsResponse,
 			headers.XRequestId = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListInboxDraftsResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers ListInboxDraftsResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -63791,6 +64836,13 @@ func ParseDiscardInboxDraftResponse(rsp *http.Response) (*DiscardInboxDraftRespo
 	case rsp.StatusCode == 204:
 		break // No content-type
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -63825,6 +64877,13 @@ func ParseDiscardInboxDraftResponse(rsp *http.Response) (*DiscardInboxDraftRespo
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
@@ -63874,6 +64933,16 @@ func ParseDiscardInboxDraftResponse(rsp *http.Response) (*DiscardInboxDraftRespo
 			headers.XRequestId = value
 		}
 		response.Headers204 = &headers
+	case rsp.StatusCode == 400:
+		var headers DiscardInboxDraftResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers DiscardInboxDraftResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -63959,6 +65028,16 @@ func ParseDiscardInboxDraftResponse(rsp *http.Response) (*DiscardInboxDraftRespo
 			headers.XRequestId = value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers DiscardInboxDraftResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
 	case rsp.StatusCode == 429:
 		var headers DiscardInboxDraftResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -64041,6 +65120,13 @@ func ParseApproveInboxDraftResponse(rsp *http.Response) (*ApproveInboxDraftRespo
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -64075,6 +65161,13 @@ func ParseApproveInboxDraftResponse(rsp *http.Response) (*ApproveInboxDraftRespo
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationError
@@ -64145,6 +65238,16 @@ func ParseApproveInboxDraftResponse(rsp *http.Response) (*ApproveInboxDraftRespo
 			headers.XRequestId = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ApproveInboxDraftResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers ApproveInboxDraftResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -64230,6 +65333,16 @@ func ParseApproveInboxDraftResponse(rsp *http.Response) (*ApproveInboxDraftRespo
 			headers.XRequestId = value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers ApproveInboxDraftResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
 	case rsp.StatusCode == 422:
 		var headers ApproveInboxDraftResponse422Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -64329,6 +65442,13 @@ func ParseListInboxMessagesResponse(rsp *http.Response) (*ListInboxMessagesRespo
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -64405,6 +65525,16 @@ func ParseListInboxMessagesResponse(rsp *http.Response) (*ListInboxMessagesRespo
 			headers.XRequestId = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListInboxMessagesResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers ListInboxMessagesResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -64552,6 +65682,13 @@ func ParseGetInboxMessageResponse(rsp *http.Response) (*GetInboxMessageResponse,
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -64579,6 +65716,13 @@ func ParseGetInboxMessageResponse(rsp *http.Response) (*GetInboxMessageResponse,
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
@@ -64628,6 +65772,16 @@ func ParseGetInboxMessageResponse(rsp *http.Response) (*GetInboxMessageResponse,
 			headers.XRequestId = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetInboxMessageResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetInboxMessageResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -64696,6 +65850,16 @@ func ParseGetInboxMessageResponse(rsp *http.Response) (*GetInboxMessageResponse,
 			headers.XRequestId = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 422:
+		var headers GetInboxMessageResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetInboxMessageResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -64775,6 +65939,13 @@ func ParsePatchInboxMessageResponse(rsp *http.Response) (*PatchInboxMessageRespo
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -64802,6 +65973,13 @@ func ParsePatchInboxMessageResponse(rsp *http.Response) (*PatchInboxMessageRespo
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationError
@@ -64858,6 +66036,16 @@ func ParsePatchInboxMessageResponse(rsp *http.Response) (*PatchInboxMessageRespo
 			headers.XRequestId = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers PatchInboxMessageResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers PatchInboxMessageResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -64926,6 +66114,16 @@ func ParsePatchInboxMessageResponse(rsp *http.Response) (*PatchInboxMessageRespo
 			headers.XRequestId = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers PatchInboxMessageResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
 	case rsp.StatusCode == 422:
 		var headers PatchInboxMessageResponse422Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -65015,6 +66213,13 @@ func ParseDraftInboxMessageResponse(rsp *http.Response) (*DraftInboxMessageRespo
 		}
 		response.JSON201 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -65042,6 +66247,20 @@ func ParseDraftInboxMessageResponse(rsp *http.Response) (*DraftInboxMessageRespo
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationError
@@ -65112,6 +66331,16 @@ func ParseDraftInboxMessageResponse(rsp *http.Response) (*DraftInboxMessageRespo
 			headers.XRequestId = value
 		}
 		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers DraftInboxMessageResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers DraftInboxMessageResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -65180,6 +66409,33 @@ func ParseDraftInboxMessageResponse(rsp *http.Response) (*DraftInboxMessageRespo
 			headers.XRequestId = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers DraftInboxMessageResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers DraftInboxMessageResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
 	case rsp.StatusCode == 422:
 		var headers DraftInboxMessageResponse422Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -65279,6 +66535,13 @@ func ParseReplyInboxMessageResponse(rsp *http.Response) (*ReplyInboxMessageRespo
 		}
 		response.JSON201 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -65306,6 +66569,20 @@ func ParseReplyInboxMessageResponse(rsp *http.Response) (*ReplyInboxMessageRespo
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationError
@@ -65376,6 +66653,16 @@ func ParseReplyInboxMessageResponse(rsp *http.Response) (*ReplyInboxMessageRespo
 			headers.XRequestId = value
 		}
 		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers ReplyInboxMessageResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers ReplyInboxMessageResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -65444,6 +66731,33 @@ func ParseReplyInboxMessageResponse(rsp *http.Response) (*ReplyInboxMessageRespo
 			headers.XRequestId = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers ReplyInboxMessageResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers ReplyInboxMessageResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
 	case rsp.StatusCode == 422:
 		var headers ReplyInboxMessageResponse422Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -65543,6 +66857,13 @@ func ParseGetInboxMetricsResponse(rsp *http.Response) (*GetInboxMetricsResponse,
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -65619,6 +66940,16 @@ func ParseGetInboxMetricsResponse(rsp *http.Response) (*GetInboxMetricsResponse,
 			headers.XRequestId = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetInboxMetricsResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetInboxMetricsResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -65766,6 +67097,13 @@ func ParseListInboxRulesResponse(rsp *http.Response) (*ListInboxRulesResponse, e
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -65786,6 +67124,13 @@ func ParseListInboxRulesResponse(rsp *http.Response) (*ListInboxRulesResponse, e
 			return nil, err
 		}
 		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
@@ -65835,6 +67180,16 @@ func ParseListInboxRulesResponse(rsp *http.Response) (*ListInboxRulesResponse, e
 			headers.XRequestId = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListInboxRulesResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers ListInboxRulesResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -65893,6 +67248,16 @@ func ParseListInboxRulesResponse(rsp *http.Response) (*ListInboxRulesResponse, e
 			headers.XRequestId = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 422:
+		var headers ListInboxRulesResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
 	case rsp.StatusCode == 429:
 		var headers ListInboxRulesResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -65972,6 +67337,13 @@ func ParseCreateInboxRuleResponse(rsp *http.Response) (*CreateInboxRuleResponse,
 		}
 		response.JSON201 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -65992,6 +67364,20 @@ func ParseCreateInboxRuleResponse(rsp *http.Response) (*CreateInboxRuleResponse,
 			return nil, err
 		}
 		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationError
@@ -66055,6 +67441,16 @@ func ParseCreateInboxRuleResponse(rsp *http.Response) (*CreateInboxRuleResponse,
 			headers.XRequestId = value
 		}
 		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers CreateInboxRuleResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers CreateInboxRuleResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -66113,6 +67509,33 @@ func ParseCreateInboxRuleResponse(rsp *http.Response) (*CreateInboxRuleResponse,
 			headers.XRequestId = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateInboxRuleResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers CreateInboxRuleResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
 	case rsp.StatusCode == 422:
 		var headers CreateInboxRuleResponse422Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -66193,6 +67616,13 @@ func ParseDeleteInboxRuleResponse(rsp *http.Response) (*DeleteInboxRuleResponse,
 	case rsp.StatusCode == 204:
 		break // No content-type
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -66220,6 +67650,13 @@ func ParseDeleteInboxRuleResponse(rsp *http.Response) (*DeleteInboxRuleResponse,
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
@@ -66269,6 +67706,16 @@ func ParseDeleteInboxRuleResponse(rsp *http.Response) (*DeleteInboxRuleResponse,
 			headers.XRequestId = value
 		}
 		response.Headers204 = &headers
+	case rsp.StatusCode == 400:
+		var headers DeleteInboxRuleResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers DeleteInboxRuleResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -66337,6 +67784,16 @@ func ParseDeleteInboxRuleResponse(rsp *http.Response) (*DeleteInboxRuleResponse,
 			headers.XRequestId = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 422:
+		var headers DeleteInboxRuleResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
 	case rsp.StatusCode == 429:
 		var headers DeleteInboxRuleResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -66416,6 +67873,13 @@ func ParseGetInboxSettingsResponse(rsp *http.Response) (*GetInboxSettingsRespons
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -66443,6 +67907,13 @@ func ParseGetInboxSettingsResponse(rsp *http.Response) (*GetInboxSettingsRespons
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
@@ -66492,6 +67963,16 @@ func ParseGetInboxSettingsResponse(rsp *http.Response) (*GetInboxSettingsRespons
 			headers.XRequestId = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetInboxSettingsResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetInboxSettingsResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -66560,6 +68041,16 @@ func ParseGetInboxSettingsResponse(rsp *http.Response) (*GetInboxSettingsRespons
 			headers.XRequestId = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 422:
+		var headers GetInboxSettingsResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetInboxSettingsResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -66639,6 +68130,13 @@ func ParsePutInboxSettingsResponse(rsp *http.Response) (*PutInboxSettingsRespons
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -66659,6 +68157,13 @@ func ParsePutInboxSettingsResponse(rsp *http.Response) (*PutInboxSettingsRespons
 			return nil, err
 		}
 		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationError
@@ -66722,6 +68227,16 @@ func ParsePutInboxSettingsResponse(rsp *http.Response) (*PutInboxSettingsRespons
 			headers.XRequestId = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers PutInboxSettingsResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers PutInboxSettingsResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -66780,6 +68295,16 @@ func ParsePutInboxSettingsResponse(rsp *http.Response) (*PutInboxSettingsRespons
 			headers.XRequestId = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 413:
+		var headers PutInboxSettingsResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
 	case rsp.StatusCode == 422:
 		var headers PutInboxSettingsResponse422Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -66881,6 +68406,13 @@ func ParseSyncInboxResponse(rsp *http.Response) (*SyncInboxResponse, error) {
 		}
 		response.JSON202 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -66908,6 +68440,27 @@ func ParseSyncInboxResponse(rsp *http.Response) (*SyncInboxResponse, error) {
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
@@ -66971,6 +68524,16 @@ func ParseSyncInboxResponse(rsp *http.Response) (*SyncInboxResponse, error) {
 			headers.XRequestId = value
 		}
 		response.Headers202 = &headers
+	case rsp.StatusCode == 400:
+		var headers SyncInboxResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers SyncInboxResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -67039,6 +68602,43 @@ func ParseSyncInboxResponse(rsp *http.Response) (*SyncInboxResponse, error) {
 			headers.XRequestId = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers SyncInboxResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers SyncInboxResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 422:
+		var headers SyncInboxResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
 	case rsp.StatusCode == 429:
 		var headers SyncInboxResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
