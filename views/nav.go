@@ -31,6 +31,7 @@ const (
 	NavAppointments = "appointments"
 	// NavIntegrations is the payment-provider integrations (issue 23).
 	NavIntegrations = "integrations"
+	NavInbox        = "inbox"
 )
 
 // NavItem is one entry of the sidebar.
@@ -65,6 +66,7 @@ func Navigation(t Text) []NavItem {
 		{ID: NavAttachments, Href: "/attachments", Label: t.Templates.NavAttachments, Icon: "lists"},
 		{ID: NavAppointments, Href: "/appointments", Label: t.Appointments.NavLabel, Icon: "activity"},
 		{ID: NavIntegrations, Href: "/integrations", Label: t.Integrations.Nav, Roles: admins, Icon: "webhook"},
+		{ID: NavInbox, Href: "/inbox", Label: t.Nav.Inbox, Icon: "mail"},
 		{ID: NavAPIKeys, Href: "/api-keys", Label: t.Nav.APIKeys, Section: t.Nav.SectionDev, Roles: admins, Icon: "key"},
 		{ID: NavWebhooks, Href: "/webhooks", Label: t.Nav.Webhooks, Section: t.Nav.SectionDev, Roles: admins, Icon: "webhook"},
 		{ID: NavDevOutbox, Href: "/dev/outbox", Label: t.Nav.DevOutbox, Section: t.Nav.SectionDev, Icon: "mail", DevOutbox: true},

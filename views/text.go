@@ -83,6 +83,9 @@ type Text struct {
 	// Appointments holds the appointment book: the portal's calendar and
 	// settings and the public booking page.
 	Appointments AppointmentsText
+	// Inbox holds the connected inbox: reading, replies, drafts, rules,
+	// metrics and the connection settings (text_inbox block below).
+	Inbox InboxText
 }
 
 // ChartsText holds what every chart says besides its data.
@@ -217,6 +220,7 @@ type NavText struct {
 	ABTests         string
 	Activity        string
 	Users           string
+	Inbox           string
 }
 
 // PlanText holds the plan page (/settings/plan).
@@ -1005,6 +1009,7 @@ func German() Text {
 			ABTests:         "A/B-Tests",
 			Activity:        "Aktivitätsprotokoll",
 			Users:           "Benutzer",
+			Inbox:           "Posteingang",
 		},
 		Plan: PlanText{
 			Title:        "Tarif",
@@ -1148,6 +1153,7 @@ func German() Text {
 			Docs:            "API-Referenz",
 		},
 		Appointments: germanAppointments(),
+		Inbox:        germanInbox(),
 		APIDocs: APIDocsText{
 			Title:       "Rundbrief-API – Referenz",
 			OpenAPILink: "OpenAPI-Beschreibung (JSON)",
@@ -2715,5 +2721,73 @@ func integrationsText() IntegrationsText {
 				"Antwort 200: angenommen (Wiederholungen sind unschädlich); 401: Signatur falsch; 404: unbekannte URL.",
 			},
 		},
+	}
+}
+
+// InboxText holds the inbox pages (views/inbox.templ).
+type InboxText struct {
+	Title, Lead, SyncNow, Rules, Metrics, Settings, Connect             string
+	NotConnectedTitle, NotConnectedBody, SyncError                      string
+	Folders, LabelsHead, ListLabel, ReadingLabel, Search, Empty         string
+	UnreadMark, Replied, PickMessage, Back, MarkUnread, Archive         string
+	Unarchive, Contact, YourReply, DraftHead, DraftText, DraftHint      string
+	DraftApprove, DraftDiscard, ReplyHead, ReplyTo, Send, AIDraft       string
+	StatusLabels, SourceLabels, EncryptionLabels, ActionLabels          map[string]string
+	SettingsTitle, SettingsLead, LastSync, Host, HostHint, PortHint     string
+	Folder, FolderHint, ReplyRoute, ReplyRouteHint, DefaultRoute        string
+	FromHint, Signature, AutoDraft, SaveAndTest, TestStored, TestOK     string
+	RulesTitle, RulesLead, RulesEmpty, RuleName, RuleMatch, RuleAction  string
+	FromContains, SubjectContains, BodyContains, MatchAll, NewRule      string
+	RuleValue, RuleValueHint, RuleText, RuleTextHint, AddRule, Delete   string
+	MetricsTitle, MetricsLead, Received, Unread, RepliedCount           string
+	AvgResponse, AIDrafts, AIDraftsApproved, MinutesFmt, ChartTitle     string
+	ChartDesc, ChartDay, ChartReceived, ChartReplied                    string
+	PlanTitle, PlanBody, SavedFlash, SyncFlash, RepliedFlash            string
+	DraftFlash, ApprovedFlash, DiscardedFlash, RuleFlash, RuleGoneFlash string
+	LabelsField, SaveLabels, LabelsSaved                                string
+}
+
+func germanInbox() InboxText {
+	return InboxText{
+		Title: "Posteingang", Lead: "Ihr verbundenes Postfach: lesen, sortieren, beantworten – auf Wunsch mit KI-Entwurf.",
+		SyncNow: "Jetzt abrufen", Rules: "Regeln", Metrics: "Kennzahlen", Settings: "Verbindung", Connect: "Postfach verbinden",
+		NotConnectedTitle: "Noch kein Postfach verbunden",
+		NotConnectedBody:  "Verbinden Sie Ihr IMAP-Postfach, dann erscheinen Ihre E-Mails hier und werden alle fünf Minuten abgeglichen.",
+		SyncError:         "Der letzte Abgleich ist fehlgeschlagen:",
+		Folders:           "Ordner und Labels", LabelsHead: "Labels", ListLabel: "Nachrichten", ReadingLabel: "Nachricht",
+		Search: "Betreff, Absender oder Text suchen", Empty: "Keine Nachrichten.",
+		UnreadMark: "Ungelesen:", Replied: "beantwortet", PickMessage: "Wählen Sie links eine Nachricht aus.", Back: "← Zurück zur Liste",
+		MarkUnread: "Als ungelesen markieren", Archive: "Archivieren", Unarchive: "Zurück in den Posteingang", Contact: "Kontakt ansehen",
+		YourReply: "Ihre Antwort", DraftHead: "KI-Entwurf", DraftText: "Entwurf (vor dem Senden bearbeitbar)",
+		DraftHint: "Die Signatur wird beim Senden angehängt.", DraftApprove: "Freigeben und senden", DraftDiscard: "Verwerfen",
+		ReplyHead: "Antworten", ReplyTo: "Antwort an %s", Send: "Senden", AIDraft: "KI-Entwurf erstellen",
+		StatusLabels:     map[string]string{"open": "Posteingang", "unread": "Ungelesen", "archived": "Archiv", "all": "Alle"},
+		SourceLabels:     map[string]string{"user": "von Hand", "ai": "KI-Entwurf", "rule": "automatisch (Regel)"},
+		EncryptionLabels: map[string]string{"tls": "TLS (Port 993)", "starttls": "STARTTLS (Port 143)", "none": "Keine (nur im internen Netz)"},
+		ActionLabels: map[string]string{"label": "Label vergeben", "archive": "Archivieren", "mark_read": "Als gelesen markieren",
+			"reply": "Automatisch antworten", "ai_draft": "KI-Entwurf erstellen"},
+		SettingsTitle: "Postfach-Verbindung",
+		SettingsLead:  "Die Verbindung wird vor dem Speichern getestet. Das Passwort wird verschlüsselt gespeichert und nie wieder angezeigt.",
+		LastSync:      "Zuletzt abgeglichen:", Host: "IMAP-Server", HostHint: "z. B. imap.example.com", PortHint: "Leer: 993 bei TLS, sonst 143.",
+		Folder: "Ordner", FolderHint: "Leer: INBOX.", ReplyRoute: "Antworten senden über",
+		ReplyRouteHint: "Der SMTP-Server für Antworten; sonst der Standardweg des Kontos.", DefaultRoute: "Standardweg des Kontos",
+		FromHint: "Absender der Antworten; leer: der des SMTP-Wegs.", Signature: "Signatur",
+		AutoDraft:   "Für jede neue Nachricht, die keine Regel beantwortet, einen KI-Entwurf erstellen (kostet KI-Guthaben)",
+		SaveAndTest: "Testen und speichern", TestStored: "Gespeicherte Verbindung testen", TestOK: "Verbindung erfolgreich: Anmeldung und Ordner in Ordnung.",
+		RulesTitle: "Regeln", RulesLead: "Regeln gelten der Reihe nach für jede neue Nachricht; alle ausgefüllten Bedingungen müssen passen. Automatische Antworten gehen höchstens einmal am Tag an denselben Absender und nie an noreply-Adressen, Mailinglisten oder automatische Mails.",
+		RulesEmpty: "Noch keine Regeln.", RuleName: "Name", RuleMatch: "Bedingungen", RuleAction: "Aktion",
+		FromContains: "Absender enthält", SubjectContains: "Betreff enthält", BodyContains: "Text enthält", MatchAll: "jede Nachricht",
+		NewRule: "Neue Regel", RuleValue: "Label", RuleValueHint: "Nur bei „Label vergeben“.", RuleText: "Antworttext",
+		RuleTextHint: "Nur bei „Automatisch antworten“; die Signatur wird angehängt.", AddRule: "Regel hinzufügen", Delete: "Löschen",
+		MetricsTitle: "Posteingang: Kennzahlen", MetricsLead: "Nachrichten vom %s bis %s.", Received: "Eingegangen", Unread: "Ungelesen",
+		RepliedCount: "Beantwortet", AvgResponse: "Ø erste Antwort", AIDrafts: "KI-Entwürfe", AIDraftsApproved: "KI-Entwürfe gesendet",
+		MinutesFmt: "%s Min.", ChartTitle: "Eingang und Antworten pro Tag",
+		ChartDesc: "Eingegangene Nachrichten und gesendete Antworten je Tag im gewählten Zeitraum.", ChartDay: "Tag",
+		ChartReceived: "Eingegangen", ChartReplied: "Antworten",
+		PlanTitle: "Posteingang nicht im Tarif", PlanBody: "Der Posteingang gehört zu den Tarifen Pro und Business.",
+		SavedFlash: "Verbindung getestet und gespeichert. Der Abgleich beginnt gleich.", SyncFlash: "Der Abgleich wurde angestoßen.",
+		RepliedFlash: "Antwort gesendet.", DraftFlash: "KI-Entwurf erstellt.", ApprovedFlash: "Entwurf gesendet.", DiscardedFlash: "Entwurf verworfen.",
+		RuleFlash: "Regel hinzugefügt.", RuleGoneFlash: "Regel gelöscht.",
+		LabelsField: "Labels (durch Kommas getrennt)", SaveLabels: "Labels speichern", LabelsSaved: "Labels gespeichert.",
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/rundbrief/rundbrief/store/appointment"
 	"github.com/rundbrief/rundbrief/store/botguard"
 	"github.com/rundbrief/rundbrief/store/campaign"
+	"github.com/rundbrief/rundbrief/store/inbox"
 	"github.com/rundbrief/rundbrief/store/integration"
 	"github.com/rundbrief/rundbrief/store/secret"
 	"github.com/rundbrief/rundbrief/store/services"
@@ -52,6 +53,7 @@ type API struct {
 	appointments *appointment.Service
 	// integrations: payment providers (issue 23).
 	integrations *integration.Service
+	inbox        *inbox.Service
 }
 
 // New returns the API over the shared services; mount Handler() at /v1.
@@ -64,7 +66,7 @@ func New(s *services.Set, cfg Config) *API {
 	}
 	return &API{db: s.DB, limiter: store.NewRateLimiter(s.DB), apiLog: s.APILog, log: s.Log, cfg: cfg, ai: s.AI, box: s.Box, mail: s.Mail,
 		webhooks: s.Webhooks, guard: s.Guard, campaigns: s.Campaigns, abTests: s.ABTests, smtpServers: s.SMTPServers,
-		appointments: s.Appointments, integrations: s.Integrations}
+		appointments: s.Appointments, integrations: s.Integrations, inbox: s.Inbox}
 }
 
 // Handler is the /v1 router. Every route of the API is listed here, top to bottom.
@@ -234,6 +236,24 @@ func (a *API) Handler() http.Handler {
 		r.Patch("/integrations/{id}", a.need("write", "integrations", a.updateIntegration))
 		r.Delete("/integrations/{id}", a.need("write", "integrations", a.deleteIntegration))
 		r.Get("/integrations/{id}/events", a.need("read", "integrations", a.listIntegrationEvents))
+		// Inbox: the connected IMAP mailbox, its messages, replies, AI reply
+		// drafts, rules and metrics (issue 21; plan feature inbox).
+		r.Get("/inbox/settings", a.need("read", "inbox", a.getInboxSettings))
+		r.Put("/inbox/settings", a.need("write", "inbox", a.putInboxSettings))
+		r.Post("/inbox/sync", a.need("write", "inbox", a.syncInbox))
+		r.Get("/inbox/messages", a.need("read", "inbox", a.listInboxMessages))
+		r.Get("/inbox/messages/{id}", a.need("read", "inbox", a.getInboxMessage))
+		r.Patch("/inbox/messages/{id}", a.need("write", "inbox", a.patchInboxMessage))
+		r.Post("/inbox/messages/{id}/reply", a.need("send", "inbox", a.replyInboxMessage))
+		r.Post("/inbox/messages/{id}/draft", a.need("ai", "inbox", a.aiLimited(a.draftInboxMessage)))
+		r.Get("/inbox/drafts", a.need("read", "inbox", a.listInboxDrafts))
+		r.Post("/inbox/drafts/{id}/approve", a.need("send", "inbox", a.approveInboxDraft))
+		r.Delete("/inbox/drafts/{id}", a.need("write", "inbox", a.discardInboxDraft))
+		r.Get("/inbox/rules", a.need("read", "inbox", a.listInboxRules))
+		r.Post("/inbox/rules", a.need("write", "inbox", a.createInboxRule))
+		r.Delete("/inbox/rules/{id}", a.need("write", "inbox", a.deleteInboxRule))
+		r.Get("/inbox/metrics", a.need("read", "inbox", a.inboxMetrics))
+
 		if a.devOutboxEnabled() {
 			r.Get("/dev/outbox", a.need("read", "", a.listDevOutbox))
 			r.Get("/dev/outbox/{id}", a.need("read", "", a.getDevOutboxMail))

@@ -29,6 +29,7 @@ import (
 	"github.com/rundbrief/rundbrief/store/campaign"
 	"github.com/rundbrief/rundbrief/store/dbtest"
 	"github.com/rundbrief/rundbrief/store/imports"
+	"github.com/rundbrief/rundbrief/store/inbox"
 	"github.com/rundbrief/rundbrief/store/integration"
 	"github.com/rundbrief/rundbrief/store/secret"
 	"github.com/rundbrief/rundbrief/store/services"
@@ -109,8 +110,10 @@ func newServerWith(tb testing.TB, dbURL string, clk *clock, baseURL string, opts
 	campaigns := campaign.New(db, mail, sendWorker, campaign.Options{Links: links, Log: log})
 	wg.Go(func() { _ = sendWorker.Run(ctx) })
 	integrations := integration.New(db, integration.Config{Box: box, BaseURL: baseURL, Now: now, Log: log})
-	p, err := portal.New(&services.Set{DB: db, Integrations: integrations, Imports: imports.New(db), Box: box, Log: log, Mail: mail, Webhooks: hooks, Campaigns: campaigns, ABTests: abtest.New(db, sendWorker, abtest.Options{Now: now}), SMTPServers: smtpserver.New(db, smtpserver.Config{Box: box, Mail: mail, AllowPrivate: !opts.SMTPDenyPrivate}),
-		Appointments: appointment.New(db, appointment.Config{BaseURL: baseURL, Now: now})}, portal.Config{BaseURL: baseURL, Now: now, UpgradeURL: opts.UpgradeURL})
+	smtpSrv := smtpserver.New(db, smtpserver.Config{Box: box, Mail: mail, AllowPrivate: !opts.SMTPDenyPrivate})
+	p, err := portal.New(&services.Set{DB: db, Integrations: integrations, Imports: imports.New(db), Box: box, Log: log, Mail: mail, Webhooks: hooks, Campaigns: campaigns, ABTests: abtest.New(db, sendWorker, abtest.Options{Now: now}), SMTPServers: smtpSrv,
+		Appointments: appointment.New(db, appointment.Config{BaseURL: baseURL, Now: now}),
+		Inbox:        inbox.New(db, inbox.Config{Box: box, Guard: smtpSrv, Opener: mail, Timeout: 5 * time.Second, Log: log})}, portal.Config{BaseURL: baseURL, Now: now, UpgradeURL: opts.UpgradeURL})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/rundbrief/rundbrief/store/appointment"
 	"github.com/rundbrief/rundbrief/store/campaign"
 	"github.com/rundbrief/rundbrief/store/imports"
+	"github.com/rundbrief/rundbrief/store/inbox"
 	"github.com/rundbrief/rundbrief/store/integration"
 	"github.com/rundbrief/rundbrief/store/secret"
 	"github.com/rundbrief/rundbrief/store/services"
@@ -72,6 +73,7 @@ type Portal struct {
 	appointments *appointment.Service // the appointment book (issue 22)
 	// integrations: payment-provider integrations (issue 23).
 	integrations *integration.Service
+	inbox        *inbox.Service
 }
 
 // New returns the portal over the shared services (s.Box is required);
@@ -86,7 +88,7 @@ func New(s *services.Set, cfg Config) (*Portal, error) {
 	}
 	p := &Portal{db: s.DB, box: s.Box, log: s.Log, baseURL: strings.TrimRight(cfg.BaseURL, "/"), now: cfg.Now, upgradeURL: cfg.UpgradeURL,
 		mail: s.Mail, webhooks: s.Webhooks, campaigns: s.Campaigns, abTests: s.ABTests, smtpServers: s.SMTPServers, imports: s.Imports,
-		appointments: s.Appointments, integrations: s.Integrations}
+		appointments: s.Appointments, integrations: s.Integrations, inbox: s.Inbox}
 	secure := strings.HasPrefix(p.baseURL, "https://")
 
 	p.sessions = scs.New()
@@ -260,6 +262,27 @@ func (p *Portal) Routes(r chi.Router) {
 			r.Post("/appointments/{id}/cancel", p.needAppointments(p.cancelAppointment))
 			r.Get("/appointments/settings", p.needAppointments(p.appointmentSettings))
 			r.Post("/appointments/settings", p.needAppointments(p.saveAppointmentSettings))
+			// The inbox (issue 21): three panes, replies, AI drafts, rules,
+			// metrics; the connection settings for owners and admins.
+			yes, no := true, false
+			r.Get("/inbox", p.needInbox(p.inboxPage))
+			r.Post("/inbox/sync", p.needInbox(p.inboxSync))
+			r.Get("/inbox/messages/{id}", p.needInbox(p.inboxMessage))
+			r.Post("/inbox/messages/{id}/reply", p.needInbox(p.inboxReply))
+			r.Post("/inbox/messages/{id}/draft", p.needInbox(p.inboxDraft))
+			r.Post("/inbox/messages/{id}/labels", p.needInbox(p.inboxLabels))
+			r.Post("/inbox/messages/{id}/unread", p.needInbox(p.inboxFlag(&no, nil)))
+			r.Post("/inbox/messages/{id}/archive", p.needInbox(p.inboxFlag(nil, &yes)))
+			r.Post("/inbox/messages/{id}/unarchive", p.needInbox(p.inboxFlag(nil, &no)))
+			r.Post("/inbox/drafts/{id}/approve", p.needInbox(p.inboxApprove))
+			r.Post("/inbox/drafts/{id}/discard", p.needInbox(p.inboxDiscard))
+			r.Get("/inbox/rules", p.needInbox(p.inboxRulesPage))
+			r.Post("/inbox/rules", p.needInbox(p.createInboxRule))
+			r.Post("/inbox/rules/{id}/delete", p.needInbox(p.deleteInboxRule))
+			r.Get("/inbox/metrics", p.needInbox(p.inboxMetricsPage))
+			r.With(p.requireAdmin).Get("/inbox/settings", p.needInbox(p.inboxSettingsPage))
+			r.With(p.requireAdmin).Post("/inbox/settings", p.needInbox(p.saveInboxSettings))
+			r.With(p.requireAdmin).Post("/inbox/settings/test", p.needInbox(p.testInboxSettings))
 
 			// Owners and admins.
 			r.Group(func(r chi.Router) {

@@ -18,6 +18,7 @@ import (
 	"github.com/rundbrief/rundbrief/store/botguard"
 	"github.com/rundbrief/rundbrief/store/campaign"
 	"github.com/rundbrief/rundbrief/store/imports"
+	"github.com/rundbrief/rundbrief/store/inbox"
 	"github.com/rundbrief/rundbrief/store/integration"
 	"github.com/rundbrief/rundbrief/store/secret"
 	"github.com/rundbrief/rundbrief/store/smtpserver"
@@ -54,6 +55,7 @@ type Set struct {
 
 	// Appointments is the appointment book with its booking page (issue 22).
 	Appointments *appointment.Service
+	Inbox        *inbox.Service
 
 	workers []Worker
 }
@@ -134,6 +136,10 @@ func New(db *store.DB, cfg Config) (*Set, error) {
 	s.Campaigns = campaign.New(db, opener, sender, campaign.Options{Links: links, Log: log})
 	s.ABTests = abtest.New(db, sender, abtest.Options{Log: log})
 
+	// The connected IMAP inbox: replies go the accounts' mail route, the IMAP
+	// host follows the SMTP servers' private-address rule on every dial.
+	s.Inbox = inbox.New(db, inbox.Config{Box: box, Guard: s.SMTPServers, Opener: opener, AI: s.AI, Log: log})
+
 	s.workers = []Worker{
 		{"api log", s.APILog.Run},
 		{"retention", func(ctx context.Context) error { return db.RunRetention(ctx, time.Hour, log) }},
@@ -156,6 +162,8 @@ func New(db *store.DB, cfg Config) (*Set, error) {
 		{"contact import", imports.NewWorker(db, imports.WorkerOptions{Log: log}).Run},
 		// Portal sessions live in PostgreSQL; this deletes expired ones.
 		{"session cleanup", store.NewSessionStore(db, log).Run},
+		// Inbox sync every 5 minutes per account, each claimed by one process.
+		{"inbox sync", s.Inbox.Worker(inbox.WorkerOptions{}).Run},
 	}
 
 	// Appointments (issue 22): the book and its reminders, queued once across

@@ -8,6 +8,7 @@ package smtpserver
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"time"
 
@@ -74,6 +75,20 @@ func (s *Service) checkHost(ctx context.Context, host string) error {
 		return store.WithHint(store.Invalid("host", msg), HintAllowPrivate)
 	}
 	return nil
+}
+
+// CheckHost reports in German why host may not be connected to ("": it may).
+// The inbox's IMAP host follows this same rule (RUNDBRIEF_SMTP_ALLOW_PRIVATE
+// governs both), so it asks here rather than keeping a guard of its own.
+func (s *Service) CheckHost(ctx context.Context, host string) string {
+	return s.guard.CheckHost(ctx, strings.TrimSpace(host))
+}
+
+// DialContext connects to addr through the guard: the address actually dialled
+// is checked again, so a name that resolves to a private address later (DNS
+// rebinding) is refused on every connection (the inbox's IMAP connections).
+func (s *Service) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	return s.guard.DialContext(ctx, network, addr)
 }
 
 // Create saves a new server of the account, if its host is public.
