@@ -719,7 +719,7 @@ const lockFinished = `SELECT id FROM campaigns c
 WHERE c.id = $1 AND c.status = 'sending'
   AND NOT EXISTS (SELECT 1 FROM campaign_recipients r WHERE r.campaign_id = $1 AND r.status IN ('queued', 'sending'))
   AND NOT EXISTS (SELECT 1 FROM campaign_recipients r WHERE r.campaign_id = $1 AND r.status = 'waiting')
-FOR UPDATE`
+FOR NO KEY UPDATE`
 
 // finishCampaign folds the counters of a campaign locked by lockFinished and
 // marks it sent, or failed when nothing could be delivered. No outcome can
