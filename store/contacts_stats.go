@@ -42,11 +42,33 @@ const minStatsPages = 16
 // writes; after a batch write it always checks (a batch adds up to 1,000).
 const statsCheckInterval = time.Second
 
-// contactStats runs the background checks of one DB: at most one at a time.
+// contactStats runs the background checks of one DB: at most one at a time,
+// none after the DB is closed.
 type contactStats struct {
 	running   atomic.Bool
 	lastCheck atomic.Int64 // unix nanoseconds
+	mu        sync.Mutex
+	closed    bool
 	wg        sync.WaitGroup
+}
+
+// start runs f in the background unless the DB is closed.
+func (s *contactStats) start(f func()) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.wg.Go(f)
+	return true
+}
+
+// close waits for the check running, if any, and lets no other start.
+func (s *contactStats) close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.wg.Wait()
 }
 
 // contactsGrew is called after a committed write that created n contacts; in
@@ -66,12 +88,15 @@ func (db *DB) contactsGrew(n int64, batch bool) {
 		return
 	}
 	s.lastCheck.Store(now)
-	s.wg.Go(func() {
+	started := s.start(func() {
 		defer s.running.Store(false)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		_, _ = db.refreshContactStats(ctx)
 	})
+	if !started {
+		s.running.Store(false)
+	}
 }
 
 // refreshContactStats analyses the contact table when it outgrew its

@@ -169,7 +169,7 @@ func limitPool(pool *sqlx.DB, n int) {
 
 // Close closes the pools and the prepared statements.
 func (db *DB) Close() error {
-	db.contactStats.wg.Wait()
+	db.contactStats.close()
 	db.contactStmts.mu.Lock()
 	var errs []error
 	for _, s := range db.contactStmts.m {
