@@ -69,9 +69,10 @@ type WorkerOptions struct {
 	// and the token key).
 	Links LinkBuilder
 	// Concurrency is the number of lanes, each with its own SMTP connection;
-	// default 4.
+	// default DefaultLanes.
 	Concurrency int
-	// BatchSize is the number of recipients a lane claims at once; default 100.
+	// BatchSize is the number of recipients a lane claims at once; default
+	// DefaultBatchSize.
 	BatchSize int
 	// FlushEvery and FlushInterval bound how many outcomes a lane holds
 	// before handing them to its recorder; defaults 25 and 250 ms. Together
@@ -96,6 +97,17 @@ type WorkerOptions struct {
 	Outcomes OutcomeCounter
 	Log      *slog.Logger
 }
+
+// The defaults and bounds of a Worker's lanes and claims
+// (RUNDBRIEF_SEND_LANES, RUNDBRIEF_SEND_BATCH_SIZE). Each lane holds up to a
+// batch of rows and one SMTP connection, and writes its outcomes on a
+// connection of the contact write path's pool, which bounds the lanes.
+const (
+	DefaultLanes     = 4
+	MaxLanes         = 16
+	DefaultBatchSize = 100
+	MaxBatchSize     = 1000
+)
 
 // OutcomeCounter counts recorded send outcomes: n recipients ended with
 // status (store.RecipientSent, RecipientFailed, RecipientSkipped, or
@@ -160,10 +172,10 @@ type Worker struct {
 // NewWorker returns a send worker; run it with Run.
 func NewWorker(db *store.DB, opener Opener, opts WorkerOptions) *Worker {
 	if opts.Concurrency <= 0 {
-		opts.Concurrency = 4
+		opts.Concurrency = DefaultLanes
 	}
 	if opts.BatchSize <= 0 {
-		opts.BatchSize = 100
+		opts.BatchSize = DefaultBatchSize
 	}
 	if opts.FlushEvery <= 0 {
 		opts.FlushEvery = 25

@@ -144,7 +144,13 @@ qui ratione voluptatem sequi nesciunt. Neque porro quisquam est, qui dolorem ips
 // newsletter creates a draft newsletter to lists with the test HTML.
 func (e *sendEnv) newsletter(lists ...int64) store.Campaign {
 	e.tb.Helper()
-	name, subject, html := "Monatsbrief", "Neuigkeiten für {{vorname}}", newsletterHTML
+	return e.newsletterWith(newsletterHTML, lists...)
+}
+
+// newsletterWith creates a draft newsletter to lists with the given HTML.
+func (e *sendEnv) newsletterWith(html string, lists ...int64) store.Campaign {
+	e.tb.Helper()
+	name, subject := "Monatsbrief", "Neuigkeiten für {{vorname}}"
 	c, err := e.db.CreateNewsletter(context.Background(), e.acct, systemActor, store.NewsletterInput{
 		Name: &name, Subject: &subject, HTML: &html, ListIDs: &lists,
 	})

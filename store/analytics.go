@@ -347,7 +347,7 @@ func (db *DB) CampaignLinkStats(ctx context.Context, accountID, campaignID int64
 		sent  int64
 	)
 	err := db.readSnapshot(ctx, func(tx *sqlx.Tx) error {
-		if err := tx.GetContext(ctx, &sent, `SELECT sent_count FROM campaigns WHERE account_id = $1 AND id = $2`, accountID, campaignID); err != nil {
+		if err := tx.GetContext(ctx, &sent, `SELECT sent_count FROM (SELECT `+campaignCounts+` FROM campaigns WHERE account_id = $1 AND id = $2) c`, accountID, campaignID); err != nil {
 			return notFound("campaign", err)
 		}
 		if err := tx.GetContext(ctx, &total, `SELECT count(*) FROM campaign_links WHERE account_id = $1 AND campaign_id = $2`,

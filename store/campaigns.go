@@ -167,8 +167,36 @@ func (c Campaign) ReadyErrors() Errs {
 
 const campaignColumns = `id, account_id, kind, type, status, name, subject, preheader, html, plain_text, markdown,
   template_key, attachment_ids, from_name, reply_to, smtp_server_id, track_opens, track_clicks, list_ids, contact_ids, to_emails,
+  placeholders, scheduled_at, started_at, finished_at, recipients_count, ` + campaignCounts + `,
+  last_error, created_at, updated_at`
+
+// campaignCounts are a campaign's outcome counters as every read reports
+// them: the columns plus the stripes that outcome writes added since the last
+// fold (campaign_counts, migration 00026). The subqueries name the campaign's
+// id unqualified, so they work with or without an alias and in RETURNING;
+// campaign_counts has no column of that name. (CAST, not ::, because sqlx's
+// named queries read "::" as an escaped colon.)
+const campaignCounts = `sent_count + (SELECT CAST(coalesce(sum(k.sent), 0) AS bigint) FROM campaign_counts k WHERE k.campaign_id = id) AS sent_count,
+  failed_count + (SELECT CAST(coalesce(sum(k.failed), 0) AS bigint) FROM campaign_counts k WHERE k.campaign_id = id) AS failed_count,
+  skipped_count + (SELECT CAST(coalesce(sum(k.skipped), 0) AS bigint) FROM campaign_counts k WHERE k.campaign_id = id) AS skipped_count`
+
+// campaignStoredColumns are campaignColumns with the stored counters alone,
+// for the statements that fold the stripes into them first (whose
+// subqueries would still see the stripes they deleted).
+const campaignStoredColumns = `id, account_id, kind, type, status, name, subject, preheader, html, plain_text, markdown,
+  template_key, attachment_ids, from_name, reply_to, smtp_server_id, track_opens, track_clicks, list_ids, contact_ids, to_emails,
   placeholders, scheduled_at, started_at, finished_at, recipients_count, sent_count, failed_count, skipped_count,
   last_error, created_at, updated_at`
+
+// foldCounts is the start of a statement that folds a campaign's ($1)
+// stripes into its counters: folded has their sums.
+const foldCounts = `WITH gone AS (
+  DELETE FROM campaign_counts WHERE campaign_id = $1 RETURNING sent, failed, skipped
+), folded AS (
+  SELECT coalesce(sum(sent), 0)::bigint AS sent, coalesce(sum(failed), 0)::bigint AS failed,
+    coalesce(sum(skipped), 0)::bigint AS skipped FROM gone
+)
+`
 
 const selectCampaign = `SELECT ` + campaignColumns + ` FROM campaigns WHERE account_id = $1 AND id = $2 AND kind = $3`
 
@@ -207,8 +235,8 @@ func (db *DB) CampaignByID(ctx context.Context, id int64) (Campaign, error) {
 // each), for list pages.
 const campaignSummaryColumns = `id, account_id, kind, type, status, name, subject, preheader, '' AS html, '' AS plain_text,
   '' AS markdown, template_key, attachment_ids, from_name, reply_to, smtp_server_id, track_opens, track_clicks, list_ids, contact_ids,
-  to_emails, placeholders, scheduled_at, started_at, finished_at, recipients_count, sent_count, failed_count,
-  skipped_count, last_error, created_at, updated_at`
+  to_emails, placeholders, scheduled_at, started_at, finished_at, recipients_count, ` + campaignCounts + `,
+  last_error, created_at, updated_at`
 
 const selectCampaignPage = `SELECT ` + campaignSummaryColumns + ` FROM campaigns WHERE account_id = $1 AND kind = $2 %s
 ORDER BY id DESC LIMIT $3 OFFSET $4`
@@ -419,7 +447,8 @@ SELECT count(*) FILTER (WHERE status = 'queued') AS queued, count(*) FILTER (WHE
 const insertCampaignLinks = `INSERT INTO campaign_links (account_id, campaign_id, position, url, personalized)
 SELECT $1, $2, x.n - 1, x.url, x.p FROM unnest($3::text[], $4::boolean[]) WITH ORDINALITY AS x(url, p, n)`
 
-const markStarted = `UPDATE campaigns SET status = $2, started_at = $3, finished_at = $4, recipients_count = $5,
+const markStarted = `WITH gone AS (DELETE FROM campaign_counts WHERE campaign_id = $1)
+UPDATE campaigns SET status = $2, started_at = $3, finished_at = $4, recipients_count = $5,
   skipped_count = $6, sent_count = 0, failed_count = 0, last_error = '', updated_at = now()
 WHERE id = $1`
 
@@ -683,14 +712,24 @@ func (db *DB) ActiveCampaigns(ctx context.Context, limit int) ([]ActiveCampaign,
 	return out, nil
 }
 
-const finishCampaign = `UPDATE campaigns c SET
-  status = CASE WHEN c.sent_count = 0 AND c.failed_count > 0 THEN 'failed' ELSE 'sent' END,
-  last_error = CASE WHEN c.sent_count = 0 AND c.failed_count > 0 THEN 'Keine E-Mail konnte zugestellt werden.' ELSE '' END,
-  finished_at = now(), updated_at = now()
+// lockFinished locks a sending campaign that has nothing left to send; the
+// lock keeps its status while finishCampaign folds its counters.
+const lockFinished = `SELECT id FROM campaigns c
 WHERE c.id = $1 AND c.status = 'sending'
   AND NOT EXISTS (SELECT 1 FROM campaign_recipients r WHERE r.campaign_id = $1 AND r.status IN ('queued', 'sending'))
   AND NOT EXISTS (SELECT 1 FROM campaign_recipients r WHERE r.campaign_id = $1 AND r.status = 'waiting')
-RETURNING ` + campaignColumns
+FOR NO KEY UPDATE`
+
+// finishCampaign folds the counters of a campaign locked by lockFinished and
+// marks it sent, or failed when nothing could be delivered. No outcome can
+// be written meanwhile: none of its recipients is queued or being sent.
+const finishCampaign = foldCounts + `UPDATE campaigns c SET
+  sent_count = c.sent_count + f.sent, failed_count = c.failed_count + f.failed, skipped_count = c.skipped_count + f.skipped,
+  status = CASE WHEN c.sent_count + f.sent = 0 AND c.failed_count + f.failed > 0 THEN 'failed' ELSE 'sent' END,
+  last_error = CASE WHEN c.sent_count + f.sent = 0 AND c.failed_count + f.failed > 0 THEN 'Keine E-Mail konnte zugestellt werden.' ELSE '' END,
+  finished_at = now(), updated_at = now()
+FROM folded f WHERE c.id = $1
+RETURNING ` + campaignStoredColumns
 
 // newsletterSent is the payload of newsletter.sent.
 type newsletterSent struct {
@@ -712,11 +751,15 @@ type newsletterSentData struct {
 func (db *DB) FinishCampaign(ctx context.Context, id int64) (bool, error) {
 	done := false
 	err := db.WithTx(ctx, func(tx *sqlx.Tx) error {
-		var c Campaign
-		if err := tx.GetContext(ctx, &c, finishCampaign, id); err != nil {
+		var locked int64
+		if err := tx.GetContext(ctx, &locked, lockFinished, id); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
 				return nil
 			}
+			return fmt.Errorf("store: finish campaign: %w", err)
+		}
+		var c Campaign
+		if err := tx.GetContext(ctx, &c, finishCampaign, id); err != nil {
 			return fmt.Errorf("store: finish campaign: %w", err)
 		}
 		done = true

@@ -1114,6 +1114,9 @@ func (db *DB) runOps(ctx context.Context, accountID int64, actor Actor, ops []*c
 	if !batch {
 		rest, err := db.applyOptimistic(ctx, accountID, actor, ops)
 		if err != nil || len(rest) == 0 {
+			if err == nil {
+				db.contactsGrew(createdOps(ops), batch)
+			}
 			return err
 		}
 		ops = rest
@@ -1129,12 +1132,27 @@ func (db *DB) runLocked(ctx context.Context, accountID int64, actor Actor, ops [
 	if err := db.prepare(ctx, db.generic, writePathStatements()...); err != nil {
 		return err
 	}
-	return retryTxOn(ctx, db.generic, func(tx *sqlx.Tx) error {
+	err := retryTxOn(ctx, db.generic, func(tx *sqlx.Tx) error {
 		for _, op := range ops {
 			op.reset()
 		}
 		return applyOps(ctx, preparedTx{Tx: tx, db: db}, accountID, actor, ops, batch)
 	})
+	if err == nil {
+		db.contactsGrew(createdOps(ops), batch)
+	}
+	return err
+}
+
+// createdOps counts the ops that created a contact.
+func createdOps(ops []*contactOp) int64 {
+	var n int64
+	for _, op := range ops {
+		if op.created && op.primary == nil && !op.failed() {
+			n++
+		}
+	}
+	return n
 }
 
 // writePathStatements are the statements applyOps runs as prepared statements.

@@ -47,6 +47,9 @@ type DB struct {
 	// newEvents rings when events committed (ListenNotifications) and wakes
 	// the outbox consumers of this process.
 	newEvents bell
+	// contactStats analyses the contact table in the background when writes
+	// outgrew its statistics (contacts_stats.go).
+	contactStats contactStats
 }
 
 // preparedStmts holds the statements of the contact write path and the
@@ -166,6 +169,7 @@ func limitPool(pool *sqlx.DB, n int) {
 
 // Close closes the pools and the prepared statements.
 func (db *DB) Close() error {
+	db.contactStats.close()
 	db.contactStmts.mu.Lock()
 	var errs []error
 	for _, s := range db.contactStmts.m {

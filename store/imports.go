@@ -582,7 +582,8 @@ WHERE id = $1 AND lease_owner = $2`
 // normalisation, shared lists and tags, one applyOps in batch mode) and advances
 // the job in the same transaction: either both commit or neither.
 func (db *DB) importBatch(ctx context.Context, owner string, j *claimedImport, actor Actor, rows []importRow, lease time.Duration) error {
-	return db.retryTx(ctx, func(tx *sqlx.Tx) error {
+	var batchCreated int64
+	err := db.retryTx(ctx, func(tx *sqlx.Tx) error {
 		var processed int
 		if err := tx.GetContext(ctx, &processed, lockImport, j.ID, owner); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
@@ -634,8 +635,13 @@ func (db *DB) importBatch(ctx context.Context, owner string, j *claimedImport, a
 			maxImportErrors, lease.Milliseconds()); err != nil {
 			return fmt.Errorf("store: import batch: %w", err)
 		}
+		batchCreated = int64(created)
 		return nil
 	})
+	if err == nil {
+		db.contactsGrew(batchCreated, true)
+	}
+	return err
 }
 
 // importErrorMessage is the German message of a row's error.

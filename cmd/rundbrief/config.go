@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
 )
 
@@ -37,6 +38,10 @@ type Config struct {
 	// UpgradeURL is where the portal's plan page sends accounts to change
 	// their plan (RUNDBRIEF_UPGRADE_URL); empty: the page names the operator.
 	UpgradeURL string
+	// SendLanes and SendBatchSize tune this process's send worker
+	// (RUNDBRIEF_SEND_LANES, RUNDBRIEF_SEND_BATCH_SIZE): its lanes, each with
+	// one SMTP connection, and how many recipients a lane claims at once.
+	SendLanes, SendBatchSize int
 }
 
 // loadConfig reads RUNDBRIEF_* and DATABASE_URL and checks them.
@@ -84,6 +89,20 @@ func loadConfig(getenv func(string) string) (Config, error) {
 			errs = append(errs, fmt.Errorf("RUNDBRIEF_DB_MAX_CONNS %q: expected an integer of at least %d (connections of this process to PostgreSQL, all pools and listeners together)", s, store.MinMaxConns))
 		}
 		c.DBMaxConns = n
+	}
+	c.SendLanes, c.SendBatchSize = mailer.DefaultLanes, mailer.DefaultBatchSize
+	for _, v := range []struct {
+		name     string
+		dst      *int
+		min, max int
+	}{{"RUNDBRIEF_SEND_LANES", &c.SendLanes, 1, mailer.MaxLanes}, {"RUNDBRIEF_SEND_BATCH_SIZE", &c.SendBatchSize, 1, mailer.MaxBatchSize}} {
+		if s := getenv(v.name); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < v.min || n > v.max {
+				errs = append(errs, fmt.Errorf("%s %q: expected an integer from %d to %d", v.name, s, v.min, v.max))
+			}
+			*v.dst = n
+		}
 	}
 	if s := getenv("RUNDBRIEF_WEBHOOK_ALLOW_PRIVATE"); s != "" {
 		b, err := strconv.ParseBool(s)

@@ -120,20 +120,21 @@ func TestAccountAndKeyCommands(t *testing.T) {
 func TestConfig(t *testing.T) {
 	c, err := loadConfig(env(map[string]string{}))
 	if err != nil || c.Addr != "127.0.0.1:8080" || c.BaseURL != "http://127.0.0.1:8080" || c.DataDir != "./data" || c.RateLimit != 120 || c.WebhookAllowPrivate || c.SMTPAllowPrivate ||
-		c.DBMaxConns != 40 {
+		c.DBMaxConns != 40 || c.SendLanes != 4 || c.SendBatchSize != 100 {
 		t.Errorf("defaults: %+v %v", c, err)
 	}
 	c, err = loadConfig(env(map[string]string{"RUNDBRIEF_BASE_URL": "https://news.example.com/", "RUNDBRIEF_RATE_LIMIT": "60", "RUNDBRIEF_WEBHOOK_ALLOW_PRIVATE": "true",
-		"RUNDBRIEF_SMTP_ALLOW_PRIVATE": "1", "RUNDBRIEF_DB_MAX_CONNS": "25", "RUNDBRIEF_UPGRADE_URL": "https://example.com/tarife"}))
+		"RUNDBRIEF_SMTP_ALLOW_PRIVATE": "1", "RUNDBRIEF_DB_MAX_CONNS": "25", "RUNDBRIEF_UPGRADE_URL": "https://example.com/tarife",
+		"RUNDBRIEF_SEND_LANES": "8", "RUNDBRIEF_SEND_BATCH_SIZE": "250"}))
 	if err != nil || c.BaseURL != "https://news.example.com" || c.RateLimit != 60 || !c.WebhookAllowPrivate || !c.SMTPAllowPrivate || c.DBMaxConns != 25 ||
-		c.UpgradeURL != "https://example.com/tarife" {
+		c.UpgradeURL != "https://example.com/tarife" || c.SendLanes != 8 || c.SendBatchSize != 250 {
 		t.Errorf("explicit: %+v %v", c, err)
 	}
 	_, err = loadConfig(env(map[string]string{"RUNDBRIEF_ADDR": "nope", "RUNDBRIEF_RATE_LIMIT": "-1", "RUNDBRIEF_SMTP_URL": "http://x",
 		"RUNDBRIEF_SECRET": "short", "RUNDBRIEF_WEBHOOK_ALLOW_PRIVATE": "maybe", "RUNDBRIEF_SMTP_ALLOW_PRIVATE": "ja", "RUNDBRIEF_DB_MAX_CONNS": "9",
-		"RUNDBRIEF_UPGRADE_URL": "javascript:alert(1)"}))
+		"RUNDBRIEF_UPGRADE_URL": "javascript:alert(1)", "RUNDBRIEF_SEND_LANES": "0", "RUNDBRIEF_SEND_BATCH_SIZE": "1001"}))
 	for _, name := range []string{"RUNDBRIEF_ADDR", "RUNDBRIEF_RATE_LIMIT", "RUNDBRIEF_SMTP_URL", "RUNDBRIEF_SECRET", "RUNDBRIEF_WEBHOOK_ALLOW_PRIVATE",
-		"RUNDBRIEF_SMTP_ALLOW_PRIVATE", "RUNDBRIEF_DB_MAX_CONNS", "RUNDBRIEF_UPGRADE_URL"} {
+		"RUNDBRIEF_SMTP_ALLOW_PRIVATE", "RUNDBRIEF_DB_MAX_CONNS", "RUNDBRIEF_UPGRADE_URL", "RUNDBRIEF_SEND_LANES", "RUNDBRIEF_SEND_BATCH_SIZE"} {
 		if err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("bad %s not reported: %v", name, err)
 		}

@@ -57,6 +57,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		DatabaseURL: db.url, BaseURL: cfg.BaseURL, Secret: cfg.Secret, Transport: transport, AI: aiConfig,
 		WebhookAllowPrivate: cfg.WebhookAllowPrivate, SMTPAllowPrivate: cfg.SMTPAllowPrivate,
 		SendOutcomes: operations.metrics, WebhookOutcomes: operations.metrics, APILogLosses: operations.metrics, Log: log,
+		SendLanes: cfg.SendLanes, SendBatchSize: cfg.SendBatchSize,
 	})
 	if err != nil {
 		return err

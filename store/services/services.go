@@ -92,7 +92,10 @@ type Config struct {
 	// APILogLosses counts the API log rows that could not be stored (the
 	// metrics); nil: only logged.
 	APILogLosses store.APILogLossCounter
-	Log          *slog.Logger
+	// SendLanes and SendBatchSize tune the send worker (lanes, recipients
+	// a lane claims at once); zero: the defaults.
+	SendLanes, SendBatchSize int
+	Log                      *slog.Logger
 }
 
 // New builds every service once over db.
@@ -132,7 +135,8 @@ func New(db *store.DB, cfg Config) (*Set, error) {
 	opener := mailer.SharedRate(s.SMTPServers.Opener(mail), store.NewSendRateLimiter(db))
 	// The send worker's lanes claim queued recipients, shared with every
 	// other serve process through PostgreSQL.
-	sender := mailer.NewWorker(db, opener, mailer.WorkerOptions{Links: links, Outcomes: cfg.SendOutcomes, Log: log})
+	sender := mailer.NewWorker(db, opener, mailer.WorkerOptions{Links: links, Outcomes: cfg.SendOutcomes, Log: log,
+		Concurrency: cfg.SendLanes, BatchSize: cfg.SendBatchSize})
 	s.Campaigns = campaign.New(db, opener, sender, campaign.Options{Links: links, Log: log})
 	s.ABTests = abtest.New(db, sender, abtest.Options{Log: log})
 

@@ -1,0 +1,114 @@
+package store
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Statistics of the contact table after bulk writes.
+//
+// The contact write path runs prepared statements with generic plans
+// (db.generic), planned once per connection with the table's statistics of
+// that moment. On a new installation those say the table is empty, and the
+// look-up of a batch's addresses is planned as a sequential scan, which stays
+// the plan while the first big import fills the table (autovacuum analyses it
+// a minute later at the earliest): each batch of 1,000 then scanned the whole
+// table, half of a fresh import's time. So after a write that created
+// contacts, the writer compares the table's size on disk with the size its
+// statistics were taken at (pg_class.relpages, set by ANALYZE and VACUUM) and,
+// when the table has more than doubled since, analyses it in the background.
+// ANALYZE changes the table's pg_class row, which invalidates every
+// session's cached plans on the table: the next execution plans with the new
+// figures. Doubling keeps it to a few runs while a table grows (about ten from
+// empty to a million rows); past that, autovacuum's own thresholds take over.
+
+// contactStatsStale says whether the contact table has grown past twice the
+// size of its statistics (and past minStatsPages, below which any plan is
+// cheap). pg_relation_size is the size now, from the file system.
+const contactStatsStale = `SELECT pg_relation_size('contacts') / current_setting('block_size')::int > greatest(2 * relpages, $1)
+FROM pg_class WHERE oid = 'contacts'::regclass`
+
+// analyzeContacts refreshes the contact table's statistics. A role that does
+// not own the table gets a warning and no error: then autovacuum does it.
+const analyzeContacts = `ANALYZE contacts`
+
+// minStatsPages is the table size (8 kB pages, about 40 contacts each) below
+// which the statistics are left to autovacuum.
+const minStatsPages = 16
+
+// statsCheckInterval bounds how often one process checks after single
+// writes; after a batch write it always checks (a batch adds up to 1,000).
+const statsCheckInterval = time.Second
+
+// contactStats runs the background checks of one DB: at most one at a time,
+// none after the DB is closed.
+type contactStats struct {
+	running   atomic.Bool
+	lastCheck atomic.Int64 // unix nanoseconds
+	mu        sync.Mutex
+	closed    bool
+	wg        sync.WaitGroup
+}
+
+// start runs f in the background unless the DB is closed.
+func (s *contactStats) start(f func()) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.wg.Go(f)
+	return true
+}
+
+// close waits for the check running, if any, and lets no other start.
+func (s *contactStats) close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+// contactsGrew is called after a committed write that created n contacts; in
+// a batch (bulk request, import) it checks at once, otherwise at most every
+// statsCheckInterval. The check and the ANALYZE run in the background, so the
+// write's caller does not wait for them.
+func (db *DB) contactsGrew(n int64, batch bool) {
+	if n <= 0 {
+		return
+	}
+	s := &db.contactStats
+	now := time.Now().UnixNano()
+	if !batch && now-s.lastCheck.Load() < int64(statsCheckInterval) {
+		return
+	}
+	if !s.running.CompareAndSwap(false, true) {
+		return
+	}
+	s.lastCheck.Store(now)
+	started := s.start(func() {
+		defer s.running.Store(false)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_, _ = db.refreshContactStats(ctx)
+	})
+	if !started {
+		s.running.Store(false)
+	}
+}
+
+// refreshContactStats analyses the contact table when it outgrew its
+// statistics and reports whether it did. Errors are only returned: a missed
+// ANALYZE costs speed, never correctness, and autovacuum catches up.
+func (db *DB) refreshContactStats(ctx context.Context) (bool, error) {
+	var stale bool
+	if err := db.GetContext(ctx, &stale, contactStatsStale, minStatsPages); err != nil || !stale {
+		return false, err
+	}
+	if _, err := db.ExecContext(ctx, analyzeContacts); err != nil {
+		return false, err
+	}
+	return true, nil
+}

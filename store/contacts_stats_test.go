@@ -1,0 +1,68 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/rundbrief/rundbrief/store"
+	"github.com/rundbrief/rundbrief/store/dbtest"
+)
+
+// TestBulkWritesAnalyseTheGrownContactTable: a new database's contact table
+// has no statistics; the first bulk writes that fill it get it analysed in
+// the background (reltuples is set by ANALYZE), so the write path's plans
+// stop assuming an empty table; writes that do not double it leave the
+// statistics alone.
+func TestBulkWritesAnalyseTheGrownContactTable(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	acct := newAccount(t, db, "business")
+	stats := func() (pages int, tuples float64) {
+		t.Helper()
+		if err := db.QueryRowContext(ctx, `SELECT relpages, reltuples FROM pg_class WHERE oid = 'contacts'::regclass`).Scan(&pages, &tuples); err != nil {
+			t.Fatal(err)
+		}
+		return pages, tuples
+	}
+	if _, tuples := stats(); tuples > 0 {
+		t.Fatalf("a new database's contact table has statistics already: %v", tuples)
+	}
+	bulk := func(from, n int) {
+		t.Helper()
+		in := store.BulkContacts{}
+		for i := from; i < from+n; i++ {
+			in.Contacts = append(in.Contacts, store.ContactInput{Email: fmt.Sprintf("s%05d@example.com", i), FirstName: str("Vorname")})
+		}
+		res, err := db.BulkUpsertContacts(ctx, acct, store.Actor{Type: store.ActorSystem}, in)
+		if err != nil || res.Created != n {
+			t.Fatalf("bulk: %+v %v", res.Created, err)
+		}
+	}
+	waitTuples := func(min float64) int {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			pages, tuples := stats()
+			if tuples >= min {
+				return pages
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("contact table not analysed: %d pages, %v tuples, want ≥ %v tuples", pages, tuples, min)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	bulk(0, 1000)
+	pages := waitTuples(1000)
+	// Growing it by a fifth does not analyse it again.
+	bulk(1000, 200)
+	time.Sleep(500 * time.Millisecond)
+	if p, tuples := stats(); p != pages || tuples >= 1200 {
+		t.Errorf("analysed again after growing by a fifth: %d pages, %v tuples", p, tuples)
+	}
+	// Doubling it does.
+	bulk(1200, 1000)
+	waitTuples(2200)
+}
