@@ -18,6 +18,7 @@ import (
 	"github.com/rundbrief/rundbrief/store/campaign"
 	"github.com/rundbrief/rundbrief/store/imports"
 	"github.com/rundbrief/rundbrief/store/secret"
+	"github.com/rundbrief/rundbrief/store/sequence"
 	"github.com/rundbrief/rundbrief/store/smtpserver"
 	"github.com/rundbrief/rundbrief/store/webhook"
 )
@@ -47,6 +48,8 @@ type Set struct {
 	ABTests     *abtest.Service
 	SMTPServers *smtpserver.Service
 	Imports     *imports.Service
+	// Sequences: story sequences and story emails (issue 20).
+	Sequences *sequence.Service
 
 	workers []Worker
 }
@@ -123,6 +126,9 @@ func New(db *store.DB, cfg Config) (*Set, error) {
 	sender := mailer.NewWorker(db, opener, mailer.WorkerOptions{Links: links, Outcomes: cfg.SendOutcomes, Log: log})
 	s.Campaigns = campaign.New(db, opener, sender, campaign.Options{Links: links, Log: log})
 	s.ABTests = abtest.New(db, sender, abtest.Options{Log: log})
+	// Story sequences and story emails (issue 20): days and story emails go
+	// through the send queue above.
+	s.Sequences = sequence.New(db, s.AI, s.Campaigns, opener, sender, sequence.Options{Log: log})
 
 	s.workers = []Worker{
 		{"api log", s.APILog.Run},
@@ -144,6 +150,11 @@ func New(db *store.DB, cfg Config) (*Set, error) {
 		// CSV imports: files and progress live in PostgreSQL, so any process
 		// runs (or resumes) any job.
 		{"contact import", imports.NewWorker(db, imports.WorkerOptions{Log: log}).Run},
+		// Story sequences (issue 20): the due days into the send queue, and
+		// the outbox consumer that enrols by list or tag and exits on
+		// unsubscribe or delete. Both shared by every process.
+		{"sequence days", sequence.NewWorker(db, sender, sequence.WorkerOptions{Log: log}).Run},
+		{"sequence triggers", db.SequenceTriggers(store.ConsumerOptions{Log: log}).Run},
 		// Portal sessions live in PostgreSQL; this deletes expired ones.
 		{"session cleanup", store.NewSessionStore(db, log).Run},
 	}
