@@ -1092,12 +1092,13 @@ const advanceParticipants = `WITH x AS (
   JOIN sequences s ON s.id = p.sequence_id
   LEFT JOIN sequence_days nd ON nd.sequence_id = p.sequence_id
     AND nd.position = p.current_day + CASE WHEN x.sent THEN 2 ELSE 1 END
+  WHERE p.id = ANY($1)
 )
 UPDATE sequence_participants p SET current_day = x.day, base_at = x.base,
   next_send_at = CASE WHEN x.next_day IS NULL THEN NULL ELSE sequence_due(x.base, x.delay_days, x.send_time) END,
   status = CASE WHEN x.next_day IS NULL THEN 'completed' ELSE 'active' END,
   completed_at = CASE WHEN x.next_day IS NULL THEN $2::timestamptz END
-FROM x WHERE p.id = x.id
+FROM x WHERE p.id = ANY($1) AND p.id = x.id
 RETURNING p.account_id, p.sequence_id, p.contact_id, p.status`
 
 const insertDayRecipients = `INSERT INTO campaign_recipients (account_id, campaign_id, contact_id, email, status)
@@ -1115,7 +1116,7 @@ FROM unnest($1::bigint[], $2::bigint[]) AS x(id, n) WHERE c.id = x.id`
 // SequenceClaimOptions carry what a claim needs from the mailer.
 type SequenceClaimOptions struct {
 	Now   time.Time
-	Batch int // default 1000
+	Batch int // default 5000
 	// Links returns a campaign's trackable links, stored when a day's
 	// campaign sends for the first time.
 	Links func(c Campaign) ([]LinkInput, error)
@@ -1140,7 +1141,7 @@ type SequenceClaimResult struct {
 // their daily send limit have their participants postponed by an hour.
 func (db *DB) ClaimSequenceDays(ctx context.Context, opts SequenceClaimOptions) (SequenceClaimResult, error) {
 	if opts.Batch <= 0 {
-		opts.Batch = 1000
+		opts.Batch = 5000
 	}
 	var res SequenceClaimResult
 	err := db.WithTx(ctx, func(tx *sqlx.Tx) error {
