@@ -662,9 +662,9 @@ func (db *DB) UpdateSequenceDay(ctx context.Context, accountID int64, actor Acto
 		if in.Position != nil && *in.Position != d.Position {
 			to := min(*in.Position, int(s.DaysCount))
 			if _, err := tx.ExecContext(ctx, `UPDATE sequence_days SET position = CASE
-  WHEN id = $2 THEN $4
-  WHEN $4 < $3 AND position >= $4 AND position < $3 THEN position + 1
-  WHEN $4 > $3 AND position <= $4 AND position > $3 THEN position - 1
+  WHEN id = $2 THEN $4::int
+  WHEN $4::int < $3::int AND position >= $4::int AND position < $3::int THEN position + 1
+  WHEN $4::int > $3::int AND position <= $4::int AND position > $3::int THEN position - 1
   ELSE position END, updated_at = now()
 WHERE sequence_id = $1`, seqID, dayID, d.Position, to); err != nil {
 				return fmt.Errorf("store: reorder days: %w", err)

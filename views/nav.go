@@ -19,6 +19,9 @@ const (
 	NavUsers       = "users"
 	NavABTests     = "ab-tests"
 	NavPlan        = "plan"
+	// Story emails and sequences (issue 20).
+	NavStoryEmails = "story-emails"
+	NavSequences   = "sequences"
 )
 
 // NavItem is one entry of the sidebar.
@@ -41,6 +44,8 @@ func Navigation(t Text) []NavItem {
 		{ID: NavContacts, Href: "/contacts", Label: t.Nav.Contacts, Icon: "users"},
 		{ID: NavLists, Href: "/lists", Label: t.Nav.Lists, Icon: "lists"},
 		{ID: NavNewsletters, Href: "/newsletters", Label: t.Nav.Newsletters, Icon: "mail"},
+		{ID: NavStoryEmails, Href: "/story-emails", Label: t.Sequences.StoryTitle, Icon: "mail"},
+		{ID: NavSequences, Href: "/sequences", Label: t.Sequences.Title, Icon: "mail"},
 		{ID: NavForms, Href: "/forms", Label: t.Nav.Forms, Icon: "form"},
 		{ID: NavABTests, Href: "/ab-tests", Label: t.Nav.ABTests, Icon: "split"},
 		{ID: NavAPIKeys, Href: "/api-keys", Label: t.Nav.APIKeys, Section: t.Nav.SectionDev, Roles: admins, Icon: "key"},

@@ -175,6 +175,17 @@ func TestSequencesAPI(t *testing.T) {
 		t.Fatalf("after delete: %+v", days)
 	}
 	e.do(t, "PATCH", fmt.Sprintf("%s/days/%d", base, 999999), map[string]any{"subject": "x"}, 404)
+	// Reorder: the last day to the front and back again.
+	var moved dayOut
+	e.do(t, "PATCH", fmt.Sprintf("%s/days/%d", base, d3.ID), map[string]any{"position": 1}, 200).Data(t, &moved)
+	e.do(t, "GET", base+"/days", nil, 200).Data(t, &days)
+	if moved.Position != 1 || days[0].ID != d3.ID || days[1].ID != d1.ID || days[1].Position != 2 {
+		t.Fatalf("reordered: %+v", days)
+	}
+	e.do(t, "PATCH", fmt.Sprintf("%s/days/%d", base, d3.ID), map[string]any{"position": 9}, 200).Data(t, &moved)
+	if moved.Position != 2 {
+		t.Fatalf("moved back: %+v", moved)
+	}
 
 	ids := e.contacts(t, "seq", 3)
 	var er struct {

@@ -29,6 +29,7 @@ import (
 	"github.com/rundbrief/rundbrief/store/dbtest"
 	"github.com/rundbrief/rundbrief/store/imports"
 	"github.com/rundbrief/rundbrief/store/secret"
+	"github.com/rundbrief/rundbrief/store/sequence"
 	"github.com/rundbrief/rundbrief/store/services"
 	"github.com/rundbrief/rundbrief/store/smtpserver"
 	"github.com/rundbrief/rundbrief/store/webhook"
@@ -106,7 +107,8 @@ func newServerWith(tb testing.TB, dbURL string, clk *clock, baseURL string, opts
 	sendWorker := mailer.NewWorker(db, mail, mailer.WorkerOptions{Links: links, PollInterval: 20 * time.Millisecond, Log: log})
 	campaigns := campaign.New(db, mail, sendWorker, campaign.Options{Links: links, Log: log})
 	wg.Go(func() { _ = sendWorker.Run(ctx) })
-	p, err := portal.New(&services.Set{DB: db, Imports: imports.New(db), Box: box, Log: log, Mail: mail, Webhooks: hooks, Campaigns: campaigns, ABTests: abtest.New(db, sendWorker, abtest.Options{Now: now}), SMTPServers: smtpserver.New(db, smtpserver.Config{Box: box, Mail: mail, AllowPrivate: !opts.SMTPDenyPrivate})}, portal.Config{BaseURL: baseURL, Now: now, UpgradeURL: opts.UpgradeURL})
+	p, err := portal.New(&services.Set{DB: db, Imports: imports.New(db), Box: box, Log: log, Mail: mail, Webhooks: hooks, Campaigns: campaigns, ABTests: abtest.New(db, sendWorker, abtest.Options{Now: now}), SMTPServers: smtpserver.New(db, smtpserver.Config{Box: box, Mail: mail, AllowPrivate: !opts.SMTPDenyPrivate}),
+		Sequences: sequence.New(db, nil, campaigns, mail, sendWorker, sequence.Options{Now: now})}, portal.Config{BaseURL: baseURL, Now: now, UpgradeURL: opts.UpgradeURL})
 	if err != nil {
 		tb.Fatal(err)
 	}
