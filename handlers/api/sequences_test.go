@@ -17,6 +17,7 @@ import (
 	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/mailer/smtptest"
 	"github.com/rundbrief/rundbrief/store"
+	"github.com/rundbrief/rundbrief/store/abtest"
 	"github.com/rundbrief/rundbrief/store/ai"
 	"github.com/rundbrief/rundbrief/store/ai/aitest"
 	"github.com/rundbrief/rundbrief/store/campaign"
@@ -84,7 +85,7 @@ func newSeqEnv(t *testing.T, plan string, aiSvc func(db *store.DB) *ai.Service) 
 	clock := func() time.Time { return e.now }
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	a := api.New(&services.Set{DB: db, APILog: store.NewAPILogWriter(db, log), Log: log, Box: box, Mail: mail, Campaigns: campaigns, AI: aiService,
-		Sequences: sequence.New(db, aiService, campaigns, mail, w, sequence.Options{Now: clock})},
+		Sequences: sequence.New(db, aiService, campaigns, mail, w, sequence.Options{Now: clock}), ABTests: abtest.New(db, w, abtest.Options{})},
 		api.Config{BaseURL: "https://rundbrief.test", RateLimit: 1_000_000})
 	r := chi.NewRouter()
 	r.Mount("/v1", a.Handler())
@@ -466,4 +467,57 @@ func TestStoryEmailsAPI(t *testing.T) {
 	}
 	e.do(t, "DELETE", fmt.Sprintf("/v1/story-emails/%d", stories[3].ID), nil, 204)
 	e.do(t, "GET", fmt.Sprintf("/v1/story-emails/%d", stories[3].ID), nil, 404)
+}
+
+// TestSeinfeldABTest runs an A/B test of a story email's subject through the
+// A/B machinery: the test on target_type seinfeld starts when the story
+// email is sent, and the recipients get both subjects.
+func TestSeinfeldABTest(t *testing.T) {
+	e := newSeqEnv(t, "pro", nil)
+	ids := e.contacts(t, "ab", 10)
+	ctx := context.Background()
+	name := "Story"
+	l, err := e.db.CreateList(ctx, e.acct, store.Actor{Type: store.ActorSystem}, store.ListInput{Name: &name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.db.AddListMembers(ctx, e.acct, store.Actor{Type: store.ActorSystem}, l.ID, ids, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.do(t, "PUT", "/v1/story-emails/settings", map[string]any{"list_ids": []int64{l.ID}}, 200)
+	var st storyOut
+	e.do(t, "POST", "/v1/story-emails", map[string]any{"subject": "Betreff A", "html": "<p>Hallo</p>"}, 201).Data(t, &st)
+	var ab struct {
+		ID         int64  `json:"id"`
+		TargetType string `json:"target_type"`
+		Status     string `json:"status"`
+	}
+	e.do(t, "POST", "/v1/ab-tests", map[string]any{"target_type": "seinfeld", "target_id": st.ID, "test_type": "subject",
+		"b_subject": "Betreff B"}, 201).Data(t, &ab)
+	if ab.TargetType != "seinfeld" {
+		t.Fatalf("test: %+v", ab)
+	}
+	// The short form campaign_id names the story email's campaign too.
+	e.do(t, "POST", "/v1/ab-tests", map[string]any{"campaign_id": st.ID, "test_type": "subject", "b_subject": "X"}, 409)
+	e.do(t, "POST", "/v1/ab-tests", map[string]any{"target_type": "soap", "target_id": 1, "test_type": "subject", "b_subject": "X"}, 422)
+	e.do(t, "POST", fmt.Sprintf("/v1/story-emails/%d/send", st.ID), nil, 202)
+	deadline := time.Now().Add(30 * time.Second)
+	for e.srv.Count() < 10 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	subjects := map[string]int{}
+	for _, m := range e.srv.Messages() {
+		for _, line := range strings.Split(string(m.Data), "\r\n") {
+			if strings.HasPrefix(line, "Subject: ") {
+				subjects[strings.TrimPrefix(line, "Subject: ")]++
+			}
+		}
+	}
+	if e.srv.Count() != 10 || subjects["Betreff A"] == 0 || subjects["Betreff B"] == 0 || subjects["Betreff A"]+subjects["Betreff B"] != 10 {
+		t.Fatalf("%d messages, subjects %v", e.srv.Count(), subjects)
+	}
+	e.do(t, "GET", fmt.Sprintf("/v1/ab-tests/%d", ab.ID), nil, 200).Data(t, &ab)
+	if ab.Status != "running" {
+		t.Fatalf("test after the send: %+v", ab)
+	}
 }
