@@ -34,7 +34,7 @@ func (w *Worker) compileVariants(ctx context.Context, cc *compiledCampaign, link
 	if t.BHTML == nil {
 		bLinks = links // the same content, the same links
 	}
-	b, err := compileCampaign(t.ApplyB(cc.c), composeOptions{Tracking: true, Links: bLinks})
+	b, err := compileCampaign(t.ApplyB(cc.c), composeOptions{Tracking: true, Links: bLinks, Assets: cc.assets})
 	if err != nil {
 		return err
 	}

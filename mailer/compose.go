@@ -2,6 +2,7 @@ package mailer
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"html"
@@ -260,6 +261,77 @@ type composeOptions struct {
 	Links []store.CampaignLink
 	// SubjectPrefix is put before the subject ("[TEST] ").
 	SubjectPrefix string
+	// Assets are the layout, the sender's identity and the encoded
+	// attachments (nil: none of them).
+	Assets *Assets
+}
+
+// Assets are what a mail's content is rendered with besides itself, loaded
+// once per send (LoadAssets): the layout its template_key names, the
+// sender's identity for {{firma}} and {{impressum}}, and its attachments,
+// encoded once.
+type Assets struct {
+	Layout      *store.Template
+	Identity    Identity
+	Attachments *AttachmentParts
+	// FromName and ReplyTo are the account's defaults for mails that set
+	// none.
+	FromName, ReplyTo string
+}
+
+// assetSource is what LoadAssets reads: the store.
+type assetSource interface {
+	attachmentReader
+	MailAssets(ctx context.Context, accountID int64, mc store.MailContent) (store.MailAssets, error)
+}
+
+// LoadAssets loads and encodes the assets of a mail's content for the
+// account: the one preparation step of every kind of mail before it is
+// compiled.
+func LoadAssets(ctx context.Context, src assetSource, accountID int64, mc store.MailContent) (*Assets, error) {
+	ma, err := src.MailAssets(ctx, accountID, mc)
+	if err != nil {
+		return nil, err
+	}
+	parts, err := EncodeAttachments(ctx, src, accountID, ma.Attachments)
+	if err != nil {
+		return nil, err
+	}
+	return &Assets{Layout: ma.Layout, Identity: Identity{Company: ma.Sender.Company, Imprint: ma.Sender.ImprintText()},
+		Attachments: parts, FromName: ma.Sender.FromName, ReplyTo: ma.Sender.ReplyTo}, nil
+}
+
+// applyLayout puts a mail's HTML into the layout's content slot: the body of a
+// whole document, or the HTML as it is.
+func applyLayout(layout, content string) string {
+	start, end := store.LayoutSlot(layout)
+	if start < 0 {
+		return content
+	}
+	return layout[:start] + bodyInner(content) + layout[end:]
+}
+
+// bodyInner is what lies between <body …> and the last </body>, or src
+// without a body element.
+func bodyInner(src string) string {
+	p := indexFold(src, "<body")
+	if p < 0 {
+		return src
+	}
+	e := strings.IndexByte(src[p:], '>')
+	if e < 0 {
+		return src
+	}
+	inner := src[p+e+1:]
+	if q := strings.LastIndex(strings.ToLower(inner), "</body"); q >= 0 {
+		inner = inner[:q]
+	}
+	return inner
+}
+
+// textAsHTML shows a text-only content in a layout: escaped, line breaks kept.
+func textAsHTML(text string) string {
+	return `<div style="white-space:pre-wrap;">` + strings.ReplaceAll(html.EscapeString(text), "\n", "<br>\n") + `</div>`
 }
 
 // compiledCampaign is a campaign ready to render per recipient.
@@ -277,6 +349,12 @@ type compiledCampaign struct {
 	unsubscribeHeader bool
 	// variantB is the campaign's A/B test variant B (abtests.go), nil without.
 	variantB *compiledCampaign
+	// identity fills {{firma}} and {{impressum}}; attachments are the
+	// send's encoded attachment parts (nil without).
+	identity    Identity
+	attachments *AttachmentParts
+	// assets are what the campaign was compiled with (variant B reuses them).
+	assets *Assets
 }
 
 // compiledLink is a tracked link: its id, and for a personalised link the
@@ -295,20 +373,39 @@ func compileCampaign(c store.Campaign, opts composeOptions) (*compiledCampaign, 
 	if err != nil {
 		return nil, err
 	}
-	cc := &compiledCampaign{c: c, unsubscribeHeader: !c.Transactional(),
-		headers: map[string]string{"X-Rundbrief-Campaign": strconv.FormatInt(c.ID, 10)}}
-	appendUnsub := CompileOptions{AppendUnsubscribe: !c.Transactional()}
+	assets := opts.Assets
+	if assets == nil {
+		assets = &Assets{}
+	}
+	cc := &compiledCampaign{c: c, unsubscribeHeader: !c.Transactional(), identity: assets.Identity,
+		attachments: assets.Attachments, assets: assets, headers: map[string]string{"X-Rundbrief-Campaign": strconv.FormatInt(c.ID, 10)}}
+	// Marketing mail carries the unsubscribe line and the imprint unless its
+	// content (or layout) has their placeholders.
+	appendUnsub := CompileOptions{AppendUnsubscribe: !c.Transactional(),
+		AppendImprint: !c.Transactional() && assets.Identity.Imprint != ""}
+	preheader := c.Preheader
+	if preheader == "" && assets.Layout != nil {
+		preheader = assets.Layout.Preheader
+	}
 	cc.subject = Compile(opts.SubjectPrefix+c.Subject, KindText, CompileOptions{})
-	cc.preheader = Compile(c.Preheader, KindText, CompileOptions{})
+	cc.preheader = Compile(preheader, KindText, CompileOptions{})
+	if htmlSrc == "" && assets.Layout != nil {
+		htmlSrc = textAsHTML(textSrc)
+	}
 	if htmlSrc != "" {
+		// Links are tracked in the mail's own content (the positions
+		// CampaignLinks stored), the layout's stay as they are.
 		if opts.Tracking && c.TrackClicks {
 			htmlSrc = cc.rewriteLinks(htmlSrc, opts.Links)
+		}
+		if assets.Layout != nil {
+			htmlSrc = applyLayout(assets.Layout.HTML, htmlSrc)
 		}
 		if textSrc == "" {
 			textSrc = TextFromHTML(htmlSrc)
 		}
-		if c.Preheader != "" {
-			htmlSrc = insertAfterBodyStart(htmlSrc, preheaderHTML(c.Preheader))
+		if preheader != "" {
+			htmlSrc = insertAfterBodyStart(htmlSrc, preheaderHTML(preheader))
 		}
 		if opts.Tracking && c.TrackOpens {
 			htmlSrc = insertBeforeBodyEnd(htmlSrc, openPixelHTML)
@@ -407,6 +504,7 @@ func (cc *compiledCampaign) render(st *renderState, links LinkBuilder, r recipie
 func (cc *compiledCampaign) fill(st *renderState, links LinkBuilder, r recipientData) error {
 	st.setCustom(cc.c.Placeholders)
 	st.vals.Recipient = r.values
+	st.vals.Sender = cc.identity
 	st.vals.Recipient.UnsubscribeURL = links.UnsubscribeURL(r.recipientID)
 	if cc.openPixel {
 		st.custom[openPlaceholder] = links.OpenURL(r.recipientID)
@@ -453,19 +551,27 @@ func (cc *compiledCampaign) message(st *renderState, links LinkBuilder, r recipi
 		return nil, err
 	}
 	from := route.From
-	if cc.c.FromName != "" {
+	replyTo := cc.c.ReplyTo
+	switch {
+	case cc.c.FromName != "":
 		from.Name = cc.c.FromName
+	case cc.assets.FromName != "":
+		from.Name = cc.assets.FromName
+	}
+	if replyTo == "" {
+		replyTo = cc.assets.ReplyTo
 	}
 	m := &Message{
 		From:    from,
 		To:      Address{Name: strings.TrimSpace(r.values.FirstName + " " + r.values.LastName), Email: r.values.Email},
-		ReplyTo: cc.c.ReplyTo,
+		ReplyTo: replyTo,
 		Subject: st.subject.String(),
 		Headers: cc.headers,
 		// The bodies stay in st's buffers: the sender renders the message
 		// before st renders the next one, so a copy would be garbage at once.
-		htmlBody: st.html.Bytes(),
-		textBody: st.text.Bytes(),
+		htmlBody:    st.html.Bytes(),
+		textBody:    st.text.Bytes(),
+		attachments: cc.attachments,
 	}
 	if cc.unsubscribeHeader {
 		m.UnsubscribeURL = st.vals.Recipient.UnsubscribeURL

@@ -51,7 +51,7 @@ func (a Address) String() string {
 	return (&mail.Address{Name: cleanHeader(a.Name), Address: a.Email}).String()
 }
 
-// Message is one email to one recipient. Attachments are not supported yet.
+// Message is one email to one recipient.
 type Message struct {
 	From Address
 	To   Address
@@ -84,6 +84,9 @@ type Message struct {
 	// They are valid until the pipeline renders the next message, which it
 	// does after Send returned.
 	htmlBody, textBody []byte
+	// attachments, when set, are the send's attachment parts, encoded once
+	// (attach.go): the body then goes into a multipart/mixed with them.
+	attachments *AttachmentParts
 }
 
 // reservedHeaders are set from the Message's own fields only.

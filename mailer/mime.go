@@ -42,6 +42,11 @@ type mimeWriter struct {
 	from      Address
 	fromValue string
 	valid     validAddresses
+	// splitTail leaves a message's encoded attachments (the same block for
+	// every message of a send) out of the output and sets tail to them
+	// instead: the SMTP sender writes them straight from the block.
+	splitTail bool
+	tail      []byte
 }
 
 func newMIMEWriter() *mimeWriter {
@@ -55,6 +60,7 @@ const (
 
 // appendMessage prepares m (MessageID, Date, validation) and appends it.
 func (w *mimeWriter) appendMessage(dst []byte, m *Message) ([]byte, error) {
+	w.tail = nil
 	if err := m.prepare(&w.valid); err != nil {
 		return dst, err
 	}
@@ -94,6 +100,27 @@ func (w *mimeWriter) appendMessage(dst []byte, m *Message) ([]byte, error) {
 			dst = w.appendText(dst, name, cleanHeader(m.Headers[name]))
 		}
 	}
+	if m.attachments.Len() > 0 {
+		dst = append(dst, "Content-Type: multipart/mixed;\r\n boundary=\""...)
+		dst = append(dst, m.attachments.boundary...)
+		dst = append(dst, "\"\r\n\r\n--"...)
+		dst = append(dst, m.attachments.boundary...)
+		dst = append(dst, "\r\n"...)
+		dst = w.appendBody(dst, m)
+		if w.splitTail {
+			// The sender writes the shared block itself (smtpwire.go), so a
+			// message never copies it.
+			w.tail = m.attachments.block
+			return dst, nil
+		}
+		return append(dst, m.attachments.block...), nil
+	}
+	return w.appendBody(dst, m), nil
+}
+
+// appendBody appends the body: a text part, or the multipart/alternative of
+// text and HTML, each with its Content-Type header.
+func (w *mimeWriter) appendBody(dst []byte, m *Message) []byte {
 	if len(m.htmlBody) == 0 && m.HTML == "" {
 		dst = append(dst, mimeTextPart...)
 		dst = m.appendText(dst)
@@ -102,7 +129,7 @@ func (w *mimeWriter) appendMessage(dst []byte, m *Message) ([]byte, error) {
 			// without adding a line break to the text.
 			dst = append(dst, "=\r\n"...)
 		}
-		return dst, nil
+		return dst
 	}
 	w.seq++
 	dst = append(dst, "Content-Type: multipart/alternative;\r\n boundary=\""...)
@@ -125,7 +152,7 @@ func (w *mimeWriter) appendMessage(dst []byte, m *Message) ([]byte, error) {
 	dst = append(dst, "\r\n--"...)
 	dst = append(dst, dst[mark:mark+len(boundary)]...)
 	dst = append(dst, "--\r\n"...)
-	return dst, nil
+	return dst
 }
 
 // appendText appends the text part's body, derived from the HTML when the

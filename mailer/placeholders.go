@@ -72,6 +72,19 @@ type CompileOptions struct {
 	// body of newsletters, follow-ups and sequence mails; leave it off for
 	// subjects, preheaders and transactional mails.
 	AppendUnsubscribe bool
+	// AppendImprint adds the imprint ({{impressum}}) with the unsubscribe
+	// line when the source lacks {{impressum}} / {{imprint}}: marketing mail
+	// must name its sender. Set it with AppendUnsubscribe when the account
+	// has an imprint.
+	AppendImprint bool
+}
+
+// Identity holds the account-wide values of {{firma}} / {{company}} and
+// {{impressum}} / {{imprint}}, the same for every recipient of a send.
+type Identity struct {
+	Company string
+	// Imprint is plain text; in HTML its line breaks become <br>.
+	Imprint string
 }
 
 // Recipient holds the per-recipient values of the built-in placeholders.
@@ -98,6 +111,8 @@ type Values struct {
 	// Now is the clock for {{datum}}; the zero time means time.Now(). Set it
 	// once per send so every recipient of a send gets the same date.
 	Now time.Time
+	// Sender fills the company and imprint placeholders.
+	Sender Identity
 }
 
 // Template is a compiled template. It is immutable, so one Template may be
@@ -107,6 +122,7 @@ type Template struct {
 	segs     []segment
 	names    []string // distinct placeholder names of the source, in order
 	hasUnsub bool     // the source itself has an unsubscribe placeholder
+	hasImpr  bool     // the source itself has an imprint placeholder
 	usesDate bool     // render needs the Berlin time zone
 }
 
@@ -145,6 +161,8 @@ const (
 	bNote
 	bDate
 	bUnsubscribe
+	bCompany
+	bImprint
 )
 
 // builtinFor maps a normalised name to its built-in, German name and English
@@ -173,6 +191,10 @@ func builtinFor(name string) builtin {
 		return bDate
 	case "abmelde_link", "unsubscribe_url":
 		return bUnsubscribe
+	case "firma", "company":
+		return bCompany
+	case "impressum", "imprint":
+		return bImprint
 	}
 	return notBuiltin
 }
@@ -183,6 +205,8 @@ const (
 	unsubscribeFooterHTML = `<p style="margin:24px 0 0;font-size:12px;line-height:1.5;color:#6b7280;text-align:center;">` +
 		`Sie möchten keine E-Mails mehr erhalten? <a href="{{abmelde_link}}" style="color:#6b7280;">Hier abmelden</a>.</p>`
 	unsubscribeFooterText = "Abmelden: {{abmelde_link}}"
+	imprintFooterHTML     = `<div style="margin:16px 0 0;font-size:12px;line-height:1.5;color:#6b7280;text-align:center;">{{impressum}}</div>`
+	imprintFooterText     = "{{impressum}}"
 )
 
 // dateLayout is the German date format of {{datum}}, e.g. 22.11.2026.
@@ -212,14 +236,17 @@ func Compile(src string, kind Kind, opts CompileOptions) *Template {
 			continue
 		case s.builtin == bUnsubscribe:
 			t.hasUnsub = true
+		case s.builtin == bImprint:
+			t.hasImpr = true
 		case s.builtin == bDate:
 			t.usesDate = true
 		}
 		seen[s.name] = true
 		t.names = append(t.names, s.name)
 	}
-	if opts.AppendUnsubscribe && !t.hasUnsub {
-		t.segs = appendFooter(t.segs, src, lx)
+	unsub, impr := opts.AppendUnsubscribe && !t.hasUnsub, opts.AppendImprint && !t.hasImpr
+	if unsub || impr {
+		t.segs = appendFooter(t.segs, src, lx, unsub, impr)
 	}
 	t.computeSizeHint()
 	return t
@@ -228,14 +255,33 @@ func Compile(src string, kind Kind, opts CompileOptions) *Template {
 // appendFooter adds the unsubscribe line to compiled segments: for text at
 // the end, for HTML just before the last </body> (lx found it) so it stays
 // inside the body where every client shows it, or at the end without one.
-func appendFooter(segs []segment, src string, lx *htmlLexer) []segment {
+// With imprint, the imprint follows the unsubscribe line (or stands alone
+// when the source has its own unsubscribe link).
+func appendFooter(segs []segment, src string, lx *htmlLexer, unsub, imprint bool) []segment {
 	if lx == nil {
 		if sep := textFooterSeparator(src); sep != "" {
 			segs = append(segs, segment{text: sep})
 		}
-		return append(segs, compileSegments(unsubscribeFooterText, nil)...)
+		text := ""
+		if unsub {
+			text = unsubscribeFooterText
+		}
+		if imprint {
+			if text != "" {
+				text += "\n\n"
+			}
+			text += imprintFooterText
+		}
+		return append(segs, compileSegments(text, nil)...)
 	}
-	footer := compileSegments(unsubscribeFooterHTML, &htmlLexer{bodyEndSeg: -1})
+	src2 := ""
+	if unsub {
+		src2 = unsubscribeFooterHTML
+	}
+	if imprint {
+		src2 += imprintFooterHTML
+	}
+	footer := compileSegments(src2, &htmlLexer{bodyEndSeg: -1})
 	if lx.bodyEndSeg < 0 {
 		// The unsubscribe link must be visible even when the source ends in
 		// the middle of a tag or comment, so close that first.
@@ -504,11 +550,29 @@ func (t *Template) AppendTo(dst []byte, v *Values) ([]byte, error) {
 			dst = append(dst, '"', '"')
 		case val.empty():
 			dst = append(dst, s.fallback...)
+		case s.builtin == bImprint && s.mode == escHTML:
+			dst = appendLinesHTML(dst, val.a)
 		default:
 			dst = val.appendTo(dst, s.mode)
 		}
 	}
 	return dst, nil
+}
+
+// appendLinesHTML appends multi-line text escaped for HTML, its line breaks
+// as <br>.
+func appendLinesHTML(dst []byte, text string) []byte {
+	for first := true; ; first = false {
+		line, rest, more := strings.Cut(text, "\n")
+		if !first {
+			dst = append(dst, "<br>"...)
+		}
+		dst = appendEscaped(dst, strings.TrimRight(line, "\r"), escHTML)
+		if !more {
+			return dst
+		}
+		text = rest
+	}
 }
 
 // RenderString compiles src and renders it once, for one-off texts such as a
@@ -575,6 +639,17 @@ func resolve(s *segment, v *Values) (value, bool) {
 		return value{a: r.Note}, true
 	case bUnsubscribe:
 		return value{a: r.UnsubscribeURL}, true
+	case bCompany:
+		// The account's company wins; without one a request placeholder or
+		// custom field of that name still fills it, as before the sender
+		// settings existed.
+		if v.Sender.Company != "" {
+			return value{a: v.Sender.Company}, true
+		}
+	case bImprint:
+		if v.Sender.Imprint != "" {
+			return value{a: v.Sender.Imprint}, true
+		}
 	}
 	if val, ok := lookup(v.Custom, s.name); ok {
 		return value{a: val}, true
@@ -582,7 +657,8 @@ func resolve(s *segment, v *Values) (value, bool) {
 	if val, ok := lookup(r.CustomFields, s.name); ok {
 		return value{a: val}, true
 	}
-	return value{}, false
+	// Company and imprint are built-ins all the same: empty, never unknown.
+	return value{}, s.builtin != notBuiltin
 }
 
 // ValidateCustom checks the request placeholders of POST /emails/send (spec

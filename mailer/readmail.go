@@ -17,9 +17,17 @@ import (
 // outbox): its header fields in order with decoded values, and its first plain
 // text and HTML bodies, decoded.
 type ReadMessage struct {
-	Headers []HeaderField
-	Text    string
-	HTML    string
+	Headers     []HeaderField
+	Text        string
+	HTML        string
+	Attachments []ReadAttachment
+}
+
+// ReadAttachment is an attachment part of a message, decoded.
+type ReadAttachment struct {
+	Filename    string
+	ContentType string
+	Data        []byte
 }
 
 // HeaderField is one header field of a message.
@@ -103,10 +111,8 @@ func (m *ReadMessage) walk(h textproto.MIMEHeader, body io.Reader, depth int) er
 			}
 		}
 	}
-	if (mediaType != "text/plain" || m.Text != "") && (mediaType != "text/html" || m.HTML != "") {
-		return nil
-	}
-	if strings.HasPrefix(strings.ToLower(h.Get("Content-Disposition")), "attachment") {
+	attachment := strings.HasPrefix(strings.ToLower(h.Get("Content-Disposition")), "attachment")
+	if !attachment && (mediaType != "text/plain" || m.Text != "") && (mediaType != "text/html" || m.HTML != "") {
 		return nil
 	}
 	var r io.Reader = body
@@ -119,6 +125,11 @@ func (m *ReadMessage) walk(h textproto.MIMEHeader, body io.Reader, depth int) er
 	b, err := io.ReadAll(r)
 	if err != nil {
 		return err
+	}
+	if attachment {
+		_, dp, _ := mime.ParseMediaType(h.Get("Content-Disposition"))
+		m.Attachments = append(m.Attachments, ReadAttachment{Filename: dp["filename"], ContentType: mediaType, Data: b})
+		return nil
 	}
 	text := strings.ToValidUTF8(string(b), "\uFFFD")
 	if mediaType == "text/plain" {

@@ -273,7 +273,11 @@ func (w *Worker) compile(ctx context.Context, id int64) (*compiledCampaign, erro
 	if err != nil {
 		return nil, err
 	}
-	if cc, err = compileCampaign(c, composeOptions{Tracking: true, Links: links}); err != nil {
+	assets, err := LoadAssets(ctx, w.db, c.AccountID, c.Content())
+	if err != nil {
+		return nil, err
+	}
+	if cc, err = compileCampaign(c, composeOptions{Tracking: true, Links: links, Assets: assets}); err != nil {
 		return nil, err
 	}
 	if err := w.compileVariants(ctx, cc, links); err != nil {

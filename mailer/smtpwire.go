@@ -29,6 +29,9 @@ import (
 type wireBuffers struct {
 	mime *mimeWriter
 	msg  []byte // the rendered message
+	// tail is the rest of the message after msg: the send's encoded
+	// attachments, shared by its messages and written from where they are.
+	tail []byte
 	out  []byte // what goes on the wire
 	text []byte // the text of the reply being read
 	line []byte // a reply line longer than the read buffer
@@ -38,9 +41,11 @@ type wireBuffers struct {
 func (b *wireBuffers) render(m *Message) error {
 	if b.mime == nil {
 		b.mime = newMIMEWriter()
+		b.mime.splitTail = true
 	}
 	var err error
 	b.msg, err = b.mime.appendMessage(b.msg[:0], m)
+	b.tail = b.mime.tail
 	return err
 }
 
@@ -80,7 +85,7 @@ func (b *wireBuffers) transact(c *conn, from, to string) (se *SendError, content
 		out = append(out, "DATA\r\n"...)
 	}
 	b.out = out
-	if err := write(w, out); err != nil {
+	if err := writeWithTail(w, out, b.tail, c.chunking); err != nil {
 		// Not all of it went out: the server has no complete message.
 		return newSendError(StageMail, err), false, afterDrop
 	}
@@ -190,6 +195,11 @@ func (b *wireBuffers) serial(c *conn, from, to string) (se *SendError, contentSe
 // content sends the message after the server accepted DATA, and reads the
 // final reply.
 func (b *wireBuffers) content(c *conn) (se *SendError, contentSent bool, next after) {
+	if len(b.tail) > 0 {
+		// DATA needs the whole message dot-stuffed: join it (servers without
+		// CHUNKING only).
+		b.msg, b.tail = append(b.msg, b.tail...), nil
+	}
 	b.out = dotStuff(b.out[:0], b.msg)
 	if err := write(c.client.Text.W, b.out); err != nil {
 		return newSendError(StageData, err), true, afterDrop
@@ -221,7 +231,7 @@ func (b *wireBuffers) mailRcpt(dst []byte, c *conn, from, to string) []byte {
 // bdat appends the message as one last BDAT chunk.
 func (b *wireBuffers) bdat(dst []byte) []byte {
 	dst = append(dst, "BDAT "...)
-	dst = strconv.AppendInt(dst, int64(len(b.msg)), 10)
+	dst = strconv.AppendInt(dst, int64(len(b.msg)+len(b.tail)), 10)
 	dst = append(dst, " LAST\r\n"...)
 	return append(dst, b.msg...)
 }
@@ -246,6 +256,22 @@ func dotStuff(dst, msg []byte) []byte {
 		dst = append(dst, "\r\n"...)
 	}
 	return append(dst, ".\r\n"...)
+}
+
+// writeWithTail writes p, then tail when the content goes as BDAT (a BDAT
+// chunk ends with the message, so the shared tail follows it directly), and
+// flushes. A large tail passes the buffer by.
+func writeWithTail(w *bufio.Writer, p, tail []byte, chunking bool) error {
+	if !chunking || len(tail) == 0 {
+		return write(w, p)
+	}
+	if _, err := w.Write(p); err != nil {
+		return err
+	}
+	if _, err := w.Write(tail); err != nil {
+		return err
+	}
+	return w.Flush()
 }
 
 // write writes p and flushes: one write to the connection.

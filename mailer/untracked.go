@@ -17,13 +17,13 @@ type Untracked struct {
 }
 
 // CompileTestMail compiles c for test mails: the subject starts with "[TEST] ".
-func CompileTestMail(c store.Campaign, links LinkBuilder) (*Untracked, error) {
-	return compileUntracked(c, links, composeOptions{SubjectPrefix: "[TEST] "})
+func CompileTestMail(c store.Campaign, assets *Assets, links LinkBuilder) (*Untracked, error) {
+	return compileUntracked(c, links, composeOptions{SubjectPrefix: "[TEST] ", Assets: assets})
 }
 
 // CompilePreview compiles c for previews.
-func CompilePreview(c store.Campaign, links LinkBuilder) (*Untracked, error) {
-	return compileUntracked(c, links, composeOptions{})
+func CompilePreview(c store.Campaign, assets *Assets, links LinkBuilder) (*Untracked, error) {
+	return compileUntracked(c, links, composeOptions{Assets: assets})
 }
 
 func compileUntracked(c store.Campaign, links LinkBuilder, opts composeOptions) (*Untracked, error) {

@@ -102,6 +102,7 @@ type Campaign struct {
 	Text            string         `db:"plain_text"`
 	Markdown        string         `db:"markdown"`
 	TemplateKey     string         `db:"template_key"`
+	AttachmentIDs   pq.Int64Array  `db:"attachment_ids"`
 	FromName        string         `db:"from_name"`
 	ReplyTo         string         `db:"reply_to"`
 	SMTPServerID    *int64         `db:"smtp_server_id"`
@@ -136,10 +137,9 @@ func (c Campaign) ServerID() int64 {
 func (c Campaign) Transactional() bool { return c.Type == TypeTransactional }
 
 // HasContent reports whether the campaign has content of its own (html, text
-// or markdown); a template_key alone needs the template feature.
-func (c Campaign) HasContent() bool {
-	return strings.TrimSpace(c.HTML) != "" || strings.TrimSpace(c.Text) != "" || strings.TrimSpace(c.Markdown) != ""
-}
+// or markdown). A layout named by template_key wraps that content; it never
+// stands for it.
+func (c Campaign) HasContent() bool { return c.Content().HasBody() }
 
 // startable reports whether a send may start from the campaign's status: a
 // draft, a scheduled campaign, or one that failed before anything was queued.
@@ -157,11 +157,7 @@ func (c Campaign) ReadyErrors() Errs {
 		errs.Add("subject", "Bitte einen Betreff angeben.")
 	}
 	if !c.HasContent() {
-		if c.TemplateKey != "" {
-			errs.Add("template_key", fmt.Sprintf("Die Vorlage „%s“ ist nicht verfügbar. Bitte den Inhalt als html, text oder markdown angeben.", c.TemplateKey))
-		} else {
-			errs.Add("html", "Bitte einen Inhalt angeben (html, text oder markdown).")
-		}
+		errs.Add("html", "Bitte einen Inhalt angeben (html, text oder markdown).")
 	}
 	if (c.Kind == KindNewsletter || c.Kind == KindStory) && len(c.ListIDs) == 0 {
 		errs.Add("list_ids", "Bitte mindestens eine Liste angeben.")
@@ -170,7 +166,7 @@ func (c Campaign) ReadyErrors() Errs {
 }
 
 const campaignColumns = `id, account_id, kind, type, status, name, subject, preheader, html, plain_text, markdown,
-  template_key, from_name, reply_to, smtp_server_id, track_opens, track_clicks, list_ids, contact_ids, to_emails,
+  template_key, attachment_ids, from_name, reply_to, smtp_server_id, track_opens, track_clicks, list_ids, contact_ids, to_emails,
   placeholders, scheduled_at, started_at, finished_at, recipients_count, sent_count, failed_count, skipped_count,
   last_error, created_at, updated_at`
 
@@ -210,7 +206,7 @@ func (db *DB) CampaignByID(ctx context.Context, id int64) (Campaign, error) {
 // campaignSummaryColumns are campaignColumns without the content (up to 2 MB
 // each), for list pages.
 const campaignSummaryColumns = `id, account_id, kind, type, status, name, subject, preheader, '' AS html, '' AS plain_text,
-  '' AS markdown, template_key, from_name, reply_to, smtp_server_id, track_opens, track_clicks, list_ids, contact_ids,
+  '' AS markdown, template_key, attachment_ids, from_name, reply_to, smtp_server_id, track_opens, track_clicks, list_ids, contact_ids,
   to_emails, placeholders, scheduled_at, started_at, finished_at, recipients_count, sent_count, failed_count,
   skipped_count, last_error, created_at, updated_at`
 
@@ -476,6 +472,9 @@ func errNoRecipients(c Campaign) error {
 // recipients are all skipped is finished at once.
 func startCampaign(ctx context.Context, tx *sqlx.Tx, c *Campaign, opts StartOptions) (StartResult, error) {
 	now := opts.now()
+	if err := checkStoredContentTx(ctx, tx, *c); err != nil {
+		return StartResult{}, err
+	}
 	if err := opts.check(ctx, *c, c.ReadyErrors()); err != nil {
 		return StartResult{}, err
 	}

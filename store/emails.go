@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -18,20 +17,24 @@ const MaxEmailRecipients = MaxBatch
 // create contacts; a recipient that is a known contact is personalised with
 // that contact's fields.
 type EmailInput struct {
-	To           []string
-	Subject      string
-	HTML         string
-	Text         string
-	Placeholders map[string]string // validated by the caller (mailer.ValidateCustom)
-	FromName     string
-	ReplyTo      string
-	TrackOpens   bool
-	TrackClicks  bool
-	ScheduledAt  *time.Time // nil: send now
-	Type         string     // TypeFollowUp (the default) or TypeTransactional
-	ListIDs      []int64    // follow-ups only
-	ContactIDs   []int64    // follow-ups only
-	SMTPServerID *int64
+	To            []string
+	Subject       string
+	Preheader     string
+	HTML          string
+	Text          string
+	Markdown      string
+	TemplateKey   string
+	AttachmentIDs []int64
+	Placeholders  map[string]string // validated by the caller (mailer.ValidateCustom)
+	FromName      string
+	ReplyTo       string
+	TrackOpens    bool
+	TrackClicks   bool
+	ScheduledAt   *time.Time // nil: send now
+	Type          string     // TypeFollowUp (the default) or TypeTransactional
+	ListIDs       []int64    // follow-ups only
+	ContactIDs    []int64    // follow-ups only
+	SMTPServerID  *int64
 }
 
 // Normalize trims and checks the input; now is for scheduled_at. Without a
@@ -77,13 +80,25 @@ func (in *EmailInput) Normalize(now time.Time) error {
 		errs.Add("to", "Bitte mindestens einen Empfänger angeben.")
 	}
 	normLine(errs, "subject", &in.Subject, maxSubjectLen)
-	if in.Subject == "" {
-		errs.Add("subject", "Bitte einen Betreff angeben.")
+	normLine(errs, "preheader", &in.Preheader, maxPreheaderLen)
+	normLine(errs, "template_key", &in.TemplateKey, 100)
+	mc := in.content()
+	normContent(errs, &mc)
+	in.AttachmentIDs = mc.AttachmentIDs
+	// With a template, subject and content may come from it: checked once it
+	// is resolved (CreateEmail).
+	if in.TemplateKey == "" {
+		if in.Subject == "" {
+			errs.Add("subject", "Bitte einen Betreff angeben.")
+		}
+		if !mc.HasBody() {
+			errs.Add("html", "Bitte einen Inhalt angeben (html, text oder markdown).")
+		}
 	}
-	if strings.TrimSpace(in.HTML) == "" && strings.TrimSpace(in.Text) == "" {
-		errs.Add("html", "Bitte einen Inhalt angeben (html oder text).")
+	if in.Markdown != "" && (in.HTML != "" || in.Text != "") {
+		errs.Add("markdown", "Entweder markdown oder html/text angeben, nicht beides.")
 	}
-	for field, v := range map[string]string{"html": in.HTML, "text": in.Text} {
+	for field, v := range map[string]string{"html": in.HTML, "text": in.Text, "markdown": in.Markdown} {
 		if !utf8.ValidString(v) {
 			errs.Add(field, "Der Inhalt ist kein gültiges UTF-8.")
 		}
@@ -100,6 +115,12 @@ func (in *EmailInput) Normalize(now time.Time) error {
 		errs.Add("smtp_server_id", "Bitte eine gültige ID angeben.")
 	}
 	return errs.Err()
+}
+
+// content is the email's content.
+func (in EmailInput) content() MailContent {
+	return MailContent{Subject: in.Subject, Preheader: in.Preheader, HTML: in.HTML, Text: in.Text, Markdown: in.Markdown,
+		TemplateKey: in.TemplateKey, AttachmentIDs: in.AttachmentIDs}
 }
 
 const checkContactIDs = `SELECT id FROM contacts WHERE account_id = $1 AND id = ANY($2)`
@@ -121,10 +142,11 @@ func (db *DB) CreateEmail(ctx context.Context, accountID int64, actor Actor, in 
 		return EmailResult{}, err
 	}
 	c := Campaign{AccountID: accountID, Kind: KindEmail, Type: in.Type, Status: CampaignDraft, Name: in.Subject,
-		Subject: in.Subject, HTML: in.HTML, Text: in.Text, FromName: in.FromName, ReplyTo: in.ReplyTo,
+		FromName: in.FromName, ReplyTo: in.ReplyTo,
 		SMTPServerID: in.SMTPServerID, TrackOpens: in.TrackOpens, TrackClicks: in.TrackClicks,
 		ListIDs: pq.Int64Array(in.ListIDs), ContactIDs: pq.Int64Array(in.ContactIDs), ToEmails: pq.StringArray(in.To),
 		Placeholders: Placeholders(in.Placeholders), ScheduledAt: in.ScheduledAt}
+	c.setContent(in.content())
 	if c.Placeholders == nil {
 		c.Placeholders = Placeholders{}
 	}
@@ -133,6 +155,15 @@ func (db *DB) CreateEmail(ctx context.Context, accountID int64, actor Actor, in 
 	}
 	var out EmailResult
 	err := db.WithTx(ctx, func(tx *sqlx.Tx) error {
+		mc := c.Content()
+		if err := resolveContentTx(ctx, tx, accountID, &mc, true); err != nil {
+			return err
+		}
+		c.setContent(mc)
+		c.Name = c.Subject
+		if err := c.ReadyErrors().Err(); err != nil {
+			return err
+		}
 		if err := checkListIDs(ctx, tx, accountID, "list_ids", in.ListIDs); err != nil {
 			return err
 		}

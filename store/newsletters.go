@@ -13,19 +13,20 @@ import (
 // NewsletterInput is what a caller may write of a newsletter; nil fields are
 // not given (PATCH keeps them).
 type NewsletterInput struct {
-	Name         *string
-	Subject      *string
-	Preheader    *string
-	HTML         *string
-	Text         *string
-	Markdown     *string
-	TemplateKey  *string
-	ListIDs      *[]int64
-	FromName     *string
-	ReplyTo      *string
-	SMTPServerID *int64 // 0 clears the choice (the account's default route)
-	TrackOpens   *bool
-	TrackClicks  *bool
+	Name          *string
+	Subject       *string
+	Preheader     *string
+	HTML          *string
+	Text          *string
+	Markdown      *string
+	TemplateKey   *string
+	AttachmentIDs *[]int64
+	ListIDs       *[]int64
+	FromName      *string
+	ReplyTo       *string
+	SMTPServerID  *int64 // 0 clears the choice (the account's default route)
+	TrackOpens    *bool
+	TrackClicks   *bool
 }
 
 // Normalize trims and checks the input.
@@ -36,6 +37,19 @@ func (in *NewsletterInput) Normalize() error {
 	normLine(errs, "preheader", in.Preheader, maxPreheaderLen)
 	normLine(errs, "from_name", in.FromName, maxFromNameLen)
 	normLine(errs, "template_key", in.TemplateKey, 100)
+	if in.TemplateKey != nil || in.AttachmentIDs != nil {
+		mc := MailContent{}
+		if in.TemplateKey != nil {
+			mc.TemplateKey = *in.TemplateKey
+		}
+		if in.AttachmentIDs != nil {
+			mc.AttachmentIDs = *in.AttachmentIDs
+		}
+		normContent(errs, &mc)
+		if in.AttachmentIDs != nil {
+			in.AttachmentIDs = &mc.AttachmentIDs
+		}
+	}
 	normReplyTo(errs, in.ReplyTo)
 	for field, v := range map[string]*string{"html": in.HTML, "text": in.Text, "markdown": in.Markdown} {
 		if v != nil && !utf8.ValidString(*v) {
@@ -62,6 +76,10 @@ func (in NewsletterInput) apply(c *Campaign) []string {
 	setText(&changed, "text", &c.Text, in.Text)
 	setText(&changed, "markdown", &c.Markdown, in.Markdown)
 	setText(&changed, "template_key", &c.TemplateKey, in.TemplateKey)
+	if in.AttachmentIDs != nil && !equalIDs(*in.AttachmentIDs, c.AttachmentIDs) {
+		c.AttachmentIDs = pq.Int64Array(*in.AttachmentIDs)
+		changed = append(changed, "attachment_ids")
+	}
 	setText(&changed, "from_name", &c.FromName, in.FromName)
 	setText(&changed, "reply_to", &c.ReplyTo, in.ReplyTo)
 	if in.ListIDs != nil && !equalIDs(*in.ListIDs, c.ListIDs) {
@@ -98,15 +116,13 @@ func equalIDs(a []int64, b []int64) bool {
 	return true
 }
 
-// contentErrors checks the combination of content fields: markdown and a
-// template stand alone; text may accompany html as its plain-text part.
+// contentErrors checks the combination of content fields: markdown stands
+// alone; text may accompany html as its plain-text part. A template_key may
+// come with content of its own (a layout wraps it).
 func contentErrors(c Campaign) error {
 	errs := Errs{}
 	if c.Markdown != "" && (c.HTML != "" || c.Text != "") {
 		errs.Add("markdown", "Entweder markdown oder html/text angeben, nicht beides.")
-	}
-	if c.TemplateKey != "" && c.HasContent() {
-		errs.Add("template_key", "Entweder eine Vorlage oder eigenen Inhalt angeben, nicht beides.")
 	}
 	for field, v := range map[string]string{"html": c.HTML, "text": c.Text, "markdown": c.Markdown} {
 		if len(v) > MaxHTMLBytes {
@@ -117,10 +133,10 @@ func contentErrors(c Campaign) error {
 }
 
 const insertCampaign = `INSERT INTO campaigns (account_id, kind, type, status, name, subject, preheader, html, plain_text,
-  markdown, template_key, from_name, reply_to, smtp_server_id, track_opens, track_clicks, list_ids, contact_ids, to_emails,
+  markdown, template_key, attachment_ids, from_name, reply_to, smtp_server_id, track_opens, track_clicks, list_ids, contact_ids, to_emails,
   placeholders, scheduled_at)
 VALUES (:account_id, :kind, :type, :status, :name, :subject, :preheader, :html, :plain_text, :markdown, :template_key,
-  :from_name, :reply_to, :smtp_server_id, :track_opens, :track_clicks, :list_ids, :contact_ids, :to_emails, :placeholders,
+  :attachment_ids, :from_name, :reply_to, :smtp_server_id, :track_opens, :track_clicks, :list_ids, :contact_ids, :to_emails, :placeholders,
   :scheduled_at)
 RETURNING ` + campaignColumns
 
@@ -135,6 +151,9 @@ func insertCampaignTx(ctx context.Context, tx *sqlx.Tx, c Campaign) (Campaign, e
 	}
 	if c.ToEmails == nil {
 		c.ToEmails = pq.StringArray{}
+	}
+	if c.AttachmentIDs == nil {
+		c.AttachmentIDs = pq.Int64Array{}
 	}
 	q, args, err := tx.BindNamed(insertCampaign, c)
 	if err != nil {
@@ -164,14 +183,19 @@ func (db *DB) CreateNewsletter(ctx context.Context, accountID int64, actor Actor
 	c := Campaign{AccountID: accountID, Kind: KindNewsletter, Type: TypeNewsletter, Status: CampaignDraft,
 		TrackOpens: true, TrackClicks: true, Placeholders: Placeholders{}}
 	in.apply(&c)
-	if c.Name == "" {
-		c.Name = defaultNewsletterName(c.Subject)
-	}
 	if err := contentErrors(c); err != nil {
 		return Campaign{}, err
 	}
 	var out Campaign
 	err := db.WithTx(ctx, func(tx *sqlx.Tx) error {
+		mc := c.Content()
+		if err := resolveContentTx(ctx, tx, accountID, &mc, true); err != nil {
+			return err
+		}
+		c.setContent(mc)
+		if c.Name == "" {
+			c.Name = defaultNewsletterName(c.Subject)
+		}
 		if err := checkListIDs(ctx, tx, accountID, "list_ids", c.ListIDs); err != nil {
 			return err
 		}
@@ -226,7 +250,7 @@ func statusWord(status string) string {
 }
 
 const updateCampaignContent = `UPDATE campaigns SET name = :name, subject = :subject, preheader = :preheader, html = :html,
-  plain_text = :plain_text, markdown = :markdown, template_key = :template_key, from_name = :from_name, reply_to = :reply_to,
+  plain_text = :plain_text, markdown = :markdown, template_key = :template_key, attachment_ids = :attachment_ids, from_name = :from_name, reply_to = :reply_to,
   smtp_server_id = :smtp_server_id, track_opens = :track_opens, track_clicks = :track_clicks, list_ids = :list_ids,
   updated_at = now()
 WHERE id = :id RETURNING ` + campaignColumns
@@ -253,6 +277,13 @@ func (db *DB) UpdateNewsletter(ctx context.Context, accountID int64, actor Actor
 		}
 		if err := contentErrors(c); err != nil {
 			return err
+		}
+		if in.TemplateKey != nil || in.AttachmentIDs != nil {
+			mc := c.Content()
+			if err := resolveContentTx(ctx, tx, accountID, &mc, in.TemplateKey != nil); err != nil {
+				return err
+			}
+			c.setContent(mc)
 		}
 		if err := checkListIDs(ctx, tx, accountID, "list_ids", c.ListIDs); err != nil {
 			return err
@@ -311,7 +342,7 @@ func (db *DB) DuplicateNewsletter(ctx context.Context, accountID int64, actor Ac
 		}
 		cp := Campaign{AccountID: accountID, Kind: KindNewsletter, Type: TypeNewsletter, Status: CampaignDraft,
 			Name: string(name), Subject: c.Subject, Preheader: c.Preheader, HTML: c.HTML, Text: c.Text, Markdown: c.Markdown,
-			TemplateKey: c.TemplateKey, FromName: c.FromName, ReplyTo: c.ReplyTo, SMTPServerID: c.SMTPServerID,
+			TemplateKey: c.TemplateKey, AttachmentIDs: c.AttachmentIDs, FromName: c.FromName, ReplyTo: c.ReplyTo, SMTPServerID: c.SMTPServerID,
 			TrackOpens: c.TrackOpens, TrackClicks: c.TrackClicks, ListIDs: c.ListIDs, Placeholders: Placeholders{}}
 		var err error
 		if out, err = insertCampaignTx(ctx, tx, cp); err != nil {
@@ -378,6 +409,9 @@ func (db *DB) ScheduleNewsletter(ctx context.Context, accountID int64, actor Act
 		}
 		if !c.startable() {
 			return errAlreadySent(c)
+		}
+		if err := checkStoredContentTx(ctx, tx, c); err != nil {
+			return err
 		}
 		if err := opts.check(ctx, c, c.ReadyErrors()); err != nil {
 			return err

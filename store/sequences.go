@@ -420,19 +420,20 @@ func (db *DB) DeactivateSequence(ctx context.Context, accountID int64, actor Act
 
 // SequenceDay is one day of a sequence with the content of its campaign.
 type SequenceDay struct {
-	ID          int64     `db:"id"`
-	SequenceID  int64     `db:"sequence_id"`
-	Position    int       `db:"position"`
-	DelayDays   int       `db:"delay_days"`
-	CampaignID  int64     `db:"campaign_id"`
-	Subject     string    `db:"subject"`
-	Preheader   string    `db:"preheader"`
-	HTML        string    `db:"html"`
-	Text        string    `db:"plain_text"`
-	Markdown    string    `db:"markdown"`
-	TemplateKey string    `db:"template_key"`
-	CreatedAt   time.Time `db:"created_at"`
-	UpdatedAt   time.Time `db:"updated_at"`
+	ID            int64         `db:"id"`
+	SequenceID    int64         `db:"sequence_id"`
+	Position      int           `db:"position"`
+	DelayDays     int           `db:"delay_days"`
+	CampaignID    int64         `db:"campaign_id"`
+	Subject       string        `db:"subject"`
+	Preheader     string        `db:"preheader"`
+	HTML          string        `db:"html"`
+	Text          string        `db:"plain_text"`
+	Markdown      string        `db:"markdown"`
+	TemplateKey   string        `db:"template_key"`
+	AttachmentIDs pq.Int64Array `db:"attachment_ids"`
+	CreatedAt     time.Time     `db:"created_at"`
+	UpdatedAt     time.Time     `db:"updated_at"`
 }
 
 // Ready reports whether the day can be sent: a subject and content.
@@ -442,7 +443,7 @@ func (d SequenceDay) Ready() bool {
 }
 
 const dayColumns = `d.id, d.sequence_id, d.position, d.delay_days, d.campaign_id, c.subject, c.preheader, c.html, c.plain_text,
-  c.markdown, c.template_key, d.created_at, d.updated_at`
+  c.markdown, c.template_key, c.attachment_ids, d.created_at, d.updated_at`
 
 const selectDays = `SELECT ` + dayColumns + ` FROM sequence_days d JOIN campaigns c ON c.id = d.campaign_id
 WHERE d.account_id = $1 AND d.sequence_id = $2 ORDER BY d.position`
@@ -487,7 +488,19 @@ type DayInput struct {
 // sequence days take their content from a request.
 func contentOnly(in NewsletterInput) NewsletterInput {
 	return NewsletterInput{Subject: in.Subject, Preheader: in.Preheader, HTML: in.HTML, Text: in.Text,
-		Markdown: in.Markdown, TemplateKey: in.TemplateKey}
+		Markdown: in.Markdown, TemplateKey: in.TemplateKey, AttachmentIDs: in.AttachmentIDs}
+}
+
+// resolveMailContentTx checks c's content against the account with the
+// shared content model (template_key, attachment_ids; a starting-point
+// template's content copied when copyStart and c has no body of its own).
+func resolveMailContentTx(ctx context.Context, tx *sqlx.Tx, c *Campaign, copyStart bool) error {
+	mc := c.Content()
+	if err := resolveContentTx(ctx, tx, c.AccountID, &mc, copyStart); err != nil {
+		return err
+	}
+	c.setContent(mc)
+	return nil
 }
 
 // Normalize checks the input.
@@ -564,6 +577,9 @@ func createDayTx(ctx context.Context, tx *sqlx.Tx, accountID int64, actor Actor,
 	c := dayCampaign(s, pos)
 	in.Content.apply(&c)
 	if err := contentErrors(c); err != nil {
+		return 0, err
+	}
+	if err := resolveMailContentTx(ctx, tx, &c, true); err != nil {
 		return 0, err
 	}
 	if s.Status == SequenceActive && !(SequenceDay{Subject: c.Subject, HTML: c.HTML, Text: c.Text, Markdown: c.Markdown}).Ready() {
@@ -695,7 +711,7 @@ WHERE d.account_id = $1 AND d.sequence_id = $2 AND d.id = $3 FOR UPDATE OF d`, a
 }
 
 const updateDayCampaign = `UPDATE campaigns SET name = $2, subject = $3, preheader = $4, html = $5, plain_text = $6, markdown = $7,
-  template_key = $8, from_name = $9, reply_to = $10, smtp_server_id = $11, updated_at = now()
+  template_key = $8, from_name = $9, reply_to = $10, smtp_server_id = $11, attachment_ids = $12, updated_at = now()
 WHERE id = $1 AND status = 'draft'`
 
 // reviseDay applies content (and the sequence's current sender settings) to
@@ -712,15 +728,16 @@ func reviseDay(ctx context.Context, tx *sqlx.Tx, s Sequence, d SequenceDay, cont
 		next.FromName, next.ReplyTo, next.SMTPServerID = s.FromName, s.ReplyTo, s.SMTPServerID
 		changed = append(changed, "sender")
 	}
-	if content.TemplateKey == nil && next.TemplateKey == "" && s.TemplateKey != "" && !next.HasContent() {
-		next.TemplateKey = s.TemplateKey
-		changed = append(changed, "template_key")
-	}
 	if len(changed) == 0 {
 		return nil
 	}
 	if err := contentErrors(next); err != nil {
 		return err
+	}
+	if content.TemplateKey != nil || content.AttachmentIDs != nil {
+		if err := resolveMailContentTx(ctx, tx, &next, content.TemplateKey != nil); err != nil {
+			return err
+		}
 	}
 	if s.Status == SequenceActive && !(SequenceDay{Subject: next.Subject, HTML: next.HTML, Text: next.Text, Markdown: next.Markdown}).Ready() {
 		return Invalid("subject", "Eine aktive Sequenz braucht für jeden Tag Betreff und Inhalt.")
@@ -728,15 +745,14 @@ func reviseDay(ctx context.Context, tx *sqlx.Tx, s Sequence, d SequenceDay, cont
 	next.Name = fmt.Sprintf("%s – Tag %d", s.Name, d.Position)
 	if c.Status == CampaignDraft {
 		_, err := tx.ExecContext(ctx, updateDayCampaign, c.ID, next.Name, next.Subject, next.Preheader, next.HTML, next.Text,
-			next.Markdown, next.TemplateKey, next.FromName, next.ReplyTo, next.SMTPServerID)
+			next.Markdown, next.TemplateKey, next.FromName, next.ReplyTo, next.SMTPServerID, nonNilIDArray(next.AttachmentIDs))
 		if err != nil {
 			return fmt.Errorf("store: update day: %w", err)
 		}
 		return nil
 	}
 	fresh := dayCampaign(s, d.Position)
-	fresh.Subject, fresh.Preheader, fresh.HTML, fresh.Text, fresh.Markdown, fresh.TemplateKey =
-		next.Subject, next.Preheader, next.HTML, next.Text, next.Markdown, next.TemplateKey
+	fresh.setContent(next.Content())
 	fresh, err := insertCampaignTx(ctx, tx, fresh)
 	if err != nil {
 		return err

@@ -214,6 +214,9 @@ func (db *DB) CreateStoryEmail(ctx context.Context, accountID int64, actor Actor
 			return err
 		}
 		applyStorySettings(&c, s)
+		if err := resolveMailContentTx(ctx, tx, &c, true); err != nil {
+			return err
+		}
 		if out, err = insertCampaignTx(ctx, tx, c); err != nil {
 			return err
 		}
@@ -224,20 +227,21 @@ func (db *DB) CreateStoryEmail(ctx context.Context, accountID int64, actor Actor
 }
 
 // applyStorySettings copies the settings' targets and sender onto a story
-// email; its own template_key wins over the settings'.
+// email; its own template_key wins over the settings' (a layout wraps the
+// content; a starting point's content is copied when the draft is created).
 func applyStorySettings(c *Campaign, s StorySettings) {
 	c.ListIDs = s.ListIDs
 	if c.ListIDs == nil {
 		c.ListIDs = pq.Int64Array{}
 	}
 	c.FromName, c.ReplyTo, c.SMTPServerID = s.FromName, s.ReplyTo, s.SMTPServerID
-	if c.TemplateKey == "" && !c.HasContent() {
+	if c.TemplateKey == "" {
 		c.TemplateKey = s.TemplateKey
 	}
 }
 
 const updateStoryCampaign = `UPDATE campaigns SET name = $2, subject = $3, preheader = $4, html = $5, plain_text = $6, markdown = $7,
-  template_key = $8, list_ids = $9, from_name = $10, reply_to = $11, smtp_server_id = $12, updated_at = now()
+  template_key = $8, list_ids = $9, from_name = $10, reply_to = $11, smtp_server_id = $12, attachment_ids = $13, updated_at = now()
 WHERE id = $1 RETURNING ` + campaignColumns
 
 // UpdateStoryEmail changes a draft or scheduled story email (409
@@ -262,8 +266,13 @@ func (db *DB) UpdateStoryEmail(ctx context.Context, accountID int64, actor Actor
 		if err := contentErrors(c); err != nil {
 			return err
 		}
+		if in.TemplateKey != nil || in.AttachmentIDs != nil {
+			if err := resolveMailContentTx(ctx, tx, &c, in.TemplateKey != nil); err != nil {
+				return err
+			}
+		}
 		if err := tx.GetContext(ctx, &out, updateStoryCampaign, id, c.Name, c.Subject, c.Preheader, c.HTML, c.Text, c.Markdown,
-			c.TemplateKey, c.ListIDs, c.FromName, c.ReplyTo, c.SMTPServerID); err != nil {
+			c.TemplateKey, c.ListIDs, c.FromName, c.ReplyTo, c.SMTPServerID, nonNilIDArray(c.AttachmentIDs)); err != nil {
 			return fmt.Errorf("store: update story email: %w", err)
 		}
 		return LogActivity(ctx, tx, accountID, actor, ActivityEntry{Action: "story_email.updated", ObjectType: ObjectStoryEmail,
@@ -306,7 +315,7 @@ func refreshStory(ctx context.Context, tx *sqlx.Tx, accountID, id int64) (Campai
 	}
 	applyStorySettings(&c, s)
 	if _, err := tx.ExecContext(ctx, updateStoryCampaign, id, c.Name, c.Subject, c.Preheader, c.HTML, c.Text, c.Markdown,
-		c.TemplateKey, c.ListIDs, c.FromName, c.ReplyTo, c.SMTPServerID); err != nil {
+		c.TemplateKey, c.ListIDs, c.FromName, c.ReplyTo, c.SMTPServerID, nonNilIDArray(c.AttachmentIDs)); err != nil {
 		return Campaign{}, fmt.Errorf("store: story email: %w", err)
 	}
 	return c, nil
@@ -418,4 +427,11 @@ func (db *DB) ScheduleStoryEmail(ctx context.Context, accountID int64, actor Act
 			ObjectID: id, Details: map[string]any{"scheduled_at": EventTime(at)}})
 	})
 	return out, err
+}
+
+func nonNilIDArray(ids pq.Int64Array) pq.Int64Array {
+	if ids == nil {
+		return pq.Int64Array{}
+	}
+	return ids
 }

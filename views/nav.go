@@ -19,6 +19,9 @@ const (
 	NavUsers       = "users"
 	NavABTests     = "ab-tests"
 	NavPlan        = "plan"
+	NavTemplates   = "templates"
+	NavAttachments = "attachments"
+	NavSender      = "sender"
 	// Story emails and sequences (issue 20).
 	NavStoryEmails = "story-emails"
 	NavSequences   = "sequences"
@@ -48,12 +51,15 @@ func Navigation(t Text) []NavItem {
 		{ID: NavSequences, Href: "/sequences", Label: t.Sequences.Title, Icon: "mail"},
 		{ID: NavForms, Href: "/forms", Label: t.Nav.Forms, Icon: "form"},
 		{ID: NavABTests, Href: "/ab-tests", Label: t.Nav.ABTests, Icon: "split"},
+		{ID: NavTemplates, Href: "/templates", Label: t.Templates.NavTemplates, Icon: "form"},
+		{ID: NavAttachments, Href: "/attachments", Label: t.Templates.NavAttachments, Icon: "lists"},
 		{ID: NavAPIKeys, Href: "/api-keys", Label: t.Nav.APIKeys, Section: t.Nav.SectionDev, Roles: admins, Icon: "key"},
 		{ID: NavWebhooks, Href: "/webhooks", Label: t.Nav.Webhooks, Section: t.Nav.SectionDev, Roles: admins, Icon: "webhook"},
 		{ID: NavAPILog, Href: "/logs/api", Label: t.Nav.APILog, Section: t.Nav.SectionDev, Icon: "log"},
 		{ID: NavActivity, Href: "/logs/activity", Label: t.Nav.Activity, Section: t.Nav.SectionDev, Icon: "activity"},
 		{ID: NavSMTP, Href: "/smtp-servers", Label: t.Nav.SMTP, Section: t.Nav.SectionSettings, Roles: admins, Icon: "mail"},
 		{ID: NavUsers, Href: "/users", Label: t.Nav.Users, Section: t.Nav.SectionSettings, Roles: admins, Icon: "users"},
+		{ID: NavSender, Href: "/settings/sender", Label: t.Templates.NavSender, Section: t.Nav.SectionSettings, Icon: "mail"},
 		{ID: NavPlan, Href: "/settings/plan", Label: t.Nav.Plan, Section: t.Nav.SectionAccount, Icon: "activity"},
 		{ID: NavPassword, Href: "/account/password", Label: t.Nav.Password, Section: t.Nav.SectionAccount, Icon: "lock"},
 	}

@@ -70,6 +70,9 @@ type Text struct {
 	Analytics AnalyticsText
 	// APIDocs holds the API reference page /v1/docs.
 	APIDocs APIDocsText
+	// Templates holds the templates and library pages, the attachments
+	// manager and the sender settings (imprint) with their notices.
+	Templates TemplatesText
 }
 
 // ChartsText holds what every chart says besides its data.
@@ -2156,6 +2159,82 @@ func German() Text {
 			InvalidTitle:          "Link ungültig",
 			Invalid:               "Diesen Bestätigungslink kennen wir nicht. Bitte prüfen Sie, ob Sie ihn vollständig aus der E-Mail übernommen haben, oder melden Sie sich noch einmal an.",
 		},
+		Templates: TemplatesText{
+			NavTemplates:      "Vorlagen",
+			NavAttachments:    "Anhänge",
+			NavSender:         "Absender & Impressum",
+			Title:             "Vorlagen",
+			Lead:              "Eigene Vorlagen und Layouts für Ihre Mails, dazu fertige Designs zum Kopieren.",
+			Mine:              "Ihre Vorlagen",
+			None:              "Noch keine Vorlagen. Kopieren Sie ein Design aus der Bibliothek oder legen Sie eine neue an.",
+			New:               "Neue Vorlage",
+			Library:           "Vorlagenbibliothek",
+			LibraryLead:       "Fertige, responsive Designs mit Abmeldelink und Impressum. Eine Kopie landet in Ihren Vorlagen und lässt sich dort anpassen.",
+			Copy:              "In meine Vorlagen kopieren",
+			CopiedFlash:       "Das Design „%s“ wurde als Vorlage „%s“ kopiert.",
+			Name:              "Name",
+			Key:               "Schlüssel",
+			KeyHint:           "Für die API (template_key): Kleinbuchstaben, Ziffern, _ und -.",
+			Kind:              "Art",
+			KindLayout:        "Layout",
+			KindStart:         "Vorlage",
+			Subject:           "Betreff",
+			Preheader:         "Vorschautext",
+			HTML:              "HTML",
+			HTMLHint:          "Mit {{inhalt}} wird die Vorlage zum Layout: der Inhalt jeder Mail erscheint an dieser Stelle. {{impressum}}, {{firma}} und {{abmelde_link}} werden beim Versand gefüllt.",
+			Edit:              "Bearbeiten",
+			Delete:            "Löschen",
+			Save:              "Speichern",
+			Create:            "Vorlage anlegen",
+			EditTitle:         "Vorlage „%s“",
+			NewTitle:          "Neue Vorlage",
+			SavedFlash:        "Die Vorlage „%s“ ist gespeichert.",
+			DeletedFlash:      "Die Vorlage „%s“ wurde gelöscht.",
+			UseInNewsletter:   "Newsletter damit anlegen",
+			SampleContent:     "Hier steht später der Inhalt Ihrer Mail: Text, Bilder und Links.",
+			PreviewOf:         "Vorschau von „%s“",
+			Template:          "Vorlage",
+			TemplateNone:      "Keine Vorlage",
+			TemplateHint:      "Ein Layout umrahmt Ihren Inhalt beim Versand; eine andere Vorlage wird beim Anlegen übernommen.",
+			Attachments:       "Anhänge",
+			AttachmentsHint:   "Die gewählten Dateien werden jeder Mail angehängt.",
+			AttachmentsNone:   "Noch keine Dateien hochgeladen.",
+			AttTitle:          "Anhänge",
+			AttLead:           "Dateien bis 10 MB, die Sie Newslettern und E-Mails anhängen können. Programme und Skripte sind nicht erlaubt.",
+			AttUpload:         "Datei hochladen",
+			AttFile:           "Datei",
+			AttUploading:      "Wird hochgeladen …",
+			AttUploadedFlash:  "„%s“ wurde hochgeladen.",
+			AttExistsFlash:    "„%s“ ist schon vorhanden; es wurde keine zweite Kopie gespeichert.",
+			AttDeletedFlash:   "„%s“ wurde gelöscht.",
+			AttTooLarge:       "Die Datei ist größer als 10 MB.",
+			AttNoFile:         "Bitte eine Datei auswählen.",
+			AttFilename:       "Datei",
+			AttSize:           "Größe",
+			AttType:           "Typ",
+			AttUsedBy:         "Verwendet in",
+			AttUsedByCount:    "%d Mails",
+			AttUploadedAt:     "Hochgeladen",
+			AttDownload:       "Herunterladen",
+			AttStorage:        "Speicher: %s von %s belegt",
+			AttStorageFull:    "Der Speicher Ihres Tarifs (%s) reicht für diese Datei nicht. Löschen Sie nicht mehr benötigte Anhänge oder wechseln Sie den Tarif.",
+			SenderTitle:       "Absender & Impressum",
+			SenderLead:        "Diese Angaben erscheinen in jeder Werbe-Mail: Das deutsche Recht verlangt ein Impressum, das US-Recht (CAN-SPAM) eine Postanschrift.",
+			Company:           "Firma",
+			CompanyHint:       "Füllt den Platzhalter {{firma}}.",
+			PostalAddress:     "Postanschrift",
+			PostalAddressHint: "Straße, Postleitzahl und Ort.",
+			Imprint:           "Impressum",
+			ImprintHint:       "Füllt {{impressum}}. Leer: Firma und Postanschrift. Enthält eine Mail den Platzhalter nicht, wird das Impressum unter der Abmeldezeile angehängt.",
+			FromName:          "Absendername (Standard)",
+			FromNameHint:      "Für Mails ohne eigenen Absendernamen.",
+			ReplyTo:           "Antwortadresse (Standard)",
+			ReplyToHint:       "Für Mails ohne eigene Antwortadresse.",
+			SenderSavedFlash:  "Absender und Impressum sind gespeichert.",
+			NoPostalTitle:     "Postanschrift fehlt",
+			NoPostal:          "Ihr Konto hat noch keine Postanschrift. Werbe-Mails müssen Absender und Anschrift nennen; ohne sie versenden Sie möglicherweise rechtswidrig.",
+			NoPostalLink:      "Jetzt eintragen",
+		},
 	}
 }
 
@@ -2179,4 +2258,22 @@ func TextFor(ctx context.Context) Text {
 	default: // the default language until another one has its strings
 		return German()
 	}
+}
+
+// TemplatesText holds the templates and library pages, the attachments
+// manager, the sender settings and the notice of a missing postal address.
+type TemplatesText struct {
+	NavTemplates, NavAttachments, NavSender                                         string
+	Title, Lead, Mine, None, New, Library, LibraryLead, Copy, CopiedFlash           string
+	Name, Key, KeyHint, Kind, KindLayout, KindStart, Subject, Preheader, HTML       string
+	HTMLHint, Edit, Delete, Save, Create, EditTitle, NewTitle, SavedFlash           string
+	DeletedFlash, UseInNewsletter, SampleContent, PreviewOf                         string
+	Template, TemplateNone, TemplateHint, Attachments, AttachmentsHint              string
+	AttachmentsNone, AttTitle, AttLead, AttUpload, AttFile, AttUploading            string
+	AttUploadedFlash, AttExistsFlash, AttDeletedFlash, AttTooLarge, AttNoFile       string
+	AttFilename, AttSize, AttType, AttUsedBy, AttUsedByCount, AttUploadedAt         string
+	AttDownload, AttStorage, AttStorageFull                                         string
+	SenderTitle, SenderLead, Company, CompanyHint, PostalAddress, PostalAddressHint string
+	Imprint, ImprintHint, FromName, FromNameHint, ReplyTo, ReplyToHint              string
+	SenderSavedFlash, NoPostalTitle, NoPostal, NoPostalLink                         string
 }

@@ -30,6 +30,9 @@ func bodyLimit(r *http.Request) int64 {
 	if strings.HasPrefix(apiPath(r), "/subscribe/") {
 		return maxSignUpForm
 	}
+	if r.Method == http.MethodPost && apiPath(r) == "/attachments" {
+		return store.MaxAttachmentBytes + maxMultipartOverhead // a file of 10 MB and its multipart frame
+	}
 	return maxJSONBody
 }
 

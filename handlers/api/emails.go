@@ -14,26 +14,30 @@ import (
 
 // emailRequest is the body of POST /emails/send.
 type emailRequest struct {
-	To           json.RawMessage   `json:"to"` // one address or a list
-	Subject      string            `json:"subject"`
-	HTML         string            `json:"html"`
-	Text         string            `json:"text"`
-	Placeholders map[string]string `json:"placeholders"`
-	FromName     string            `json:"from_name"`
-	ReplyTo      string            `json:"reply_to"`
-	TrackOpens   bool              `json:"track_opens"`
-	TrackClicks  bool              `json:"track_clicks"`
-	ScheduledAt  *string           `json:"scheduled_at"`
-	Type         string            `json:"type"`
-	ListIDs      []int64           `json:"list_ids"`
-	ContactIDs   []int64           `json:"contact_ids"`
-	SMTPServerID *int64            `json:"smtp_server_id"`
+	To            json.RawMessage   `json:"to"` // one address or a list
+	Subject       string            `json:"subject"`
+	Preheader     string            `json:"preheader"`
+	HTML          string            `json:"html"`
+	Text          string            `json:"text"`
+	Markdown      string            `json:"markdown"`
+	TemplateKey   string            `json:"template_key"`
+	AttachmentIDs []int64           `json:"attachment_ids"`
+	Placeholders  map[string]string `json:"placeholders"`
+	FromName      string            `json:"from_name"`
+	ReplyTo       string            `json:"reply_to"`
+	TrackOpens    bool              `json:"track_opens"`
+	TrackClicks   bool              `json:"track_clicks"`
+	ScheduledAt   *string           `json:"scheduled_at"`
+	Type          string            `json:"type"`
+	ListIDs       []int64           `json:"list_ids"`
+	ContactIDs    []int64           `json:"contact_ids"`
+	SMTPServerID  *int64            `json:"smtp_server_id"`
 }
 
 // input validates what needs no database (413 for content over 2 MB, 422 for
 // the placeholders and the time) and returns the store's input.
 func (q emailRequest) input() (store.EmailInput, error) {
-	if len(q.HTML) > store.MaxHTMLBytes || len(q.Text) > store.MaxHTMLBytes {
+	if len(q.HTML) > store.MaxHTMLBytes || len(q.Text) > store.MaxHTMLBytes || len(q.Markdown) > store.MaxHTMLBytes {
 		return store.EmailInput{}, errTooLarge
 	}
 	to, err := recipientList(q.To)
@@ -44,7 +48,8 @@ func (q emailRequest) input() (store.EmailInput, error) {
 	for k, v := range mailer.ValidateCustom(q.Placeholders) {
 		errs.Add(k, v)
 	}
-	in := store.EmailInput{To: to, Subject: q.Subject, HTML: q.HTML, Text: q.Text, Placeholders: q.Placeholders,
+	in := store.EmailInput{To: to, Subject: q.Subject, Preheader: q.Preheader, HTML: q.HTML, Text: q.Text, Markdown: q.Markdown,
+		TemplateKey: q.TemplateKey, AttachmentIDs: q.AttachmentIDs, Placeholders: q.Placeholders,
 		FromName: q.FromName, ReplyTo: q.ReplyTo, TrackOpens: q.TrackOpens, TrackClicks: q.TrackClicks, Type: q.Type,
 		ListIDs: q.ListIDs, ContactIDs: q.ContactIDs, SMTPServerID: q.SMTPServerID}
 	if q.ScheduledAt != nil && strings.TrimSpace(*q.ScheduledAt) != "" {
@@ -59,47 +64,52 @@ func (q emailRequest) input() (store.EmailInput, error) {
 
 // emailSendResponse is the single email send result (202).
 type emailSendResponse struct {
-	CampaignID  int64  `json:"campaign_id"`
-	Status      string `json:"status"`
-	Type        string `json:"type"`
-	Queued      int64  `json:"queued"`
-	Sent        int64  `json:"sent"`
-	Failed      int64  `json:"failed"`
-	Skipped     int64  `json:"skipped"`
-	ScheduledAt *Time  `json:"scheduled_at"`
-	Message     string `json:"message"`
+	CampaignID  int64             `json:"campaign_id"`
+	Status      string            `json:"status"`
+	Type        string            `json:"type"`
+	Queued      int64             `json:"queued"`
+	Sent        int64             `json:"sent"`
+	Failed      int64             `json:"failed"`
+	Skipped     int64             `json:"skipped"`
+	ScheduledAt *Time             `json:"scheduled_at"`
+	Message     string            `json:"message"`
+	Warnings    []warningResponse `json:"warnings"`
 }
 
 // emailResponse is a single email as GET /emails and GET /emails/{id} show it;
 // the content only on single retrieval.
 type emailResponse struct {
-	ID           int64             `json:"id"`
-	CampaignID   int64             `json:"campaign_id"`
-	Type         string            `json:"type"`
-	Status       string            `json:"status"`
-	StatusLabel  string            `json:"status_label"`
-	Subject      string            `json:"subject"`
-	HTML         *string           `json:"html,omitempty"`
-	Text         *string           `json:"text,omitempty"`
-	To           []string          `json:"to"`
-	ListIDs      []int64           `json:"list_ids"`
-	ContactIDs   []int64           `json:"contact_ids"`
-	Placeholders map[string]string `json:"placeholders"`
-	FromName     string            `json:"from_name"`
-	ReplyTo      *string           `json:"reply_to"`
-	SMTPServerID *int64            `json:"smtp_server_id"`
-	TrackOpens   bool              `json:"track_opens"`
-	TrackClicks  bool              `json:"track_clicks"`
-	ScheduledAt  *Time             `json:"scheduled_at"`
-	StartedAt    *Time             `json:"started_at"`
-	FinishedAt   *Time             `json:"finished_at"`
-	Queued       int64             `json:"queued"`
-	Sent         int64             `json:"sent"`
-	Failed       int64             `json:"failed"`
-	Skipped      int64             `json:"skipped"`
-	LastError    *string           `json:"last_error"`
-	CreatedAt    Time              `json:"created_at"`
-	UpdatedAt    Time              `json:"updated_at"`
+	ID            int64             `json:"id"`
+	CampaignID    int64             `json:"campaign_id"`
+	Type          string            `json:"type"`
+	Status        string            `json:"status"`
+	StatusLabel   string            `json:"status_label"`
+	Subject       string            `json:"subject"`
+	Preheader     string            `json:"preheader"`
+	HTML          *string           `json:"html,omitempty"`
+	Text          *string           `json:"text,omitempty"`
+	Markdown      *string           `json:"markdown,omitempty"`
+	TemplateKey   *string           `json:"template_key"`
+	AttachmentIDs []int64           `json:"attachment_ids"`
+	To            []string          `json:"to"`
+	ListIDs       []int64           `json:"list_ids"`
+	ContactIDs    []int64           `json:"contact_ids"`
+	Placeholders  map[string]string `json:"placeholders"`
+	FromName      string            `json:"from_name"`
+	ReplyTo       *string           `json:"reply_to"`
+	SMTPServerID  *int64            `json:"smtp_server_id"`
+	TrackOpens    bool              `json:"track_opens"`
+	TrackClicks   bool              `json:"track_clicks"`
+	ScheduledAt   *Time             `json:"scheduled_at"`
+	StartedAt     *Time             `json:"started_at"`
+	FinishedAt    *Time             `json:"finished_at"`
+	Queued        int64             `json:"queued"`
+	Sent          int64             `json:"sent"`
+	Failed        int64             `json:"failed"`
+	Skipped       int64             `json:"skipped"`
+	LastError     *string           `json:"last_error"`
+	CreatedAt     Time              `json:"created_at"`
+	UpdatedAt     Time              `json:"updated_at"`
 }
 
 func newEmailResponse(c store.Campaign, withContent bool) emailResponse {
@@ -109,6 +119,7 @@ func newEmailResponse(c store.Campaign, withContent bool) emailResponse {
 	}
 	out := emailResponse{
 		ID: c.ID, CampaignID: c.ID, Type: c.Type, Status: c.Status, StatusLabel: statusLabel(c.Status), Subject: c.Subject,
+		Preheader: c.Preheader, TemplateKey: optString(c.TemplateKey), AttachmentIDs: nonNil([]int64(c.AttachmentIDs)),
 		To: nonNil([]string(c.ToEmails)), ListIDs: nonNil([]int64(c.ListIDs)), ContactIDs: nonNil([]int64(c.ContactIDs)),
 		Placeholders: ph, FromName: c.FromName, ReplyTo: optString(c.ReplyTo), SMTPServerID: c.SMTPServerID,
 		TrackOpens: c.TrackOpens, TrackClicks: c.TrackClicks, ScheduledAt: timePtr(c.ScheduledAt),
@@ -117,7 +128,7 @@ func newEmailResponse(c store.Campaign, withContent bool) emailResponse {
 		UpdatedAt: Time(c.UpdatedAt),
 	}
 	if withContent {
-		out.HTML, out.Text = &c.HTML, &c.Text
+		out.HTML, out.Text, out.Markdown = &c.HTML, &c.Text, &c.Markdown
 	}
 	return out
 }
@@ -164,7 +175,7 @@ func newEmailSendResponse(res campaign.SendResult) any {
 	c := res.Campaign
 	return emailSendResponse{
 		CampaignID: c.ID, Status: c.Status, Type: c.Type, Queued: res.Queued, Sent: res.Sent, Failed: res.Failed,
-		Skipped: res.Skipped, ScheduledAt: timePtr(c.ScheduledAt), Message: emailMessage(res),
+		Skipped: res.Skipped, ScheduledAt: timePtr(c.ScheduledAt), Message: emailMessage(res), Warnings: newWarnings(res.Warnings),
 	}
 }
 

@@ -18,32 +18,33 @@ func statusLabel(status string) string { return views.CampaignStatusLabel(status
 // newsletterResponse is a newsletter as the API shows it. The content fields
 // are left out of list responses (omitempty on pointers).
 type newsletterResponse struct {
-	ID           int64   `json:"id"`
-	Name         string  `json:"name"`
-	Subject      string  `json:"subject"`
-	Preheader    string  `json:"preheader"`
-	HTML         *string `json:"html,omitempty"`
-	Text         *string `json:"text,omitempty"`
-	Markdown     *string `json:"markdown,omitempty"`
-	TemplateKey  *string `json:"template_key"`
-	ListIDs      []int64 `json:"list_ids"`
-	FromName     string  `json:"from_name"`
-	ReplyTo      *string `json:"reply_to"`
-	SMTPServerID *int64  `json:"smtp_server_id"`
-	TrackOpens   bool    `json:"track_opens"`
-	TrackClicks  bool    `json:"track_clicks"`
-	Status       string  `json:"status"`
-	StatusLabel  string  `json:"status_label"`
-	ScheduledAt  *Time   `json:"scheduled_at"`
-	StartedAt    *Time   `json:"started_at"`
-	FinishedAt   *Time   `json:"finished_at"`
-	Queued       int64   `json:"queued"`
-	Sent         int64   `json:"sent"`
-	Failed       int64   `json:"failed"`
-	Skipped      int64   `json:"skipped"`
-	LastError    *string `json:"last_error"`
-	CreatedAt    Time    `json:"created_at"`
-	UpdatedAt    Time    `json:"updated_at"`
+	ID            int64   `json:"id"`
+	Name          string  `json:"name"`
+	Subject       string  `json:"subject"`
+	Preheader     string  `json:"preheader"`
+	HTML          *string `json:"html,omitempty"`
+	Text          *string `json:"text,omitempty"`
+	Markdown      *string `json:"markdown,omitempty"`
+	TemplateKey   *string `json:"template_key"`
+	AttachmentIDs []int64 `json:"attachment_ids"`
+	ListIDs       []int64 `json:"list_ids"`
+	FromName      string  `json:"from_name"`
+	ReplyTo       *string `json:"reply_to"`
+	SMTPServerID  *int64  `json:"smtp_server_id"`
+	TrackOpens    bool    `json:"track_opens"`
+	TrackClicks   bool    `json:"track_clicks"`
+	Status        string  `json:"status"`
+	StatusLabel   string  `json:"status_label"`
+	ScheduledAt   *Time   `json:"scheduled_at"`
+	StartedAt     *Time   `json:"started_at"`
+	FinishedAt    *Time   `json:"finished_at"`
+	Queued        int64   `json:"queued"`
+	Sent          int64   `json:"sent"`
+	Failed        int64   `json:"failed"`
+	Skipped       int64   `json:"skipped"`
+	LastError     *string `json:"last_error"`
+	CreatedAt     Time    `json:"created_at"`
+	UpdatedAt     Time    `json:"updated_at"`
 }
 
 func optString(s string) *string {
@@ -56,7 +57,7 @@ func optString(s string) *string {
 func newNewsletterResponse(c store.Campaign, withContent bool) newsletterResponse {
 	out := newsletterResponse{
 		ID: c.ID, Name: c.Name, Subject: c.Subject, Preheader: c.Preheader, TemplateKey: optString(c.TemplateKey),
-		ListIDs: nonNil([]int64(c.ListIDs)), FromName: c.FromName, ReplyTo: optString(c.ReplyTo), SMTPServerID: c.SMTPServerID,
+		AttachmentIDs: nonNil([]int64(c.AttachmentIDs)), ListIDs: nonNil([]int64(c.ListIDs)), FromName: c.FromName, ReplyTo: optString(c.ReplyTo), SMTPServerID: c.SMTPServerID,
 		TrackOpens: c.TrackOpens, TrackClicks: c.TrackClicks, Status: c.Status, StatusLabel: statusLabel(c.Status),
 		ScheduledAt: timePtr(c.ScheduledAt), StartedAt: timePtr(c.StartedAt), FinishedAt: timePtr(c.FinishedAt),
 		Queued: c.RecipientsCount, Sent: c.SentCount, Failed: c.FailedCount, Skipped: c.SkippedCount,
@@ -71,19 +72,20 @@ func newNewsletterResponse(c store.Campaign, withContent bool) newsletterRespons
 // newsletterRequest is the body of POST /newsletters and PATCH
 // /newsletters/{id}: absent or null fields are not given.
 type newsletterRequest struct {
-	Name         *string  `json:"name"`
-	Subject      *string  `json:"subject"`
-	Preheader    *string  `json:"preheader"`
-	HTML         *string  `json:"html"`
-	Text         *string  `json:"text"`
-	Markdown     *string  `json:"markdown"`
-	TemplateKey  *string  `json:"template_key"`
-	ListIDs      *[]int64 `json:"list_ids"`
-	FromName     *string  `json:"from_name"`
-	ReplyTo      *string  `json:"reply_to"`
-	SMTPServerID *int64   `json:"smtp_server_id"`
-	TrackOpens   *bool    `json:"track_opens"`
-	TrackClicks  *bool    `json:"track_clicks"`
+	Name          *string  `json:"name"`
+	Subject       *string  `json:"subject"`
+	Preheader     *string  `json:"preheader"`
+	HTML          *string  `json:"html"`
+	Text          *string  `json:"text"`
+	Markdown      *string  `json:"markdown"`
+	TemplateKey   *string  `json:"template_key"`
+	AttachmentIDs *[]int64 `json:"attachment_ids"`
+	ListIDs       *[]int64 `json:"list_ids"`
+	FromName      *string  `json:"from_name"`
+	ReplyTo       *string  `json:"reply_to"`
+	SMTPServerID  *int64   `json:"smtp_server_id"`
+	TrackOpens    *bool    `json:"track_opens"`
+	TrackClicks   *bool    `json:"track_clicks"`
 }
 
 // validate checks what needs no database: content over 2 MB is a 413.
@@ -99,7 +101,7 @@ func (q newsletterRequest) validate() error {
 func (q newsletterRequest) input() store.NewsletterInput {
 	return store.NewsletterInput{
 		Name: q.Name, Subject: q.Subject, Preheader: q.Preheader, HTML: q.HTML, Text: q.Text, Markdown: q.Markdown,
-		TemplateKey: q.TemplateKey, ListIDs: q.ListIDs, FromName: q.FromName, ReplyTo: q.ReplyTo,
+		TemplateKey: q.TemplateKey, AttachmentIDs: q.AttachmentIDs, ListIDs: q.ListIDs, FromName: q.FromName, ReplyTo: q.ReplyTo,
 		SMTPServerID: q.SMTPServerID, TrackOpens: q.TrackOpens, TrackClicks: q.TrackClicks,
 	}
 }
@@ -107,18 +109,40 @@ func (q newsletterRequest) input() store.NewsletterInput {
 // sendResultResponse is the newsletter send result of api-v1.md (202), also
 // the answer of retry-failed.
 type sendResultResponse struct {
-	ID      int64  `json:"id"`
-	Status  string `json:"status"`
-	Queued  int64  `json:"queued"`
-	Sent    int64  `json:"sent"`
-	Failed  int64  `json:"failed"`
-	Skipped int64  `json:"skipped"`
-	Message string `json:"message"`
+	ID       int64             `json:"id"`
+	Status   string            `json:"status"`
+	Queued   int64             `json:"queued"`
+	Sent     int64             `json:"sent"`
+	Failed   int64             `json:"failed"`
+	Skipped  int64             `json:"skipped"`
+	Message  string            `json:"message"`
+	Warnings []warningResponse `json:"warnings"`
 }
 
 func newSendResultResponse(res campaign.SendResult, msg string) sendResultResponse {
 	return sendResultResponse{ID: res.Campaign.ID, Status: res.Campaign.Status, Queued: res.Queued, Sent: res.Sent,
-		Failed: res.Failed, Skipped: res.Skipped, Message: msg}
+		Failed: res.Failed, Skipped: res.Skipped, Message: msg, Warnings: newWarnings(res.Warnings)}
+}
+
+// warningResponse is a warning of a send result: what the account should fix,
+// although the send went ahead.
+type warningResponse struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// newWarnings turns warning codes into the API's warnings (never null).
+func newWarnings(codes []string) []warningResponse {
+	out := make([]warningResponse, 0, len(codes))
+	for _, c := range codes {
+		msg := c
+		if c == store.WarningNoPostalAddress {
+			msg = "Ihr Konto hat noch keine Postanschrift. Werbe-E-Mails müssen Absender und Anschrift nennen (Impressum); " +
+				"bitte unter PUT /v1/account/settings oder im Portal unter Einstellungen → Absender eintragen."
+		}
+		out = append(out, warningResponse{Code: c, Message: msg})
+	}
+	return out
 }
 
 // sendMessage is the German message of a send result.

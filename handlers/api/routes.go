@@ -220,6 +220,21 @@ func (a *API) Handler() http.Handler {
 
 		// SMTP servers of the account, the connection test, and the development
 		// outbox (only without RUNDBRIEF_SMTP_URL; otherwise its paths are 404) (issue 4).
+		r.Get("/templates", a.need("read", "", a.listTemplates))
+		r.Post("/templates", a.need("write", "", a.createTemplate))
+		r.Get("/templates/{id}", a.need("read", "", a.getTemplate))
+		r.Patch("/templates/{id}", a.need("write", "", a.patchTemplate))
+		r.Delete("/templates/{id}", a.need("write", "", a.deleteTemplate))
+		r.Get("/template-library", a.need("read", "", a.listTemplateLibrary))
+		r.Post("/template-library/{key}/copy", a.need("write", "", a.copyLibraryTemplate))
+		r.Get("/attachments", a.need("read", "", a.listAttachments))
+		r.Post("/attachments", a.need("write", "", a.uploadAttachment))
+		r.Get("/attachments/{id}", a.need("read", "", a.getAttachment))
+		r.Delete("/attachments/{id}", a.need("write", "", a.deleteAttachment))
+		r.Get("/attachments/{id}/download", a.need("read", "", a.downloadAttachment))
+		r.Get("/account/settings", a.need("read", "", a.getAccountSettings))
+		r.Put("/account/settings", a.need("write", "", a.putAccountSettings))
+
 		r.Get("/smtp-servers", a.need("read", "", a.listSMTPServers))
 		r.Post("/smtp-servers", a.need("write", "", a.createSMTPServer))
 		r.Get("/smtp-servers/{id}", a.need("read", "", a.getSMTPServer))

@@ -187,37 +187,39 @@ func (a *API) switchSequence(w http.ResponseWriter, r *http.Request,
 }
 
 type seqDayResponse struct {
-	ID          int64   `json:"id"`
-	SequenceID  int64   `json:"sequence_id"`
-	Position    int     `json:"position"`
-	DelayDays   int     `json:"delay_days"`
-	Subject     string  `json:"subject"`
-	Preheader   string  `json:"preheader"`
-	HTML        string  `json:"html"`
-	Text        string  `json:"text"`
-	Markdown    string  `json:"markdown"`
-	TemplateKey *string `json:"template_key"`
-	CampaignID  int64   `json:"campaign_id"`
-	CreatedAt   Time    `json:"created_at"`
-	UpdatedAt   Time    `json:"updated_at"`
+	ID            int64   `json:"id"`
+	SequenceID    int64   `json:"sequence_id"`
+	Position      int     `json:"position"`
+	DelayDays     int     `json:"delay_days"`
+	Subject       string  `json:"subject"`
+	Preheader     string  `json:"preheader"`
+	HTML          string  `json:"html"`
+	Text          string  `json:"text"`
+	Markdown      string  `json:"markdown"`
+	TemplateKey   *string `json:"template_key"`
+	AttachmentIDs []int64 `json:"attachment_ids"`
+	CampaignID    int64   `json:"campaign_id"`
+	CreatedAt     Time    `json:"created_at"`
+	UpdatedAt     Time    `json:"updated_at"`
 }
 
 func newSeqDayResponse(d store.SequenceDay) seqDayResponse {
 	return seqDayResponse{ID: d.ID, SequenceID: d.SequenceID, Position: d.Position, DelayDays: d.DelayDays, Subject: d.Subject,
 		Preheader: d.Preheader, HTML: d.HTML, Text: d.Text, Markdown: d.Markdown, TemplateKey: optString(d.TemplateKey),
-		CampaignID: d.CampaignID, CreatedAt: Time(d.CreatedAt), UpdatedAt: Time(d.UpdatedAt)}
+		AttachmentIDs: nonNil([]int64(d.AttachmentIDs)), CampaignID: d.CampaignID, CreatedAt: Time(d.CreatedAt), UpdatedAt: Time(d.UpdatedAt)}
 }
 
 // dayRequest is the body of POST /sequences/{id}/days and PATCH …/days/{day_id}.
 type dayRequest struct {
-	Position    *int    `json:"position"`
-	DelayDays   *int    `json:"delay_days"`
-	Subject     *string `json:"subject"`
-	Preheader   *string `json:"preheader"`
-	HTML        *string `json:"html"`
-	Text        *string `json:"text"`
-	Markdown    *string `json:"markdown"`
-	TemplateKey *string `json:"template_key"`
+	Position      *int     `json:"position"`
+	DelayDays     *int     `json:"delay_days"`
+	Subject       *string  `json:"subject"`
+	Preheader     *string  `json:"preheader"`
+	HTML          *string  `json:"html"`
+	Text          *string  `json:"text"`
+	Markdown      *string  `json:"markdown"`
+	TemplateKey   *string  `json:"template_key"`
+	AttachmentIDs *[]int64 `json:"attachment_ids"`
 }
 
 func (q dayRequest) input() (store.DayInput, error) {
@@ -227,7 +229,8 @@ func (q dayRequest) input() (store.DayInput, error) {
 		}
 	}
 	return store.DayInput{Position: q.Position, DelayDays: q.DelayDays, Content: store.NewsletterInput{
-		Subject: q.Subject, Preheader: q.Preheader, HTML: q.HTML, Text: q.Text, Markdown: q.Markdown, TemplateKey: q.TemplateKey}}, nil
+		Subject: q.Subject, Preheader: q.Preheader, HTML: q.HTML, Text: q.Text, Markdown: q.Markdown, TemplateKey: q.TemplateKey,
+		AttachmentIDs: q.AttachmentIDs}}, nil
 }
 
 func (a *API) listSequenceDays(w http.ResponseWriter, r *http.Request) error {

@@ -63,30 +63,31 @@ func (a *API) putStorySettings(w http.ResponseWriter, r *http.Request) error {
 // storyEmailResponse is a story email; sent, opens and clicks are null
 // until it was sent.
 type storyEmailResponse struct {
-	ID          int64   `json:"id"`
-	Name        string  `json:"name"`
-	Subject     string  `json:"subject"`
-	Preheader   string  `json:"preheader"`
-	HTML        *string `json:"html,omitempty"`
-	Text        *string `json:"text,omitempty"`
-	Markdown    *string `json:"markdown,omitempty"`
-	TemplateKey *string `json:"template_key"`
-	Status      string  `json:"status"`
-	ScheduledAt *Time   `json:"scheduled_at"`
-	SentAt      *Time   `json:"sent_at"`
-	CampaignID  int64   `json:"campaign_id"`
-	Sent        *int64  `json:"sent"`
-	Opens       *int64  `json:"opens"`
-	Clicks      *int64  `json:"clicks"`
-	LastError   *string `json:"last_error"`
-	CreatedAt   Time    `json:"created_at"`
-	UpdatedAt   Time    `json:"updated_at"`
+	ID            int64   `json:"id"`
+	Name          string  `json:"name"`
+	Subject       string  `json:"subject"`
+	Preheader     string  `json:"preheader"`
+	HTML          *string `json:"html,omitempty"`
+	Text          *string `json:"text,omitempty"`
+	Markdown      *string `json:"markdown,omitempty"`
+	TemplateKey   *string `json:"template_key"`
+	AttachmentIDs []int64 `json:"attachment_ids"`
+	Status        string  `json:"status"`
+	ScheduledAt   *Time   `json:"scheduled_at"`
+	SentAt        *Time   `json:"sent_at"`
+	CampaignID    int64   `json:"campaign_id"`
+	Sent          *int64  `json:"sent"`
+	Opens         *int64  `json:"opens"`
+	Clicks        *int64  `json:"clicks"`
+	LastError     *string `json:"last_error"`
+	CreatedAt     Time    `json:"created_at"`
+	UpdatedAt     Time    `json:"updated_at"`
 }
 
 func newStoryEmailResponse(s store.CampaignSummary, withContent bool) storyEmailResponse {
 	c := s.Campaign
 	out := storyEmailResponse{ID: c.ID, Name: c.Name, Subject: c.Subject, Preheader: c.Preheader, TemplateKey: optString(c.TemplateKey),
-		Status: c.Status, ScheduledAt: timePtr(c.ScheduledAt), SentAt: timePtr(c.StartedAt), CampaignID: c.ID,
+		AttachmentIDs: nonNil([]int64(c.AttachmentIDs)), Status: c.Status, ScheduledAt: timePtr(c.ScheduledAt), SentAt: timePtr(c.StartedAt), CampaignID: c.ID,
 		LastError: optString(c.LastError), CreatedAt: Time(c.CreatedAt), UpdatedAt: Time(c.UpdatedAt)}
 	if c.StartedAt != nil {
 		sent, opens, clicks := c.SentCount, s.Opens, s.Clicks

@@ -19,6 +19,7 @@ type dashboardPanel func(ctx context.Context, v store.Viewer) (templ.Component, 
 // panel here (contacts over time, recent campaigns …).
 func (p *Portal) dashboardPanels() []dashboardPanel {
 	return []dashboardPanel{
+		p.senderNoticePanel,
 		p.activityPanel,
 		p.campaignsPanel,
 		p.usagePanel,

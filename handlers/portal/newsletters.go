@@ -88,11 +88,28 @@ func newslettersURL(status string, page int) string {
 }
 
 func (p *Portal) newNewsletter(w http.ResponseWriter, r *http.Request) error {
-	f, err := p.newsletterForm(r, store.Campaign{TrackOpens: true, TrackClicks: true})
+	c := store.Campaign{TrackOpens: true, TrackClicks: true}
+	// ?template=key (the templates page's "use in a newsletter"): a layout is
+	// chosen, a starting point's content is filled in.
+	if key := r.URL.Query().Get("template"); key != "" {
+		tp, err := p.db.TemplateByKey(r.Context(), accountID(r), key)
+		if err != nil {
+			return err
+		}
+		c.TemplateKey = tp.Key
+		if !tp.IsLayout() {
+			c.Subject, c.Preheader, c.HTML = tp.Subject, tp.Preheader, tp.HTML
+		}
+	}
+	f, err := p.newsletterForm(r, c)
 	if err != nil {
 		return err
 	}
 	f.Preview = views.NewsletterPreview{Empty: true}
+	if c.HasContent() {
+		c.AccountID = accountID(r)
+		f.Preview = p.preview(r, c, "")
+	}
 	p.renderNewsletterForm(w, r, http.StatusOK, f)
 	return nil
 }
@@ -233,7 +250,7 @@ func (p *Portal) scheduleNewsletter(w http.ResponseWriter, r *http.Request, c st
 		}
 		return err
 	}
-	p.flash(r.Context(), "success", sprintf(t.Newsletters.ScheduledFlash, views.FormatTime(t, *c.ScheduledAt)))
+	p.sendFlash(r, sprintf(t.Newsletters.ScheduledFlash, views.FormatTime(t, *c.ScheduledAt)))
 	p.redirect(w, r, views.NewsletterURL(c.ID, ""))
 	return nil
 }
@@ -264,6 +281,9 @@ func applyPreviewInput(c *store.Campaign, in store.NewsletterInput) {
 	}
 	if in.ListIDs != nil {
 		c.ListIDs = *in.ListIDs
+	}
+	if in.TemplateKey != nil {
+		c.TemplateKey = *in.TemplateKey
 	}
 }
 
@@ -365,7 +385,7 @@ func (p *Portal) sendNewsletter(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	}
-	p.flash(r.Context(), "success", sprintf(t.Newsletters.SendStartedFlash, res.Campaign.Name))
+	p.sendFlash(r, sprintf(t.Newsletters.SendStartedFlash, res.Campaign.Name))
 	p.redirect(w, r, views.NewsletterURL(id, ""))
 	return nil
 }
@@ -378,6 +398,11 @@ func (p *Portal) newsletterSend(r *http.Request, c store.Campaign) (views.Newsle
 	if err != nil {
 		return v, err
 	}
+	warnings, err := p.db.SendWarnings(r.Context(), accountID(r), false)
+	if err != nil {
+		return v, err
+	}
+	v.NoPostalAddress = slices.Contains(warnings, store.WarningNoPostalAddress)
 	v.Queued, v.Skipped = aud.Queued, aud.Skipped
 	if len(c.ListIDs) > 0 && v.Queued == 0 && len(v.Problems) == 0 {
 		v.Problems = map[string]string{"list_ids": views.TextFor(r.Context()).Newsletters.SendNoRecipients}
@@ -575,6 +600,13 @@ func (p *Portal) newsletterForm(r *http.Request, c store.Campaign) (views.Newsle
 	if f.Servers, _, err = p.db.SMTPServers(r.Context(), accountID(r), store.Page{Page: 1, PerPage: maxPickerLists}); err != nil {
 		return f, err
 	}
+	f.TemplateKey, f.AttachmentIDs = c.TemplateKey, c.AttachmentIDs
+	if f.Templates, _, err = p.db.Templates(r.Context(), accountID(r), store.Page{Page: 1, PerPage: maxPickerTemplates}); err != nil {
+		return f, err
+	}
+	if f.Attachments, _, err = p.db.Attachments(r.Context(), accountID(r), store.Page{Page: 1, PerPage: maxPickerTemplates}); err != nil {
+		return f, err
+	}
 	return f, nil
 }
 
@@ -616,6 +648,16 @@ func readNewsletterForm(r *http.Request, f *views.NewsletterForm) store.Newslett
 		}
 		f.SMTPServerID = id
 	}
+	f.TemplateKey = strings.TrimSpace(form.Get("template_key"))
+	f.AttachmentIDs = []int64{}
+	for _, v := range form["attachment_ids"] {
+		id, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || id < 1 {
+			f.Errors["attachment_ids"] = views.TextFor(r.Context()).Common.FormInvalid
+			continue
+		}
+		f.AttachmentIDs = append(f.AttachmentIDs, id)
+	}
 	ids := slices.Clone(f.ListIDs)
 	if ids == nil {
 		ids = []int64{}
@@ -623,6 +665,7 @@ func readNewsletterForm(r *http.Request, f *views.NewsletterForm) store.Newslett
 	in := store.NewsletterInput{
 		Name: &f.Name, Subject: &f.Subject, Preheader: &f.Preheader, ListIDs: &ids, FromName: &f.FromName, ReplyTo: &f.ReplyTo,
 		SMTPServerID: &f.SMTPServerID, TrackOpens: &f.TrackOpens, TrackClicks: &f.TrackClicks,
+		TemplateKey: &f.TemplateKey, AttachmentIDs: &f.AttachmentIDs,
 	}
 	if f.Name == "" {
 		// Optional: a new draft is named after its subject, a saved one keeps its name.

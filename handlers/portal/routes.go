@@ -197,6 +197,22 @@ func (p *Portal) Routes(r chi.Router) {
 			// Its statistics: the figures of GET /v1/newsletters/{id}/stats, over time, per link.
 			r.Get("/newsletters/{id}/stats", p.handle(p.newsletterStats))
 
+			// Templates, the library, attachments and the sender's imprint (issue 19).
+			r.Get("/templates", p.handle(p.templatesPage))
+			r.Get("/templates/new", p.handle(p.newTemplateForm))
+			r.Post("/templates/new", p.handle(p.createTemplate))
+			r.Post("/templates/preview", p.handle(p.previewTemplate))
+			r.Post("/templates/library/{key}/copy", p.handle(p.copyLibraryDesign))
+			r.Get("/templates/{id}", p.handle(p.editTemplateForm))
+			r.Post("/templates/{id}", p.handle(p.saveTemplate))
+			r.Post("/templates/{id}/delete", p.handle(p.deleteTemplate))
+			r.Get("/attachments", p.handle(p.attachmentsPage))
+			r.Post("/attachments", p.handle(p.uploadAttachment))
+			r.Get("/attachments/{id}/download", p.handle(p.downloadAttachment))
+			r.Post("/attachments/{id}/delete", p.handle(p.deleteAttachment))
+			r.Get("/settings/sender", p.handle(p.senderPage))
+			r.Post("/settings/sender", p.handle(p.saveSender))
+
 			// Sign-up forms (issue 7): create, embed code, preview.
 			r.Get("/forms", p.handle(p.listForms))
 			r.Get("/forms/new", p.handle(p.newForm))

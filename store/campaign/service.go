@@ -83,11 +83,11 @@ func (s *Service) startOptions() store.StartOptions {
 // response, as of the commit (nothing sent yet), is stored in the transaction
 // that queues the mails, so that no retry can queue them again. The request
 // replaces it by the final response once the first batch went out.
-func (s *Service) sendOptions() store.StartOptions {
+func (s *Service) sendOptions(warnings []string) store.StartOptions {
 	o := s.startOptions()
 	o.Respond = func(ctx context.Context, tx *sqlx.Tx, c store.Campaign, res store.StartResult) error {
 		return store.RecordIdempotent(ctx, tx, SendResult{Campaign: c, Queued: res.Queued, Sent: c.SentCount,
-			Failed: c.FailedCount, Skipped: c.SkippedCount})
+			Failed: c.FailedCount, Skipped: c.SkippedCount, Warnings: warnings})
 	}
 	return o
 }
@@ -99,17 +99,26 @@ type SendResult struct {
 	Sent     int64
 	Failed   int64
 	Skipped  int64
+	// Warnings name what the account should fix (codes such as
+	// store.WarningNoPostalAddress); the send happened all the same.
+	Warnings []string
 }
 
 // SendNewsletter starts a newsletter now (422 naming the missing subject,
 // content, lists or SMTP server; 402 over the daily limit; 409 already_sent),
 // sends its first batch and returns the counts so far.
 func (s *Service) SendNewsletter(ctx context.Context, accountID int64, actor store.Actor, id int64) (SendResult, error) {
-	c, res, err := s.db.StartNewsletter(ctx, accountID, actor, id, s.sendOptions())
+	warnings, err := s.db.SendWarnings(ctx, accountID, false)
 	if err != nil {
 		return SendResult{}, err
 	}
-	return s.afterStart(ctx, c, res)
+	c, res, err := s.db.StartNewsletter(ctx, accountID, actor, id, s.sendOptions(warnings))
+	if err != nil {
+		return SendResult{}, err
+	}
+	out, err := s.afterStart(ctx, c, res)
+	out.Warnings = warnings
+	return out, err
 }
 
 // afterStart sends the first batch inline and reads the counts.
@@ -138,14 +147,20 @@ func (s *Service) ScheduleNewsletter(ctx context.Context, accountID int64, actor
 // SendEmail records a single email and sends it now (first batch inline) or
 // schedules it.
 func (s *Service) SendEmail(ctx context.Context, accountID int64, actor store.Actor, in store.EmailInput) (SendResult, error) {
-	res, err := s.db.CreateEmail(ctx, accountID, actor, in, s.sendOptions())
+	warnings, err := s.db.SendWarnings(ctx, accountID, in.Type == store.TypeTransactional)
+	if err != nil {
+		return SendResult{}, err
+	}
+	res, err := s.db.CreateEmail(ctx, accountID, actor, in, s.sendOptions(warnings))
 	if err != nil {
 		return SendResult{}, err
 	}
 	if res.Campaign.Status == store.CampaignScheduled {
-		return SendResult{Campaign: res.Campaign}, nil
+		return SendResult{Campaign: res.Campaign, Warnings: warnings}, nil
 	}
-	return s.afterStart(ctx, res.Campaign, store.StartResult{Queued: res.Queued, Skipped: res.Skipped})
+	out, err := s.afterStart(ctx, res.Campaign, store.StartResult{Queued: res.Queued, Skipped: res.Skipped})
+	out.Warnings = warnings
+	return out, err
 }
 
 // RetryFailed queues a newsletter's failed recipients again and wakes the
@@ -221,7 +236,11 @@ func (s *Service) TestCampaign(ctx context.Context, c store.Campaign, to []strin
 	if err := s.db.CountSends(ctx, accountID, int64(len(to)), s.opts.Now()); err != nil {
 		return nil, err
 	}
-	mail, err := mailer.CompileTestMail(c, s.opts.Links)
+	assets, err := mailer.LoadAssets(ctx, s.db, accountID, c.Content())
+	if err != nil {
+		return nil, err
+	}
+	mail, err := mailer.CompileTestMail(c, assets, s.opts.Links)
 	if err != nil {
 		return nil, err
 	}
@@ -295,7 +314,14 @@ func (s *Service) PreviewCampaign(ctx context.Context, c store.Campaign, contact
 	if !c.HasContent() {
 		return Preview{}, store.Invalid("html", "Der Newsletter hat noch keinen Inhalt.")
 	}
-	preview, err := mailer.CompilePreview(c, s.opts.Links)
+	// A preview shows no attachments: it need not read and encode them.
+	mc := c.Content()
+	mc.AttachmentIDs = nil
+	assets, err := mailer.LoadAssets(ctx, s.db, accountID, mc)
+	if err != nil {
+		return Preview{}, err
+	}
+	preview, err := mailer.CompilePreview(c, assets, s.opts.Links)
 	if err != nil {
 		return Preview{}, err
 	}

@@ -1,0 +1,372 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// ObjectAttachment is the activity log's object type of attachments.
+const ObjectAttachment = "attachment"
+
+// MaxAttachmentBytes is the largest file (10 MB); a larger upload is a 413.
+const MaxAttachmentBytes = 10 << 20
+
+// MaxMailAttachments bounds the attachment_ids of one mail.
+const MaxMailAttachments = 10
+
+// attachmentChunk is how much of a file one row of attachment_chunks holds:
+// what an upload reads, hashes and writes at a time.
+const attachmentChunk = 256 << 10
+
+// ErrAttachmentTooLarge means an upload passed MaxAttachmentBytes; nothing of
+// it is stored.
+var ErrAttachmentTooLarge = errors.New("store: attachment larger than 10 MB")
+
+// Attachment is a stored file's metadata; its bytes are read with
+// WriteAttachment.
+type Attachment struct {
+	ID          int64     `db:"id"`
+	AccountID   int64     `db:"account_id"`
+	Filename    string    `db:"filename"`
+	ContentType string    `db:"content_type"`
+	Size        int64     `db:"size"`
+	SHA256      string    `db:"sha256"`
+	CreatedAt   time.Time `db:"created_at"`
+	UpdatedAt   time.Time `db:"updated_at"`
+	// UsedBy is how many mails (of any status) name the attachment; listings
+	// only.
+	UsedBy int64 `db:"used_by"`
+}
+
+const attachmentColumns = `a.id, a.account_id, a.filename, a.content_type, a.size, a.sha256, a.created_at, a.updated_at`
+
+// blockedExtensions are file names that run code when opened.
+var blockedExtensions = map[string]bool{
+	".exe": true, ".dll": true, ".com": true, ".bat": true, ".cmd": true, ".sh": true, ".bash": true, ".ps1": true,
+	".vbs": true, ".vbe": true, ".js": true, ".jse": true, ".mjs": true, ".wsf": true, ".wsh": true, ".msi": true, ".scr": true,
+	".jar": true, ".app": true, ".pif": true, ".cpl": true, ".hta": true, ".py": true, ".pl": true, ".rb": true,
+	".php": true, ".lnk": true, ".reg": true, ".apk": true, ".dmg": true, ".deb": true, ".rpm": true, ".elf": true, ".bin": true,
+}
+
+// executableMagic are the first bytes of executable formats: PE/DOS, ELF,
+// Mach-O (both byte orders, 32 and 64 bit, fat binaries), Java classes and
+// the shebang of a script.
+var executableMagic = [][]byte{
+	[]byte("MZ"), []byte("\x7fELF"), {0xfe, 0xed, 0xfa, 0xce}, {0xfe, 0xed, 0xfa, 0xcf}, {0xce, 0xfa, 0xed, 0xfe},
+	{0xcf, 0xfa, 0xed, 0xfe}, {0xca, 0xfe, 0xba, 0xbe}, []byte("#!"), []byte("dex\n"),
+}
+
+// scriptMarkers in the first bytes of a text file make it a script.
+var scriptMarkers = []string{"<script", "@echo off", "powershell", "<?php", "wscript.", "createobject(", "<hta:"}
+
+// sniffRefusal returns why a file may not be stored, judged by its first
+// bytes (content sniffing) and its name, or "" when it may.
+func sniffRefusal(filename string, head []byte) string {
+	for _, m := range executableMagic {
+		if bytes.HasPrefix(head, m) {
+			return "Ausführbare Dateien und Skripte sind als Anhang nicht erlaubt."
+		}
+	}
+	sniffed := http.DetectContentType(head)
+	if strings.HasPrefix(sniffed, "text/") {
+		lower := strings.ToLower(string(head))
+		for _, m := range scriptMarkers {
+			if strings.Contains(lower, m) {
+				return "Ausführbare Dateien und Skripte sind als Anhang nicht erlaubt."
+			}
+		}
+	}
+	if blockedExtensions[strings.ToLower(path.Ext(filename))] {
+		return "Dateien dieses Typs (ausführbare Programme und Skripte) sind als Anhang nicht erlaubt."
+	}
+	return ""
+}
+
+// attachmentType decides the stored Content-Type: the sniffed type, or the
+// declared one when sniffing only saw generic bytes (a .docx is a zip).
+func attachmentType(declared string, head []byte) string {
+	sniffed := http.DetectContentType(head)
+	generic := sniffed == "application/octet-stream" || sniffed == "application/zip" || strings.HasPrefix(sniffed, "text/plain")
+	if generic && declared != "" {
+		if mt, params, err := mime.ParseMediaType(declared); err == nil && mt != "application/octet-stream" &&
+			!strings.Contains(mt, "javascript") && !strings.Contains(mt, "executable") && !strings.Contains(mt, "msdownload") {
+			return mime.FormatMediaType(mt, params)
+		}
+	}
+	return sniffed
+}
+
+// cleanFilename keeps the last path element of a name, without control
+// characters, at most 200 characters; "datei" when nothing is left.
+func cleanFilename(name string) string {
+	name = strings.ReplaceAll(name, "\\", "/")
+	name = path.Base(name)
+	name = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || r == '"' {
+			return -1
+		}
+		return r
+	}, strings.ToValidUTF8(name, ""))
+	name = strings.TrimSpace(name)
+	if name == "" || name == "." || name == "/" {
+		return "datei"
+	}
+	if utf8.RuneCountInString(name) > 200 {
+		name = string([]rune(name)[:200])
+	}
+	return name
+}
+
+const insertAttachment = `INSERT INTO attachments (account_id, filename, content_type, size, sha256) VALUES ($1, $2, $3, 0, $4)
+RETURNING id`
+
+const insertChunk = `INSERT INTO attachment_chunks (attachment_id, account_id, seq, data) VALUES ($1, $2, $3, $4)`
+
+const selectAttachmentBySHA = `SELECT ` + attachmentColumns + `, 0 AS used_by FROM attachments a WHERE a.account_id = $1 AND a.sha256 = $2`
+
+const finishAttachment = `UPDATE attachments a SET size = $2, sha256 = $3 WHERE id = $1 RETURNING ` + attachmentColumns + `, 0 AS used_by`
+
+// addStorage counts n bytes against the plan's storage, refusing (no row)
+// beyond it.
+const addStorage = `UPDATE account_usage u SET storage_bytes = u.storage_bytes + $2
+FROM accounts a JOIN plans p ON p.name = a.plan
+WHERE u.account_id = $1 AND a.id = u.account_id AND u.storage_bytes + $2 <= p.max_storage_bytes
+RETURNING u.storage_bytes`
+
+const storageFull = `SELECT u.storage_bytes >= p.max_storage_bytes FROM account_usage u JOIN accounts a ON a.id = u.account_id
+JOIN plans p ON p.name = a.plan WHERE u.account_id = $1`
+
+// UploadAttachment stores the file read from r, chunk by chunk in one
+// transaction while its sha256 is computed, so that no more than a chunk is
+// in memory. The first bytes decide: executables and scripts are refused
+// (422 on file). Past MaxAttachmentBytes it stops reading and returns
+// ErrAttachmentTooLarge; beyond the plan's storage a *LimitError (storage),
+// checked before reading when the storage is full already. A file whose bytes
+// the account already stored is not stored twice: the existing attachment
+// comes back with created false.
+func (db *DB) UploadAttachment(ctx context.Context, accountID int64, actor Actor, filename, declaredType string, r io.Reader) (Attachment, bool, error) {
+	filename = cleanFilename(filename)
+	var (
+		out     Attachment
+		created bool
+	)
+	errDuplicate := errors.New("duplicate")
+	err := db.WithTx(ctx, func(tx *sqlx.Tx) error {
+		var full bool
+		if err := tx.GetContext(ctx, &full, storageFull, accountID); err != nil {
+			return fmt.Errorf("store: storage: %w", err)
+		}
+		if full {
+			return storageLimit(ctx, tx, accountID)
+		}
+		buf := make([]byte, attachmentChunk)
+		n, err := io.ReadFull(r, buf)
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return fmt.Errorf("store: read upload: %w", err)
+		}
+		head := buf[:min(n, 512)]
+		if why := sniffRefusal(filename, head); why != "" {
+			return Invalid("file", why)
+		}
+		ctype := attachmentType(declaredType, head)
+		var id int64
+		// A unique placeholder until the hash is known.
+		if err := tx.GetContext(ctx, &id, insertAttachment, accountID, filename, ctype, "pending-"+rand.Text()); err != nil {
+			return fmt.Errorf("store: insert attachment: %w", err)
+		}
+		h := sha256.New()
+		var size int64
+		for seq := 0; n > 0; seq++ {
+			size += int64(n)
+			if size > MaxAttachmentBytes {
+				return ErrAttachmentTooLarge
+			}
+			h.Write(buf[:n])
+			if _, err := tx.ExecContext(ctx, insertChunk, id, accountID, seq, buf[:n]); err != nil {
+				return fmt.Errorf("store: attachment chunk: %w", err)
+			}
+			n, err = io.ReadFull(r, buf)
+			if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+				return fmt.Errorf("store: read upload: %w", err)
+			}
+		}
+		sum := hex.EncodeToString(h.Sum(nil))
+		var existing Attachment
+		if err := tx.GetContext(ctx, &existing, selectAttachmentBySHA, accountID, sum); err == nil {
+			out = existing
+			return errDuplicate // roll the copy back
+		} else if err := notFound("attachment by hash", err); !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		var total int64
+		if err := tx.GetContext(ctx, &total, addStorage, accountID, size); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return storageLimit(ctx, tx, accountID)
+			}
+			return fmt.Errorf("store: count storage: %w", err)
+		}
+		if err := tx.GetContext(ctx, &out, finishAttachment, id, size, sum); err != nil {
+			if isUniqueViolation(err) {
+				// The same file finished in a parallel upload meanwhile.
+				return &ConflictError{Reason: "upload_in_progress", Message: "Dieselbe Datei wird gerade schon hochgeladen."}
+			}
+			return fmt.Errorf("store: finish attachment: %w", err)
+		}
+		created = true
+		return LogActivity(ctx, tx, accountID, actor, ActivityEntry{Action: "attachment.uploaded", ObjectType: ObjectAttachment,
+			ObjectID: out.ID, Details: map[string]any{"filename": out.Filename, "size": out.Size}})
+	})
+	if errors.Is(err, errDuplicate) {
+		return out, false, nil
+	}
+	if err != nil {
+		return Attachment{}, false, err
+	}
+	return out, created, nil
+}
+
+func storageLimit(ctx context.Context, tx *sqlx.Tx, accountID int64) error {
+	plan, err := accountPlan(ctx, tx, accountID)
+	if err != nil {
+		return err
+	}
+	return &LimitError{Limit: "storage_bytes", Max: plan.MaxStorageBytes, UpgradeURL: plan.UpgradeURL}
+}
+
+// usedByColumn counts the mails naming an attachment.
+const usedByColumn = `(SELECT count(*) FROM campaigns c WHERE c.account_id = a.account_id AND a.id = ANY(c.attachment_ids)) AS used_by`
+
+const selectAttachment = `SELECT ` + attachmentColumns + `, ` + usedByColumn + ` FROM attachments a WHERE a.account_id = $1 AND a.id = $2`
+
+// Attachment returns one attachment's metadata.
+func (db *DB) Attachment(ctx context.Context, accountID, id int64) (Attachment, error) {
+	var a Attachment
+	if err := db.GetContext(ctx, &a, selectAttachment, accountID, id); err != nil {
+		return Attachment{}, notFound("attachment", err)
+	}
+	return a, nil
+}
+
+const selectAttachmentPage = `SELECT ` + attachmentColumns + `, ` + usedByColumn + ` FROM attachments a WHERE a.account_id = $1
+ORDER BY a.id DESC LIMIT $2 OFFSET $3`
+
+// Attachments lists an account's attachments, newest first.
+func (db *DB) Attachments(ctx context.Context, accountID int64, p Page) ([]Attachment, int, error) {
+	out := make([]Attachment, 0, p.capacity())
+	var total int
+	err := db.readSnapshot(ctx, func(tx *sqlx.Tx) error {
+		if err := tx.SelectContext(ctx, &out, selectAttachmentPage, accountID, p.PerPage, p.Offset()); err != nil {
+			return fmt.Errorf("store: attachments: %w", err)
+		}
+		if err := tx.GetContext(ctx, &total, `SELECT count(*) FROM attachments WHERE account_id = $1`, accountID); err != nil {
+			return fmt.Errorf("store: attachments: %w", err)
+		}
+		return nil
+	})
+	return out, total, err
+}
+
+// attachmentInUse is whether a scheduled or sending mail names the attachment.
+const attachmentInUse = `SELECT EXISTS (SELECT 1 FROM campaigns WHERE account_id = $1 AND attachment_ids @> ARRAY[$2::bigint]
+  AND status IN ('scheduled', 'sending', 'paused'))`
+
+const lockAttachment = `SELECT ` + attachmentColumns + `, 0 AS used_by FROM attachments a WHERE a.account_id = $1 AND a.id = $2 FOR UPDATE`
+
+// DeleteAttachment deletes an attachment and frees its storage, unless a
+// scheduled or sending mail names it (409 in_use). Drafts that name it are
+// refused at their send (422 attachment_ids).
+func (db *DB) DeleteAttachment(ctx context.Context, accountID int64, actor Actor, id int64) error {
+	return db.WithTx(ctx, func(tx *sqlx.Tx) error {
+		var a Attachment
+		if err := tx.GetContext(ctx, &a, lockAttachment, accountID, id); err != nil {
+			return notFound("attachment", err)
+		}
+		var used bool
+		if err := tx.GetContext(ctx, &used, attachmentInUse, accountID, id); err != nil {
+			return fmt.Errorf("store: attachment in use: %w", err)
+		}
+		if used {
+			return &ConflictError{Reason: "in_use", Message: "Der Anhang gehört zu einer geplanten oder laufenden Sendung."}
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM attachments WHERE id = $1`, id); err != nil {
+			return fmt.Errorf("store: delete attachment: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE account_usage SET storage_bytes = greatest(storage_bytes - $2, 0) WHERE account_id = $1`,
+			accountID, a.Size); err != nil {
+			return fmt.Errorf("store: free storage: %w", err)
+		}
+		return LogActivity(ctx, tx, accountID, actor, ActivityEntry{Action: "attachment.deleted", ObjectType: ObjectAttachment,
+			ObjectID: id, Details: map[string]any{"filename": a.Filename}})
+	})
+}
+
+const selectChunks = `SELECT data FROM attachment_chunks WHERE attachment_id = $1 AND account_id = $2 ORDER BY seq`
+
+// WriteAttachment writes the bytes of an attachment to w, chunk by chunk.
+func (db *DB) WriteAttachment(ctx context.Context, accountID, id int64, w io.Writer) error {
+	rows, err := db.QueryContext(ctx, selectChunks, id, accountID)
+	if err != nil {
+		return fmt.Errorf("store: attachment data: %w", err)
+	}
+	defer rows.Close()
+	var data []byte
+	for rows.Next() {
+		if err := rows.Scan(&data); err != nil {
+			return fmt.Errorf("store: attachment data: %w", err)
+		}
+		if _, err := w.Write(data); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("store: attachment data: %w", err)
+	}
+	return nil
+}
+
+// attachmentsByID returns the account's attachments among ids, in the order
+// of ids; the ids that are none are missing.
+func attachmentsByID(ctx context.Context, q sqlx.QueryerContext, accountID int64, ids []int64, lock bool) ([]Attachment, []int64, error) {
+	if len(ids) == 0 {
+		return nil, nil, nil
+	}
+	query := `SELECT ` + attachmentColumns + `, 0 AS used_by FROM attachments a WHERE a.account_id = $1 AND a.id = ANY($2)`
+	if lock {
+		// A delete waits until the mail naming them is stored (and is then in_use).
+		query += ` FOR SHARE`
+	}
+	var found []Attachment
+	if err := sqlx.SelectContext(ctx, q, &found, query, accountID, pq.Int64Array(ids)); err != nil {
+		return nil, nil, fmt.Errorf("store: attachments: %w", err)
+	}
+	byID := make(map[int64]Attachment, len(found))
+	for _, a := range found {
+		byID[a.ID] = a
+	}
+	out := make([]Attachment, 0, len(ids))
+	var missing []int64
+	for _, id := range ids {
+		if a, ok := byID[id]; ok {
+			out = append(out, a)
+		} else {
+			missing = append(missing, id)
+		}
+	}
+	return out, missing, nil
+}
