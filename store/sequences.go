@@ -1486,8 +1486,3 @@ WHERE account_id = $1 AND status = 'active' AND trigger <> 'manual' AND activate
 	}
 	return nil
 }
-
-// SequenceTriggers is the outbox consumer OutboxConsumerSequences.
-func (db *DB) SequenceTriggers(opts ConsumerOptions) *Consumer {
-	return db.NewConsumer(OutboxConsumerSequences, HandleSequenceEvents, opts)
-}

@@ -380,7 +380,7 @@ func TestTriggersAndExits(t *testing.T) {
 	if _, err := svc.UpdateSequence(ctx, e.acct, sys, byTag.ID, store.SequenceInput{Trigger: &trig2, TriggerTag: &tag}); err != nil {
 		t.Fatal(err)
 	}
-	consumer := e.db.SequenceTriggers(store.ConsumerOptions{})
+	consumer := sequence.NewTriggerConsumer(e.db, store.ConsumerOptions{})
 	drain := func() {
 		t.Helper()
 		if _, err := consumer.CatchUp(ctx); err != nil {

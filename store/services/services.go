@@ -154,7 +154,7 @@ func New(db *store.DB, cfg Config) (*Set, error) {
 		// the outbox consumer that enrols by list or tag and exits on
 		// unsubscribe or delete. Both shared by every process.
 		{"sequence days", sequence.NewWorker(db, sender, sequence.WorkerOptions{Log: log}).Run},
-		{"sequence triggers", db.SequenceTriggers(store.ConsumerOptions{Log: log}).Run},
+		{"sequence triggers", sequence.NewTriggerConsumer(db, store.ConsumerOptions{Log: log}).Run},
 		// Portal sessions live in PostgreSQL; this deletes expired ones.
 		{"session cleanup", store.NewSessionStore(db, log).Run},
 	}
