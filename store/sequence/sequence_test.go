@@ -3,9 +3,13 @@ package sequence_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"mime"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,7 +21,99 @@ import (
 	"github.com/rundbrief/rundbrief/store/sequence"
 )
 
-func TestMain(m *testing.M) { dbtest.Main(m) }
+func TestMain(m *testing.M) {
+	if url := os.Getenv(killHelperEnv); url != "" {
+		// A worker process of TestKilledWorkersQueueEveryDayOnce: it ticks until
+		// it is killed.
+		os.Exit(runKillHelper(url))
+	}
+	dbtest.Main(m)
+}
+
+// killHelperEnv carries the database URL to a worker process that the test
+// kills with SIGKILL.
+const killHelperEnv = "RUNDBRIEF_SEQUENCE_KILL_DB"
+
+func runKillHelper(url string) int {
+	ctx := context.Background()
+	db, err := store.Open(ctx, url)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	w := sequence.NewWorker(db, nil, sequence.WorkerOptions{Batch: 20})
+	for {
+		if _, err := w.Tick(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestKilledWorkersQueueEveryDayOnce runs the sequence worker in two
+// processes that are killed with SIGKILL at random moments and started
+// again, over 1500 participants of a 3-day sequence whose days are all due
+// at once: in the end every participant completed with exactly one
+// recipient row per day, none lost and none twice (the queueing and the move
+// commit together).
+func TestKilledWorkersQueueEveryDayOnce(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	ids := e.contacts("kill", 1500)
+	seq := e.sequence("Kill", "", 0, 0, 0)
+	e.clock.Set(time.Now().Add(-time.Hour))
+	svc := sequence.New(e.db, nil, nil, nil, nil, sequence.Options{Now: e.clock.Now})
+	if _, err := svc.Activate(ctx, e.acct, sys, seq.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Enrol(ctx, e.acct, sys, seq.ID, ids[:1000], nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Enrol(ctx, e.acct, sys, seq.ID, ids[1000:], nil); err != nil {
+		t.Fatal(err)
+	}
+	start := func() *exec.Cmd {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), killHelperEnv+"="+e.url)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd
+	}
+	procs := []*exec.Cmd{start(), start()}
+	kills := 0
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		var active int
+		e.scalar(&active, `SELECT count(*) FROM sequence_participants WHERE sequence_id = $1 AND status = 'active'`, seq.ID)
+		if active == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Duration(50+rand.IntN(250)) * time.Millisecond)
+		i := rand.IntN(len(procs))
+		_ = procs[i].Process.Signal(syscall.SIGKILL)
+		_ = procs[i].Wait()
+		kills++
+		procs[i] = start()
+	}
+	for _, p := range procs {
+		_ = p.Process.Signal(syscall.SIGKILL)
+		_ = p.Wait()
+	}
+	q := e.queued(seq.ID)
+	for _, id := range ids {
+		if q[id] != 3 {
+			t.Fatalf("contact %d has %d recipient rows after %d kills, want 3", id, q[id], kills)
+		}
+	}
+	var completed, events int
+	e.scalar(&completed, `SELECT count(*) FROM sequence_participants WHERE sequence_id = $1 AND status = 'completed' AND current_day = 3`, seq.ID)
+	e.scalar(&events, `SELECT count(*) FROM events WHERE account_id = $1 AND name = 'sequence.completed'`, e.acct)
+	if completed != len(ids) || events != len(ids) {
+		t.Fatalf("%d completed, %d events after %d kills; want %d", completed, events, kills, len(ids))
+	}
+	t.Logf("%d kills", kills)
+}
 
 var sys = store.Actor{Type: store.ActorSystem}
 
