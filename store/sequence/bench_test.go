@@ -2,6 +2,7 @@ package sequence_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -99,4 +100,54 @@ FROM generate_series(1, $2::int) g`, e.acct, participants, pq.Int64Array(ids0))
 		}
 	}
 	_ = store.ParticipantActive
+}
+
+// BenchmarkTriggerEnrol: the trigger consumer's cost per contact event. Each
+// iteration adds 500 contacts to the trigger list (500 list.joined events)
+// and lets the consumer enrol them; reported as CPU-ish wall time per event
+// (target ≤ 0.2 ms).
+func BenchmarkTriggerEnrol(b *testing.B) {
+	ctx := context.Background()
+	e := newEnv(b)
+	name := "Trigger"
+	l, err := e.db.CreateList(ctx, e.acct, sys, store.ListInput{Name: &name})
+	if err != nil {
+		b.Fatal(err)
+	}
+	seq := e.sequence("Trigger", "", 0, 1)
+	trig, lid := store.TriggerList, l.ID
+	svc := sequence.New(e.db, nil, nil, nil, nil, sequence.Options{})
+	if _, err := svc.UpdateSequence(ctx, e.acct, sys, seq.ID, store.SequenceInput{Trigger: &trig, TriggerListID: &lid}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := svc.Activate(ctx, e.acct, sys, seq.ID); err != nil {
+		b.Fatal(err)
+	}
+	consumer := sequence.NewTriggerConsumer(e.db, store.ConsumerOptions{Batch: 500})
+	if _, err := consumer.CatchUp(ctx); err != nil {
+		b.Fatal(err)
+	}
+	var handled int
+	var spent time.Duration
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		ids := e.contacts(fmt.Sprintf("t%d-", i), 500)
+		if _, err := e.db.AddListMembers(ctx, e.acct, sys, l.ID, ids, nil); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		t0 := time.Now()
+		n, err := consumer.CatchUp(ctx)
+		spent += time.Since(t0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		handled += n
+	}
+	var enrolled int
+	e.scalar(&enrolled, `SELECT count(*) FROM sequence_participants WHERE sequence_id = $1`, seq.ID)
+	if enrolled != 500*b.N {
+		b.Fatalf("enrolled %d, want %d", enrolled, 500*b.N)
+	}
+	b.ReportMetric(float64(spent.Microseconds())/float64(handled)/1000, "ms/event")
 }
