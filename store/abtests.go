@@ -451,11 +451,11 @@ func (db *DB) ABTests(ctx context.Context, accountID int64, f ABFilter, p Page) 
 // missing one, 409 when it was sent already.
 func abTarget(ctx context.Context, tx *sqlx.Tx, accountID int64, targetType string, targetID int64) (Campaign, error) {
 	switch targetType {
-	case ABTargetNewsletter, ABTargetEmail:
+	case ABTargetNewsletter, ABTargetEmail, ABTargetSeinfeld:
 	default:
-		return Campaign{}, Invalid("target_type", "A/B-Tests für Story-E-Mails und Sequenztage sind noch nicht verfügbar.")
+		return Campaign{}, Invalid("target_type", "A/B-Tests für Sequenztage sind noch nicht verfügbar.")
 	}
-	c, err := lockCampaignTx(ctx, tx, accountID, targetID, targetType)
+	c, err := lockCampaignTx(ctx, tx, accountID, targetID, abKind(targetType))
 	if err != nil {
 		return Campaign{}, err
 	}
@@ -463,6 +463,29 @@ func abTarget(ctx context.Context, tx *sqlx.Tx, accountID int64, targetType stri
 		return Campaign{}, &ConflictError{Reason: "already_sent", Message: "Diese E-Mail wurde bereits versendet; ein A/B-Test ist nur vor dem Versand möglich."}
 	}
 	return c, nil
+}
+
+// abKind is the campaign kind of an A/B target type: a seinfeld test is on
+// a story email (kind story), a soap test on a sequence day (kind sequence).
+func abKind(targetType string) string {
+	switch targetType {
+	case ABTargetSeinfeld:
+		return KindStory
+	case ABTargetSoap:
+		return KindSequence
+	}
+	return targetType
+}
+
+// abTargetType is the A/B target type of a campaign kind (abKind reversed).
+func abTargetType(kind string) string {
+	switch kind {
+	case KindStory:
+		return ABTargetSeinfeld
+	case KindSequence:
+		return ABTargetSoap
+	}
+	return kind
 }
 
 const insertABTest = `INSERT INTO ab_tests (account_id, name, target_type, target_id, campaign_id, test_type, mode, split_a,
@@ -523,7 +546,7 @@ func (db *DB) CreateABTest(ctx context.Context, accountID int64, actor Actor, in
 			if c, err = campaignAnyKind(ctx, tx, accountID, t.TargetID); err != nil {
 				return err
 			}
-			t.TargetType = c.Kind
+			t.TargetType = abTargetType(c.Kind)
 		}
 		if c, err = abTarget(ctx, tx, accountID, t.TargetType, t.TargetID); err != nil {
 			return err
@@ -597,7 +620,7 @@ func (db *DB) UpdateABTest(ctx context.Context, accountID int64, actor Actor, id
 		errs := Errs{}
 		in.apply(&t, errs)
 		if t.CampaignID != nil {
-			c, err := lockCampaignTx(ctx, tx, accountID, *t.CampaignID, t.TargetType)
+			c, err := lockCampaignTx(ctx, tx, accountID, *t.CampaignID, abKind(t.TargetType))
 			if err != nil {
 				return err
 			}

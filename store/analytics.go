@@ -77,7 +77,7 @@ type CampaignSummary struct {
 
 // CampaignFilter narrows GET /campaigns; empty fields do not filter.
 type CampaignFilter struct {
-	Kind   string // newsletter or email
+	Kind   string // newsletter, email, story or sequence
 	Type   string // newsletter, transactional or follow_up
 	Status string
 }
@@ -85,8 +85,8 @@ type CampaignFilter struct {
 // Validate checks the filter values.
 func (f CampaignFilter) Validate() error {
 	errs := Errs{}
-	if f.Kind != "" && f.Kind != KindNewsletter && f.Kind != KindEmail {
-		errs.Add("kind", "Erlaubt sind newsletter und email.")
+	if f.Kind != "" && f.Kind != KindNewsletter && f.Kind != KindEmail && f.Kind != KindStory && f.Kind != KindSequence {
+		errs.Add("kind", "Erlaubt sind newsletter, email, story und sequence.")
 	}
 	if f.Type != "" && f.Type != TypeNewsletter && f.Type != TypeTransactional && f.Type != TypeFollowUp {
 		errs.Add("type", "Erlaubt sind newsletter, transactional und follow_up.")

@@ -159,7 +159,7 @@ func (c Campaign) ReadyErrors() Errs {
 	if !c.HasContent() {
 		errs.Add("html", "Bitte einen Inhalt angeben (html, text oder markdown).")
 	}
-	if c.Kind == KindNewsletter && len(c.ListIDs) == 0 {
+	if (c.Kind == KindNewsletter || c.Kind == KindStory) && len(c.ListIDs) == 0 {
 		errs.Add("list_ids", "Bitte mindestens eine Liste angeben.")
 	}
 	return errs
@@ -488,7 +488,7 @@ func (db *DB) CountSends(ctx context.Context, accountID int64, n int64, now time
 
 // errNoRecipients is the 422 of a send whose targets have nobody to send to.
 func errNoRecipients(c Campaign) error {
-	if c.Kind == KindNewsletter {
+	if c.Kind == KindNewsletter || c.Kind == KindStory {
 		return Invalid("list_ids", "Die gewählten Listen haben keine angemeldeten Empfänger (gesperrte Adressen ausgenommen).")
 	}
 	return Invalid("to", "Es gibt keine Empfänger.")
@@ -509,7 +509,7 @@ func startCampaign(ctx context.Context, tx *sqlx.Tx, c *Campaign, opts StartOpti
 	}
 	var res StartResult
 	var err error
-	if c.Kind == KindNewsletter {
+	if c.Kind == KindNewsletter || c.Kind == KindStory {
 		err = tx.QueryRowxContext(ctx, insertListRecipients, c.AccountID, c.ListIDs, c.ID).Scan(&res.Queued, &res.Skipped)
 	} else {
 		err = tx.QueryRowxContext(ctx, insertEmailRecipients, c.AccountID, c.ID, c.ToEmails, c.ContactIDs, c.ListIDs,
@@ -518,7 +518,7 @@ func startCampaign(ctx context.Context, tx *sqlx.Tx, c *Campaign, opts StartOpti
 	if err != nil {
 		return StartResult{}, fmt.Errorf("store: queue recipients: %w", err)
 	}
-	if res.Queued == 0 && (res.Skipped == 0 || c.Kind == KindNewsletter) {
+	if res.Queued == 0 && (res.Skipped == 0 || c.Kind == KindNewsletter || c.Kind == KindStory) {
 		return StartResult{}, errNoRecipients(*c)
 	}
 	if err := countSends(ctx, tx, c.AccountID, res.Queued, now); err != nil {
@@ -557,8 +557,13 @@ func startCampaign(ctx context.Context, tx *sqlx.Tx, c *Campaign, opts StartOpti
 
 // objectOf is the activity log object type of a campaign.
 func objectOf(c Campaign) string {
-	if c.Kind == KindNewsletter {
+	switch c.Kind {
+	case KindNewsletter:
 		return ObjectNewsletter
+	case KindStory:
+		return ObjectStoryEmail
+	case KindSequence:
+		return ObjectSequence
 	}
 	return ObjectEmail
 }
@@ -751,6 +756,13 @@ type newsletterSentData struct {
 func (db *DB) FinishCampaign(ctx context.Context, id int64) (bool, error) {
 	done := false
 	err := db.WithTx(ctx, func(tx *sqlx.Tx) error {
+		// The row lock first, so that the finish statements' snapshots are
+		// taken after any transaction that queued recipients into a running
+		// campaign has committed (the sequence worker adds rows to sending
+		// day campaigns; see ClaimSequenceDays).
+		if _, err := tx.ExecContext(ctx, `SELECT 1 FROM campaigns WHERE id = $1 FOR UPDATE`, id); err != nil {
+			return fmt.Errorf("store: finish campaign: %w", err)
+		}
 		var locked int64
 		if err := tx.GetContext(ctx, &locked, lockFinished, id); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {

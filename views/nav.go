@@ -32,6 +32,9 @@ const (
 	// NavIntegrations is the payment-provider integrations (issue 23).
 	NavIntegrations = "integrations"
 	NavInbox        = "inbox"
+	// Story emails and sequences (issue 20).
+	NavStoryEmails = "story-emails"
+	NavSequences   = "sequences"
 )
 
 // NavItem is one entry of the sidebar.
@@ -59,6 +62,8 @@ func Navigation(t Text) []NavItem {
 		{ID: NavNewsletters, Href: "/newsletters", Label: t.Nav.Newsletters, Icon: "mail"},
 		{ID: NavEmails, Href: "/emails", Label: t.Nav.Emails, Icon: "mail"},
 		{ID: NavCampaigns, Href: "/campaigns", Label: t.Nav.Campaigns, Icon: "activity"},
+		{ID: NavStoryEmails, Href: "/story-emails", Label: t.Sequences.StoryTitle, Icon: "mail"},
+		{ID: NavSequences, Href: "/sequences", Label: t.Sequences.Title, Icon: "mail"},
 		{ID: NavForms, Href: "/forms", Label: t.Nav.Forms, Icon: "form"},
 		{ID: NavBlocked, Href: "/blocked", Label: t.Nav.Blocked, Icon: "block"},
 		{ID: NavABTests, Href: "/ab-tests", Label: t.Nav.ABTests, Icon: "split"},

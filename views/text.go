@@ -57,6 +57,8 @@ type Text struct {
 	// Emails holds the single-email pages, Campaigns the overview of all.
 	Emails    EmailsText
 	Campaigns CampaignsText
+	// Sequences holds the story email calendar and the sequence builder.
+	Sequences SequencesText
 	// Activity holds the activity log, Users the user management.
 	Activity ActivityText
 	Users    UsersText
@@ -781,6 +783,26 @@ type ABText struct {
 	DeletedFlash                             string
 	NotRunning, Copied, Released             string // Released: %d recipients
 	PlanTitle, PlanBody                      string
+}
+
+// SequencesText holds the story email calendar and the sequence pages.
+type SequencesText struct {
+	StoryTitle, StoryLead, StorySettings, StorySettingsLead, StorySummary  string
+	StoryEmails, Day, Gap, SentCount, Drafts, NoDrafts, ScheduleNext       string
+	SendNow, NewStory, Subject, Content, ContentHint, CreateDraft          string
+	SendTime, SendTimeHint, Weekdays, Lists, FromName, ReplyTo, Save, Back string
+	Saved, Title, Lead, EmptyTitle, EmptyBody, Name, Status, Trigger       string
+	DaysCol, ParticipantsCol, New, Create, SequenceSendTimeHint            string
+	Active, Inactive, BuilderLead, Activate, Deactivate, AddDay, DelayDays string
+	DelayHint, Outline, OutlineLead, Topic, Goal, Tone, OutlineDays        string
+	OutlineSubmit, Cancel, Funnel, FunnelSummary, Reached, Sent, Opened    string
+	Clicked, Participants, EnrolEmails, EnrolHint, Enrol, Email, Progress  string
+	NextSend, DayOf, DayN, Preheader, MoveUp, MoveDown, Delete, AtTime     string
+	AtEntry, DaysAfterEntry, SameDay, DaysAfter, TimingSendTime            string
+	TimingDelay, Enrolled, OutlineDone, PlanTitle, PlanBody, Scheduled     string
+	SentNow                                                                string
+	WeekdayNames, WeekdayShort                                             []string
+	Statuses, Triggers, ParticipantStatuses                                map[string]string
 }
 
 // WebhooksText holds the webhook pages and the delivery log.
@@ -1949,6 +1971,101 @@ func German() Text {
 			NotRunning:        "Der Test beginnt mit dem Versand des Newsletters; bis dahin gibt es keine Ergebnisse.",
 			Copied:            "Inhalt von B übernommen",
 			Released:          "%d wartende Empfänger erhielten den Gewinner.",
+		},
+		Sequences: SequencesText{
+			StoryTitle:           "Story-E-Mails",
+			StoryLead:            "Eine E-Mail am Tag an Ihre Story-Listen: was wann hinausgeht, Entwürfe und Lücken im Kalender.",
+			StorySettings:        "Einstellungen",
+			StorySettingsLead:    "Wann und an wen die tägliche Story-E-Mail geht. Uhrzeiten gelten in deutscher Zeit (Europe/Berlin), auch über die Zeitumstellung.",
+			StorySummary:         "Versand um %s Uhr an %d Liste(n).",
+			StoryEmails:          "Story-E-Mails",
+			Day:                  "Tag",
+			Gap:                  "Lücke",
+			SentCount:            "%d verschickt",
+			Drafts:               "Entwürfe",
+			NoDrafts:             "Keine Entwürfe.",
+			ScheduleNext:         "Nächsten freien Tag planen",
+			SendNow:              "Jetzt senden",
+			NewStory:             "Neue Story-E-Mail",
+			Subject:              "Betreff",
+			Content:              "Inhalt (HTML)",
+			ContentHint:          "Platzhalter wie {{vorname}} sind erlaubt; Abmeldezeile und Impressum werden ergänzt.",
+			CreateDraft:          "Entwurf anlegen",
+			SendTime:             "Uhrzeit",
+			SendTimeHint:         "Deutsche Zeit (Europe/Berlin).",
+			Weekdays:             "Wochentage",
+			Lists:                "Story-Listen",
+			FromName:             "Absendername",
+			ReplyTo:              "Antwortadresse",
+			Save:                 "Speichern",
+			Back:                 "Zurück",
+			Saved:                "Gespeichert.",
+			Title:                "Sequenzen",
+			Lead:                 "Story-Sequenzen: mehrere E-Mails an aufeinanderfolgenden Tagen, für jeden Kontakt ab seinem Eintritt.",
+			EmptyTitle:           "Noch keine Sequenz",
+			EmptyBody:            "Legen Sie eine Sequenz an und schreiben Sie die Tage selbst oder mit der KI.",
+			Name:                 "Name",
+			Status:               "Status",
+			Trigger:              "Auslöser",
+			DaysCol:              "Tage",
+			ParticipantsCol:      "Teilnehmer",
+			New:                  "Neue Sequenz",
+			Create:               "Sequenz anlegen",
+			SequenceSendTimeHint: "Leer lassen: jeder Tag geht zur selben Uhrzeit wie der Eintritt hinaus.",
+			Active:               "Aktiv",
+			Inactive:             "Inaktiv",
+			BuilderLead:          "Die Tage in Versandreihenfolge. Änderungen gelten für alle, die den Tag noch nicht erhalten haben.",
+			Activate:             "Aktivieren",
+			Deactivate:           "Anhalten",
+			AddDay:               "Tag hinzufügen",
+			DelayDays:            "Tage nach dem vorigen Tag",
+			DelayHint:            "0 am ersten Tag: beim Eintritt.",
+			Outline:              "Mit KI gliedern",
+			OutlineLead:          "Die KI schreibt die Tage aus Thema, Ziel und Tonfall und hängt sie an. Das kostet KI-Guthaben.",
+			Topic:                "Thema",
+			Goal:                 "Ziel",
+			Tone:                 "Tonfall",
+			OutlineDays:          "Anzahl Tage (3–14)",
+			OutlineSubmit:        "Tage schreiben",
+			Cancel:               "Abbrechen",
+			Funnel:               "Verlauf",
+			FunnelSummary:        "%d Teilnehmer: %d aktiv, %d abgeschlossen, %d ausgestiegen.",
+			Reached:              "Erreicht",
+			Sent:                 "Verschickt",
+			Opened:               "Geöffnet",
+			Clicked:              "Geklickt",
+			Participants:         "Teilnehmer",
+			EnrolEmails:          "Kontakte aufnehmen",
+			EnrolHint:            "E-Mail-Adressen vorhandener Kontakte, eine pro Zeile (höchstens 1000).",
+			Enrol:                "Aufnehmen",
+			Email:                "E-Mail",
+			Progress:             "Fortschritt",
+			NextSend:             "Nächster Versand",
+			DayOf:                "Tag %d von %d",
+			DayN:                 "Tag %d",
+			Preheader:            "Vorschautext",
+			MoveUp:               "Nach oben",
+			MoveDown:             "Nach unten",
+			Delete:               "Löschen",
+			AtTime:               ", um %s Uhr",
+			AtEntry:              "Beim Eintritt",
+			DaysAfterEntry:       "%d Tage nach dem Eintritt",
+			SameDay:              "Am selben Tag",
+			DaysAfter:            "%d Tage später",
+			TimingSendTime:       "Versand jeweils um %s Uhr (deutsche Zeit).",
+			TimingDelay:          "Versand zur Uhrzeit des Eintritts.",
+			Enrolled:             "%d aufgenommen, %d übersprungen.",
+			OutlineDone:          "%d Tage geschrieben und angehängt.",
+			PlanTitle:            "Sequenzen sind nicht in Ihrem Tarif",
+			PlanBody:             "Story-Sequenzen gibt es ab dem Tarif Pro.",
+			Scheduled:            "Geplant für %s.",
+			SentNow:              "Die Story-E-Mail wird verschickt.",
+			WeekdayNames:         []string{"Montag", "Dienstag", "Mittwoch", "Donnerstag", "Freitag", "Samstag", "Sonntag"},
+			WeekdayShort:         []string{"Mo", "Di", "Mi", "Do", "Fr", "Sa", "So"},
+			Statuses: map[string]string{"draft": "Entwurf", "scheduled": "Geplant", "sending": "Im Versand", "sent": "Versendet",
+				"paused": "Pausiert", "failed": "Fehlgeschlagen", "cancelled": "Abgesagt"},
+			Triggers:            map[string]string{"manual": "Manuell", "list": "Liste", "tag": "Tag (Schlagwort)"},
+			ParticipantStatuses: map[string]string{"active": "Aktiv", "completed": "Abgeschlossen", "exited": "Ausgestiegen"},
 		},
 		Webhooks: WebhooksText{
 			Title:           "Webhooks",

@@ -20,6 +20,7 @@ import (
 	"github.com/rundbrief/rundbrief/store/inbox"
 	"github.com/rundbrief/rundbrief/store/integration"
 	"github.com/rundbrief/rundbrief/store/secret"
+	"github.com/rundbrief/rundbrief/store/sequence"
 	"github.com/rundbrief/rundbrief/store/services"
 	"github.com/rundbrief/rundbrief/store/smtpserver"
 	"github.com/rundbrief/rundbrief/store/webhook"
@@ -54,6 +55,7 @@ type API struct {
 	// integrations: payment providers (issue 23).
 	integrations *integration.Service
 	inbox        *inbox.Service
+	sequences    *sequence.Service // story sequences and story emails (issue 20)
 }
 
 // New returns the API over the shared services; mount Handler() at /v1.
@@ -66,7 +68,7 @@ func New(s *services.Set, cfg Config) *API {
 	}
 	return &API{db: s.DB, limiter: store.NewRateLimiter(s.DB), apiLog: s.APILog, log: s.Log, cfg: cfg, ai: s.AI, box: s.Box, mail: s.Mail,
 		webhooks: s.Webhooks, guard: s.Guard, campaigns: s.Campaigns, abTests: s.ABTests, smtpServers: s.SMTPServers,
-		appointments: s.Appointments, integrations: s.Integrations, inbox: s.Inbox}
+		appointments: s.Appointments, integrations: s.Integrations, inbox: s.Inbox, sequences: s.Sequences}
 }
 
 // Handler is the /v1 router. Every route of the API is listed here, top to bottom.
@@ -204,6 +206,36 @@ func (a *API) Handler() http.Handler {
 		r.Delete("/ab-tests/{id}", a.need("write", "ab_tests", a.deleteABTest))
 		r.Post("/ab-tests/{id}/winner", a.need("write", "ab_tests", a.setABWinner))
 		r.Post("/ab-tests/{id}/stop", a.need("write", "ab_tests", a.stopABTest))
+
+		// Story emails (one a day to the story lists) and story sequences with
+		// their days, participants and AI outlines (issue 20). Sequences need
+		// the plan feature "sequences"; changes need "write", test mails and
+		// sends "send", outlines "ai" (and the feature "ai").
+		r.Get("/story-emails", a.need("read", "", a.listStoryEmails))
+		r.Post("/story-emails", a.need("write", "", a.createStoryEmail))
+		r.Get("/story-emails/settings", a.need("read", "", a.getStorySettings))
+		r.Put("/story-emails/settings", a.need("write", "", a.putStorySettings))
+		r.Get("/story-emails/{id}", a.need("read", "", a.getStoryEmail))
+		r.Patch("/story-emails/{id}", a.need("write", "", a.patchStoryEmail))
+		r.Delete("/story-emails/{id}", a.need("write", "", a.deleteStoryEmail))
+		r.Post("/story-emails/{id}/test", a.need("send", "", a.testStoryEmail))
+		r.Post("/story-emails/{id}/send", a.need("send", "", a.sendStoryEmail))
+		r.Post("/story-emails/{id}/schedule", a.need("send", "", a.scheduleStoryEmail))
+		r.Get("/sequences", a.need("read", "sequences", a.listSequences))
+		r.Post("/sequences", a.need("write", "sequences", a.createSequence))
+		r.Get("/sequences/{id}", a.need("read", "sequences", a.getSequence))
+		r.Patch("/sequences/{id}", a.need("write", "sequences", a.patchSequence))
+		r.Delete("/sequences/{id}", a.need("write", "sequences", a.deleteSequence))
+		r.Post("/sequences/{id}/activate", a.need("write", "sequences", a.activateSequence))
+		r.Post("/sequences/{id}/deactivate", a.need("write", "sequences", a.deactivateSequence))
+		r.Get("/sequences/{id}/days", a.need("read", "sequences", a.listSequenceDays))
+		r.Post("/sequences/{id}/days", a.need("write", "sequences", a.createSequenceDay))
+		r.Patch("/sequences/{id}/days/{day_id}", a.need("write", "sequences", a.patchSequenceDay))
+		r.Delete("/sequences/{id}/days/{day_id}", a.need("write", "sequences", a.deleteSequenceDay))
+		r.Get("/sequences/{id}/participants", a.need("read", "sequences", a.listParticipants))
+		r.Post("/sequences/{id}/participants", a.need("write", "sequences", a.enrolParticipants))
+		r.Delete("/sequences/{id}/participants/{contact_id}", a.need("write", "sequences", a.removeParticipant))
+		r.Post("/sequences/{id}/outline", a.need("ai", "sequences", requireFeature("ai", a.aiLimited(a.outlineSequence))))
 
 		// SMTP servers of the account, the connection test, and the development
 		// outbox (only without RUNDBRIEF_SMTP_URL; otherwise its paths are 404) (issue 4).

@@ -32,6 +32,7 @@ import (
 	"github.com/rundbrief/rundbrief/store/inbox"
 	"github.com/rundbrief/rundbrief/store/integration"
 	"github.com/rundbrief/rundbrief/store/secret"
+	"github.com/rundbrief/rundbrief/store/sequence"
 	"github.com/rundbrief/rundbrief/store/services"
 	"github.com/rundbrief/rundbrief/store/smtpserver"
 	"github.com/rundbrief/rundbrief/store/webhook"
@@ -113,6 +114,7 @@ func newServerWith(tb testing.TB, dbURL string, clk *clock, baseURL string, opts
 	smtpSrv := smtpserver.New(db, smtpserver.Config{Box: box, Mail: mail, AllowPrivate: !opts.SMTPDenyPrivate})
 	p, err := portal.New(&services.Set{DB: db, Integrations: integrations, Imports: imports.New(db), Box: box, Log: log, Mail: mail, Webhooks: hooks, Campaigns: campaigns, ABTests: abtest.New(db, sendWorker, abtest.Options{Now: now}), SMTPServers: smtpSrv,
 		Appointments: appointment.New(db, appointment.Config{BaseURL: baseURL, Now: now}),
+		Sequences:    sequence.New(db, nil, campaigns, mail, sendWorker, sequence.Options{Now: now}),
 		Inbox:        inbox.New(db, inbox.Config{Box: box, Guard: smtpSrv, Opener: mail, Timeout: 5 * time.Second, Log: log})}, portal.Config{BaseURL: baseURL, Now: now, UpgradeURL: opts.UpgradeURL})
 	if err != nil {
 		tb.Fatal(err)

@@ -29,6 +29,7 @@ import (
 	"github.com/rundbrief/rundbrief/store/inbox"
 	"github.com/rundbrief/rundbrief/store/integration"
 	"github.com/rundbrief/rundbrief/store/secret"
+	"github.com/rundbrief/rundbrief/store/sequence"
 	"github.com/rundbrief/rundbrief/store/services"
 	"github.com/rundbrief/rundbrief/store/smtpserver"
 	"github.com/rundbrief/rundbrief/store/webhook"
@@ -74,6 +75,7 @@ type Portal struct {
 	// integrations: payment-provider integrations (issue 23).
 	integrations *integration.Service
 	inbox        *inbox.Service
+	sequences    *sequence.Service // story emails and sequences (issue 20)
 }
 
 // New returns the portal over the shared services (s.Box is required);
@@ -88,7 +90,7 @@ func New(s *services.Set, cfg Config) (*Portal, error) {
 	}
 	p := &Portal{db: s.DB, box: s.Box, log: s.Log, baseURL: strings.TrimRight(cfg.BaseURL, "/"), now: cfg.Now, upgradeURL: cfg.UpgradeURL,
 		mail: s.Mail, webhooks: s.Webhooks, campaigns: s.Campaigns, abTests: s.ABTests, smtpServers: s.SMTPServers, imports: s.Imports,
-		appointments: s.Appointments, integrations: s.Integrations, inbox: s.Inbox}
+		appointments: s.Appointments, integrations: s.Integrations, inbox: s.Inbox, sequences: s.Sequences}
 	secure := strings.HasPrefix(p.baseURL, "https://")
 
 	p.sessions = scs.New()
@@ -247,6 +249,27 @@ func (p *Portal) Routes(r chi.Router) {
 			r.Post("/blocked/remove", p.handle(p.unblockAddress))
 
 			// A/B tests of newsletters: create from a draft, results, winner (issue 6).
+			// Story emails (calendar, drafts, settings) and the sequence builder
+			// (issue 20); sequences need the plan feature "sequences".
+			r.Get("/story-emails", p.handle(p.storyCalendar))
+			r.Post("/story-emails/new", p.handle(p.createStory))
+			r.Get("/story-emails/settings", p.handle(p.storySettingsForm))
+			r.Post("/story-emails/settings", p.handle(p.saveStorySettings))
+			r.Post("/story-emails/{id}/schedule", p.handle(p.storyAction(false)))
+			r.Post("/story-emails/{id}/send", p.handle(p.storyAction(true)))
+			r.Get("/sequences", p.needSequences(p.listSequences))
+			r.Post("/sequences/new", p.needSequences(p.createSequence))
+			r.Get("/sequences/{id}", p.needSequences(p.showSequence))
+			r.Post("/sequences/{id}/activate", p.needSequences(p.sequencePost(p.activateSequence)))
+			r.Post("/sequences/{id}/deactivate", p.needSequences(p.sequencePost(p.deactivateSequence)))
+			r.Post("/sequences/{id}/days/new", p.needSequences(p.sequencePost(p.addDay)))
+			r.Post("/sequences/{id}/days/{day_id}/edit", p.needSequences(p.editDay))
+			r.Post("/sequences/{id}/days/{day_id}/preview", p.needSequences(p.previewDay))
+			r.Post("/sequences/{id}/days/{day_id}/move", p.needSequences(p.sequencePost(p.moveDay)))
+			r.Post("/sequences/{id}/days/{day_id}/delete", p.needSequences(p.sequencePost(p.deleteDay)))
+			r.Post("/sequences/{id}/participants", p.needSequences(p.sequencePost(p.enrolSequence)))
+			r.Post("/sequences/{id}/outline", p.needSequences(p.sequencePost(p.outlineSequence)))
+
 			r.Get("/ab-tests", p.needAB(p.listABTests))
 			r.Get("/ab-tests/new", p.needAB(p.newABForm))
 			r.Post("/ab-tests/new", p.needAB(p.createABTest))

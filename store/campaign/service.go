@@ -204,7 +204,14 @@ func (s *Service) TestNewsletter(ctx context.Context, accountID, id int64, to []
 	if err != nil {
 		return nil, err
 	}
-	to, err = store.NormalizeTestRecipients(to)
+	return s.TestCampaign(ctx, c, to)
+}
+
+// TestCampaign sends the test mails of TestNewsletter for a campaign of any
+// kind (story emails and sequence days too), as loaded by the caller.
+func (s *Service) TestCampaign(ctx context.Context, c store.Campaign, to []string) ([]TestMailResult, error) {
+	accountID := c.AccountID
+	to, err := store.NormalizeTestRecipients(to)
 	errs := c.ReadyErrors()
 	delete(errs, "list_ids") // a test needs no recipients of its own
 	var ve *store.ValidationError

@@ -21,6 +21,7 @@ import (
 	"github.com/rundbrief/rundbrief/store/inbox"
 	"github.com/rundbrief/rundbrief/store/integration"
 	"github.com/rundbrief/rundbrief/store/secret"
+	"github.com/rundbrief/rundbrief/store/sequence"
 	"github.com/rundbrief/rundbrief/store/smtpserver"
 	"github.com/rundbrief/rundbrief/store/webhook"
 )
@@ -56,6 +57,8 @@ type Set struct {
 	// Appointments is the appointment book with its booking page (issue 22).
 	Appointments *appointment.Service
 	Inbox        *inbox.Service
+	// Sequences: story sequences and story emails (issue 20).
+	Sequences *sequence.Service
 
 	workers []Worker
 }
@@ -139,6 +142,9 @@ func New(db *store.DB, cfg Config) (*Set, error) {
 		Concurrency: cfg.SendLanes, BatchSize: cfg.SendBatchSize})
 	s.Campaigns = campaign.New(db, opener, sender, campaign.Options{Links: links, Log: log})
 	s.ABTests = abtest.New(db, sender, abtest.Options{Log: log})
+	// Story sequences and story emails (issue 20): days and story emails go
+	// through the send queue above.
+	s.Sequences = sequence.New(db, s.AI, s.Campaigns, opener, sender, sequence.Options{Log: log})
 
 	// The connected IMAP inbox: replies go the accounts' mail route, the IMAP
 	// host follows the SMTP servers' private-address rule on every dial.
@@ -164,6 +170,11 @@ func New(db *store.DB, cfg Config) (*Set, error) {
 		// CSV imports: files and progress live in PostgreSQL, so any process
 		// runs (or resumes) any job.
 		{"contact import", imports.NewWorker(db, imports.WorkerOptions{Log: log}).Run},
+		// Story sequences (issue 20): the due days into the send queue, and
+		// the outbox consumer that enrols by list or tag and exits on
+		// unsubscribe or delete. Both shared by every process.
+		{"sequence days", sequence.NewWorker(db, sender, sequence.WorkerOptions{Log: log}).Run},
+		{"sequence triggers", sequence.NewTriggerConsumer(db, store.ConsumerOptions{Log: log}).Run},
 		// Portal sessions live in PostgreSQL; this deletes expired ones.
 		{"session cleanup", store.NewSessionStore(db, log).Run},
 		// Inbox sync every 5 minutes per account, each claimed by one process.

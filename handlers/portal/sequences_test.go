@@ -1,0 +1,159 @@
+package portal_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/rundbrief/rundbrief/store"
+	"github.com/rundbrief/rundbrief/store/dbtest"
+)
+
+// TestSequenceBuilder drives the builder as a browser: a sequence is created,
+// days added (the timeline shows their delays), one edited in place through
+// htmx (the fragment comes back), moved down, contacts enrolled, the sequence
+// activated; the funnel and the participants show. A plan without sequences
+// gets 402.
+func TestSequenceBuilder(t *testing.T) {
+	s := newServer(t, dbtest.URL(t), nil, base)
+	acct := newAccount(t, s.db, "pro")
+	c := newClient(t, s)
+	c.signIn(acct.Email, acct.Password)
+	ctx := context.Background()
+
+	wantStatus(t, c.get("/sequences"), http.StatusOK)
+	r := c.post("/sequences/new", url.Values{"name": {"Willkommen"}, "send_time": {"09:00"}})
+	if r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("create: %d\n%s", r.StatusCode, r.Body)
+	}
+	path := r.Header.Get("Location")
+	var id int64
+	if _, err := fmt.Sscanf(path, "/sequences/%d", &id); err != nil {
+		t.Fatalf("location %q", path)
+	}
+	// Activating without days is refused on the page.
+	r = c.post(path+"/activate", url.Values{})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	for i, subject := range []string{"Hallo", "Geschichte", "Angebot"} {
+		r = c.post(path+"/days/new", url.Values{"subject": {subject}, "html": {"<p>" + subject + "</p>"}, "delay_days": {fmt.Sprint(min(i, 1) * 2)}})
+		wantRedirect(t, r, path)
+	}
+	page := c.get(path)
+	wantStatus(t, page, http.StatusOK)
+	days := page.find("sequence-day")
+	if days.Length() != 3 {
+		t.Fatalf("%d days in the timeline", days.Length())
+	}
+	if got := text(page.find("sequence-day-delay").First()); !strings.Contains(got, "Beim Eintritt") || !strings.Contains(got, "09:00") {
+		t.Errorf("first delay %q", got)
+	}
+	if got := text(page.find("sequence-day-delay").Eq(1)); !strings.Contains(got, "2 Tage später") {
+		t.Errorf("second delay %q", got)
+	}
+	list, err := s.db.SequenceDays(ctx, acct.ID, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Inline edit through htmx: the day's fragment comes back.
+	r = c.post(fmt.Sprintf("%s/days/%d/edit", path, list[1].ID), url.Values{"subject": {"Die Geschichte"}, "html": {"<p>neu</p>"},
+		"delay_days": {"3"}}, "HX-Request", "true")
+	wantStatus(t, r, http.StatusOK)
+	if !strings.Contains(r.Body, "Die Geschichte") || !strings.Contains(r.Body, "3 Tage später") || strings.Contains(r.Body, "<html") {
+		t.Fatalf("fragment:\n%s", r.Body)
+	}
+	// A bad delay shows next to the field.
+	r = c.post(fmt.Sprintf("%s/days/%d/edit", path, list[1].ID), url.Values{"delay_days": {"999"}}, "HX-Request", "true")
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	// Live preview of the editor's content.
+	r = c.post(fmt.Sprintf("%s/days/%d/preview", path, list[1].ID), url.Values{"subject": {"Vorschau"}, "html": {"<p>Hallo {{vorname}}</p>"}}, "HX-Request", "true")
+	wantStatus(t, r, http.StatusOK)
+	if r.find("preview").Length() != 1 {
+		t.Fatalf("preview:\n%s", r.Body)
+	}
+	// Move the first day down.
+	wantRedirect(t, c.post(fmt.Sprintf("%s/days/%d/move?to=2", path, list[0].ID), url.Values{}), path)
+	list, _ = s.db.SequenceDays(ctx, acct.ID, id)
+	if list[0].Subject != "Die Geschichte" || list[1].Subject != "Hallo" {
+		t.Fatalf("after move: %q, %q", list[0].Subject, list[1].Subject)
+	}
+	// Enrol and activate.
+	if _, err := s.db.UpsertContact(ctx, acct.ID, store.Actor{Type: store.ActorSystem}, store.ContactInput{Email: "anna@example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	wantRedirect(t, c.post(path+"/participants", url.Values{"emails": {"anna@example.com\nniemand@example.com"}}), path)
+	wantRedirect(t, c.post(path+"/activate", url.Values{}), path)
+	page = c.get(path)
+	if page.find("participant-row").Length() != 1 || page.find("funnel-day").Length() != 3 || page.find("sequence-deactivate").Length() != 1 {
+		t.Fatalf("builder after activation:\n%s", page.Body)
+	}
+	if !strings.Contains(text(page.Doc.Selection), "1 aufgenommen, 1 übersprungen") {
+		t.Errorf("no enrolment flash")
+	}
+	wantRedirect(t, c.post(fmt.Sprintf("%s/days/%d/delete", path, list[2].ID), url.Values{}), path)
+	if n := c.get(path).find("sequence-day").Length(); n != 2 {
+		t.Fatalf("%d days after delete", n)
+	}
+	// The outline needs an AI provider: without one the page says so.
+	r = c.post(path+"/outline", url.Values{"topic": {"Brot"}, "days": {"3"}})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+
+	starter := newAccount(t, s.db, "starter")
+	c2 := newClient(t, s)
+	c2.signIn(starter.Email, starter.Password)
+	wantStatus(t, c2.get("/sequences"), http.StatusPaymentRequired)
+	wantStatus(t, c2.get(path), http.StatusPaymentRequired)
+	// Another account's sequence is not found.
+	other := newAccount(t, s.db, "business")
+	c3 := newClient(t, s)
+	c3.signIn(other.Email, other.Password)
+	wantStatus(t, c3.get(path), http.StatusNotFound)
+}
+
+// TestStoryCalendar saves the story settings, creates a draft and schedules
+// it on the next free day: the calendar shows it on that day, the other
+// allowed days as gaps.
+func TestStoryCalendar(t *testing.T) {
+	s := newServer(t, dbtest.URL(t), nil, base)
+	acct := newAccount(t, s.db, "starter")
+	c := newClient(t, s)
+	c.signIn(acct.Email, acct.Password)
+	name := "Story"
+	l, err := s.db.CreateList(context.Background(), acct.ID, store.Actor{Type: store.ActorSystem}, store.ListInput{Name: &name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.post("/story-emails/settings", url.Values{"send_time": {"25:00"}, "weekdays": {"1"}})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	if r.find("field-send_time").Find(".field-error").Length() == 0 && !strings.Contains(r.Body, "HH:MM") {
+		t.Errorf("no error next to send_time:\n%s", r.Body)
+	}
+	wantRedirect(t, c.post("/story-emails/settings", url.Values{"send_time": {"06:45"}, "weekdays": {"1", "2", "3", "4", "5", "6", "7"},
+		"list_ids": {fmt.Sprint(l.ID)}, "from_name": {"Anna"}}), "/story-emails/settings?saved=1")
+	wantRedirect(t, c.post("/story-emails/new", url.Values{"subject": {"Heute"}, "html": {"<p>Hallo</p>"}}), "/story-emails")
+	page := c.get("/story-emails")
+	wantStatus(t, page, http.StatusOK)
+	if page.find("story-draft").Length() != 1 || page.find("story-day").Length() != 28 {
+		t.Fatalf("calendar:\n%s", page.Body)
+	}
+	stories, _, err := s.db.StoryEmails(context.Background(), acct.ID, "", store.Page{Page: 1, PerPage: 10})
+	if err != nil || len(stories) != 1 {
+		t.Fatalf("stories: %v %v", stories, err)
+	}
+	wantRedirect(t, c.post(fmt.Sprintf("/story-emails/%d/schedule", stories[0].ID), url.Values{}), "/story-emails")
+	page = c.get("/story-emails")
+	if page.find("story-entry").Length() != 1 || page.find("story-draft").Length() != 0 {
+		t.Fatalf("scheduled story not in the calendar:\n%s", page.Body)
+	}
+	entry := page.find("story-entry").Closest("tr")
+	st, _ := s.db.StoryEmail(context.Background(), acct.ID, stories[0].ID)
+	if d, _ := entry.Attr("data-date"); st.ScheduledAt == nil || d != st.ScheduledAt.In(store.Berlin).Format("2006-01-02") ||
+		st.ScheduledAt.In(store.Berlin).Format("15:04") != "06:45" {
+		t.Fatalf("entry on %q, scheduled %v", d, st.ScheduledAt)
+	}
+	if page.find("story-day").Length()-1 != page.Doc.Find("tr.is-gap").Length() {
+		t.Errorf("gaps: %d", page.Doc.Find("tr.is-gap").Length())
+	}
+}
