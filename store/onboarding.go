@@ -9,6 +9,7 @@ import (
 // data itself, so that a step is ticked the moment it is true and never by a
 // click on the checklist.
 type Onboarding struct {
+	Sender     bool `db:"sender"`      // a postal address for the imprint (account settings)
 	SMTPServer bool `db:"smtp_server"` // an SMTP server of its own
 	Audience   bool `db:"audience"`    // a contact or a sign-up form
 	Newsletter bool `db:"newsletter"`  // a newsletter, draft or sent
@@ -16,6 +17,7 @@ type Onboarding struct {
 }
 
 const selectOnboarding = `SELECT
+  EXISTS (SELECT 1 FROM account_settings WHERE account_id = $1 AND postal_address <> '') AS sender,
   EXISTS (SELECT 1 FROM smtp_servers WHERE account_id = $1) AS smtp_server,
   EXISTS (SELECT 1 FROM contacts WHERE account_id = $1) OR EXISTS (SELECT 1 FROM forms WHERE account_id = $1) AS audience,
   EXISTS (SELECT 1 FROM campaigns WHERE account_id = $1 AND kind = 'newsletter') AS newsletter,

@@ -1083,6 +1083,7 @@ func German() Text {
 			OnboardingDone: "Erledigt:",
 			OnboardingTodo: "Offen:",
 			Steps: map[string]OnboardingStepText{
+				"sender":     {"Absender und Impressum eintragen", "Firma und Postanschrift gehören in jede Werbe-E-Mail (Impressumspflicht); Rundbrief setzt sie unten ein.", "Absender eintragen"},
 				"smtp":       {"Versand einrichten", "Tragen Sie den SMTP-Server ein, über den Ihre E-Mails hinausgehen.", "SMTP-Server eintragen"},
 				"audience":   {"Kontakte gewinnen", "Importieren Sie Ihre Kontakte als CSV oder legen Sie ein Anmeldeformular für Ihre Website an.", "Kontakte importieren"},
 				"newsletter": {"Ersten Newsletter schreiben", "Ein Entwurf genügt: Sie können ihn in Ruhe fertigstellen.", "Newsletter schreiben"},

@@ -37,6 +37,7 @@ func (p *Portal) onboardingPanel(ctx context.Context, v store.Viewer) (templ.Com
 	// The operator's relay sends for accounts without an SMTP server of their own.
 	relay := p.mail != nil && !p.mail.DevOutboxEnabled()
 	steps := []views.OnboardingStep{
+		{ID: "sender", Href: "/settings/sender", Done: o.Sender},
 		{ID: "smtp", Href: "/smtp-servers/new", Done: o.SMTPServer || relay},
 		{ID: "audience", Href: "/contacts/import", Done: o.Audience},
 		{ID: "newsletter", Href: "/newsletters/new", Done: o.Newsletter},

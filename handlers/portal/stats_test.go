@@ -224,7 +224,7 @@ func TestDashboardOnboarding(t *testing.T) {
 		return out
 	}
 	got := steps()
-	for _, id := range []string{"smtp", "audience", "newsletter", "test"} {
+	for _, id := range []string{"sender", "smtp", "audience", "newsletter", "test"} {
 		if got[id] != "false" {
 			t.Errorf("new account: step %s is %q, want open", id, got[id])
 		}
@@ -240,8 +240,15 @@ func TestDashboardOnboarding(t *testing.T) {
 	if got["audience"] != "true" || got["newsletter"] != "true" || got["smtp"] != "false" || got["test"] != "false" {
 		t.Errorf("after a contact and a draft: %v", got)
 	}
-	// A sent newsletter brings an SMTP server and the first sends: all done.
+	// A sent newsletter brings an SMTP server and the first sends; with the
+	// postal address every step is done.
 	sentNewsletter(t, s, acct.ID, "Herbst")
+	if got := steps(); got["sender"] != "false" || got["smtp"] != "true" || got["test"] != "true" {
+		t.Errorf("after a send: %v", got)
+	}
+	if _, err := s.db.PutAccountSettings(ctx, acct.ID, actor, store.AccountSettingsInput{Company: "Bäckerei Müller", PostalAddress: "Hauptstraße 1, 12345 Musterstadt"}); err != nil {
+		t.Fatal(err)
+	}
 	if got := steps(); len(got) != 0 {
 		t.Errorf("every step done, the checklist still shows: %v", got)
 	}
