@@ -132,7 +132,7 @@ func TestPortalOnPhones(t *testing.T) {
 		t.Errorf("menu button aria-expanded = %q after opening", exp)
 	}
 
-	visited := crawlPortal(t, b, srv.URL, 150)
+	visited := crawlPortal(t, b, srv.URL, 400)
 	var wide, dups []string
 	for _, pg := range visited {
 		if pg.width > phoneWidth {
