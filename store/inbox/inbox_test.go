@@ -604,7 +604,14 @@ func TestWorkersOfTwoProcessesSyncOnce(t *testing.T) {
 		}
 	}
 	waitFor(40)
-	st, err := f.db.InboxSettings(context.Background(), f.acct)
+	// The lease is released (last_sync_at) right after the last batch commits.
+	var st store.InboxSettings
+	var err error
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if st, err = f.db.InboxSettings(context.Background(), f.acct); err != nil || st.LastSyncAt != nil {
+			break
+		}
+	}
 	if err != nil || st.LastSyncAt == nil || st.LastError != "" {
 		t.Fatalf("settings after the worker's sync: %+v %v", st, err)
 	}
