@@ -130,12 +130,10 @@ LANGUAGE sql STABLE AS $$
 $$;
 -- +goose StatementEnd
 
--- The trigger consumer starts at the end of every account's events: joins
--- and tags before this migration enrol nobody.
-INSERT INTO outbox_consumers (name) VALUES ('sequences');
-INSERT INTO outbox_cursors (consumer, account_id, last_xid, last_id)
-SELECT 'sequences', a.id, pg_current_xact_id(), coalesce((SELECT max(e.id) FROM events e WHERE e.account_id = a.id), 0)
-FROM accounts a;
+-- The trigger consumer ("sequences", store/sequence/triggers.go) registers
+-- itself on its first run and then reads the events retention kept: joins and
+-- tags from before a sequence's activated_at enrol nobody, so that replay is
+-- harmless.
 
 -- +goose Down
 DELETE FROM outbox_consumers WHERE name = 'sequences';

@@ -1373,7 +1373,7 @@ WHERE c.account_id = $1 AND c.id = ANY($2)`, accountID, contactIDs)
 
 // OutboxConsumerSequences names the outbox consumer that enrols contacts in
 // sequences with a list or tag trigger and exits unsubscribed and deleted
-// contacts (migration 00027 registers it).
+// contacts; it registers itself on its first run.
 const OutboxConsumerSequences = "sequences"
 
 // triggerSequence is an active sequence with a trigger, as the consumer
