@@ -2455,7 +2455,6 @@ func German() Text {
 			Preheader:         "Vorschautext",
 			HTML:              "HTML",
 			HTMLHint:          "Mit {{inhalt}} wird die Vorlage zum Layout: der Inhalt jeder Mail erscheint an dieser Stelle. {{impressum}}, {{firma}} und {{abmelde_link}} werden beim Versand gefüllt.",
-			Edit:              "Bearbeiten",
 			Delete:            "Löschen",
 			Save:              "Speichern",
 			Create:            "Vorlage anlegen",
@@ -2539,7 +2538,7 @@ type TemplatesText struct {
 	NavTemplates, NavAttachments, NavSender                                         string
 	Title, Lead, Mine, None, New, Library, LibraryLead, Copy, CopiedFlash           string
 	Name, Key, KeyHint, Kind, KindLayout, KindStart, Subject, Preheader, HTML       string
-	HTMLHint, Edit, Delete, Save, Create, EditTitle, NewTitle, SavedFlash           string
+	HTMLHint, Delete, Save, Create, EditTitle, NewTitle, SavedFlash                 string
 	DeletedFlash, UseInNewsletter, SampleContent, PreviewOf                         string
 	Template, TemplateNone, TemplateHint, Attachments, AttachmentsHint              string
 	AttachmentsNone, AttTitle, AttLead, AttUpload, AttFile, AttUploading            string
@@ -2582,7 +2581,6 @@ type AppointmentsText struct {
 	Previous        string
 	Next            string
 	Today           string
-	Empty           string
 	BookingLink     string
 	BookingLinkHint string
 	BookingOff      string
@@ -2658,7 +2656,6 @@ func germanAppointments() AppointmentsText {
 		Previous:        "Zurück",
 		Next:            "Weiter",
 		Today:           "Heute",
-		Empty:           "Keine Termine in diesem Zeitraum.",
 		BookingLink:     "Ihr Buchungslink",
 		BookingLinkHint: "Teilen Sie diesen Link, damit Kundinnen und Kunden selbst einen Termin buchen.",
 		BookingOff:      "Die Online-Buchung ist ausgeschaltet. Schalten Sie sie in den Einstellungen ein, damit der Link Buchungen annimmt.",
@@ -2718,10 +2715,10 @@ type IntegrationsText struct {
 	Lists, ListsHint, NoLists, Tags, TagsHint              string
 	Active, ActiveHint, Inactive, Status                   string
 	InboundURL, InboundHint, InboundAfterSave              string
-	Create, Save, Delete, DeleteQuestion, DeleteDetail     string
+	Create, Delete, DeleteQuestion, DeleteDetail           string
 	CreatedFlash, UpdatedFlash, DeletedFlash               string
 	Events, EventsTitle, EventsEmpty, BackToList           string
-	Received, EventType, EventID, OrderID, Email, Error    string
+	Received, EventType, EventID, OrderID, Email           string
 	Payload, ShowPayload                                   string
 	TestTitle, TestLead, TestSend, TestDone, TestPayPal    string
 	SetupTitle                                             string
@@ -2766,7 +2763,6 @@ func integrationsText() IntegrationsText {
 		InboundHint:      "Diese Adresse tragen Sie beim Anbieter als Webhook- bzw. IPN-URL ein.",
 		InboundAfterSave: "Die Eingangs-URL erscheint nach dem Speichern; erst dann können Sie sie beim Anbieter eintragen.",
 		Create:           "Integration anlegen",
-		Save:             "Speichern",
 		Delete:           "Löschen",
 		DeleteQuestion:   "Integration „%s“ löschen?",
 		DeleteDetail:     "Die Eingangs-URL antwortet danach mit 404, Bestellungen und Protokoll werden gelöscht. Angelegte Kontakte bleiben erhalten.",
@@ -2782,7 +2778,6 @@ func integrationsText() IntegrationsText {
 		EventID:          "Ereignis-ID",
 		OrderID:          "Bestellung",
 		Email:            "E-Mail",
-		Error:            "Hinweis",
 		Payload:          "Rohdaten",
 		ShowPayload:      "Rohdaten anzeigen",
 		TestTitle:        "Testereignis senden",
