@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
@@ -208,16 +207,6 @@ func (p AppointmentSettingsPatch) Apply(s *AppointmentSettings) {
 			s.ListID = &id
 		}
 	}
-}
-
-var hhmm = regexp.MustCompile(`^([01][0-9]|2[0-3]):[0-5][0-9]$|^24:00$`)
-
-// ClockMinutes turns "HH:MM" into minutes after midnight ("24:00" is 1440).
-func ClockMinutes(s string) (int, bool) {
-	if !hhmm.MatchString(s) {
-		return 0, false
-	}
-	return int(s[0]-'0')*600 + int(s[1]-'0')*60 + int(s[3]-'0')*10 + int(s[4]-'0'), true
 }
 
 // Validate normalises s and reports every invalid field in German.

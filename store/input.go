@@ -1,6 +1,7 @@
 package store
 
 import (
+	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -23,4 +24,16 @@ func ValidTime(t time.Time) bool {
 		}
 	}
 	return true
+}
+
+var hhmm = regexp.MustCompile(`^([01][0-9]|2[0-3]):[0-5][0-9]$|^24:00$`)
+
+// ClockMinutes turns a wall-clock time "HH:MM" into minutes after midnight
+// ("24:00", the end of a day, is 1440): the one reading of the send times of
+// story emails and sequences and of the appointment book's weekly hours.
+func ClockMinutes(s string) (int, bool) {
+	if !hhmm.MatchString(s) {
+		return 0, false
+	}
+	return int(s[0]-'0')*600 + int(s[1]-'0')*60 + int(s[3]-'0')*10 + int(s[4]-'0'), true
 }
