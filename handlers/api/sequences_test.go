@@ -417,6 +417,19 @@ func TestStoryEmailsAPI(t *testing.T) {
 	if *s.ScheduledAt != "2026-04-10T18:00:00+02:00" {
 		t.Fatalf("explicit: %v", *s.ScheduledAt)
 	}
+	// One story email per Berlin day holds for an explicit time too: 30 March
+	// (00:30 Berlin is still that day, 22:30 UTC of the 29th) and 10 April
+	// are taken; the email itself may move within its own day.
+	other := create("Gleicher Tag")
+	for _, at := range []string{"2026-03-30 20:00", "2026-03-29T22:30:00Z", "2026-04-10 06:00"} {
+		r := e.do(t, "POST", fmt.Sprintf("/v1/story-emails/%d/schedule", other.ID), map[string]any{"scheduled_at": at}, 409)
+		if r.ErrorCode(t) != "conflict" || !strings.Contains(string(r.Body), `"reason":"story_day_taken"`) || !strings.Contains(string(r.Body), "bereits eine Story-E-Mail") {
+			t.Fatalf("same day %s: %s", at, r.Body)
+		}
+	}
+	e.do(t, "POST", fmt.Sprintf("/v1/story-emails/%d/schedule", s.ID), map[string]any{"scheduled_at": "2026-04-10 19:00"}, 200)
+	e.do(t, "POST", fmt.Sprintf("/v1/story-emails/%d/schedule", other.ID), map[string]any{"scheduled_at": "2026-04-11 09:00"}, 200)
+	e.do(t, "DELETE", fmt.Sprintf("/v1/story-emails/%d", other.ID), nil, 204)
 	e.do(t, "PATCH", fmt.Sprintf("/v1/story-emails/%d", stories[0].ID), map[string]any{"subject": "Neu"}, 200)
 
 	// Test mail and send now.
