@@ -178,7 +178,10 @@ func (p *Portal) storySettingsForm(w http.ResponseWriter, r *http.Request) error
 		return err
 	}
 	f := views.StorySettingsForm{SendTime: s.SendTime, FromName: s.FromName, ReplyTo: s.ReplyTo, Errors: map[string]string{},
-		Weekdays: map[int64]bool{}, ListIDs: map[int64]bool{}, Saved: r.URL.Query().Get("saved") == "1"}
+		Weekdays: map[int64]bool{}, ListIDs: map[int64]bool{}, Saved: r.URL.Query().Get("saved") == "1", TemplateKey: s.TemplateKey}
+	if s.SMTPServerID != nil {
+		f.SMTPServerID = *s.SMTPServerID
+	}
 	for _, d := range s.Weekdays {
 		f.Weekdays[d] = true
 	}
@@ -194,6 +197,12 @@ func (p *Portal) renderStorySettings(w http.ResponseWriter, r *http.Request, sta
 		return err
 	}
 	f.Lists = lists
+	if f.Servers, _, err = p.db.SMTPServers(r.Context(), accountID(r), store.Page{Page: 1, PerPage: maxPickerLists}); err != nil {
+		return err
+	}
+	if f.Templates, _, err = p.db.Templates(r.Context(), accountID(r), store.Page{Page: 1, PerPage: maxPickerTemplates}); err != nil {
+		return err
+	}
 	s := p.shell(r, views.TextFor(r.Context()).Sequences.StorySettings, views.NavStoryEmails)
 	p.render(w, r, status, views.StorySettingsPage(s, f))
 	return nil
@@ -216,8 +225,18 @@ func (p *Portal) saveStorySettings(w http.ResponseWriter, r *http.Request) error
 	for _, id := range lists {
 		f.ListIDs[id] = true
 	}
+	f.TemplateKey = r.PostFormValue("template_key")
+	if v := r.PostFormValue("smtp_server_id"); v != "" {
+		id, perr := strconv.ParseInt(v, 10, 64)
+		if perr != nil || id < 0 {
+			f.Errors["smtp_server_id"] = views.TextFor(r.Context()).Common.FormInvalid
+			return p.renderStorySettings(w, r, http.StatusUnprocessableEntity, f)
+		}
+		f.SMTPServerID = id
+	}
 	_, err = svc.PutStorySettings(r.Context(), accountID(r), actor(r), store.StorySettingsInput{ListIDs: &lists,
-		SendTime: &f.SendTime, Weekdays: &days, FromName: &f.FromName, ReplyTo: &f.ReplyTo})
+		SendTime: &f.SendTime, Weekdays: &days, FromName: &f.FromName, ReplyTo: &f.ReplyTo,
+		SMTPServerID: &f.SMTPServerID, TemplateKey: &f.TemplateKey})
 	if fieldErrors(err, f.Errors) {
 		return p.renderStorySettings(w, r, http.StatusUnprocessableEntity, f)
 	}

@@ -157,3 +157,48 @@ func TestStoryCalendar(t *testing.T) {
 		t.Errorf("gaps: %d", page.Doc.Find("tr.is-gap").Length())
 	}
 }
+
+// TestStorySettingsRouteAndTemplate: the settings page offers the SMTP
+// server and the template the API's settings have, and saves them through
+// the service.
+func TestStorySettingsRouteAndTemplate(t *testing.T) {
+	s := newServer(t, dbtest.URL(t), nil, base)
+	acct := newAccount(t, s.db, "starter")
+	c := newClient(t, s)
+	c.signIn(acct.Email, acct.Password)
+	ctx := context.Background()
+	srv, err := s.db.CreateSMTPServer(ctx, testBox(t), acct.ID, store.NewSMTPServer{SMTPServerSettings: store.SMTPServerSettings{
+		Name: "Story-Server", Host: "127.0.0.1", Port: 2525, Encryption: "none", FromEmail: "story@baeckerei.test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, name, html := "story-rahmen", "Story-Rahmen", "<div>{{content}}</div>"
+	if _, err := s.db.CreateTemplate(ctx, acct.ID, store.Actor{Type: store.ActorSystem}, store.TemplateInput{Key: &key, Name: &name, HTML: &html}); err != nil {
+		t.Fatal(err)
+	}
+	page := c.get("/story-emails/settings")
+	wantStatus(t, page, http.StatusOK)
+	if page.Doc.Find(fmt.Sprintf(`select[name=smtp_server_id] option[value="%d"]`, srv.ID)).Length() != 1 ||
+		page.Doc.Find(`select[name=template_key] option[value="story-rahmen"]`).Length() != 1 {
+		t.Fatalf("no server or template choice:\n%s", page.Body)
+	}
+	wantRedirect(t, c.post("/story-emails/settings", url.Values{"send_time": {"07:00"}, "weekdays": {"1"},
+		"smtp_server_id": {fmt.Sprint(srv.ID)}, "template_key": {key}}), "/story-emails/settings?saved=1")
+	got, err := s.db.StorySettingsOf(ctx, acct.ID)
+	if err != nil || got.SMTPServerID == nil || *got.SMTPServerID != srv.ID || got.TemplateKey != key {
+		t.Fatalf("saved: %+v %v", got, err)
+	}
+	page = c.get("/story-emails/settings")
+	if v, _ := page.Doc.Find(`select[name=smtp_server_id] option[selected]`).Attr("value"); v != fmt.Sprint(srv.ID) {
+		t.Errorf("server not selected: %q", v)
+	}
+	if v, _ := page.Doc.Find(`select[name=template_key] option[selected]`).Attr("value"); v != key {
+		t.Errorf("template not selected: %q", v)
+	}
+	// Back to the default route and no template.
+	wantRedirect(t, c.post("/story-emails/settings", url.Values{"send_time": {"07:00"}, "weekdays": {"1"},
+		"smtp_server_id": {"0"}, "template_key": {""}}), "/story-emails/settings?saved=1")
+	if got, _ = s.db.StorySettingsOf(ctx, acct.ID); got.SMTPServerID != nil || got.TemplateKey != "" {
+		t.Fatalf("cleared: %+v", got)
+	}
+}
