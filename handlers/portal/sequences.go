@@ -148,6 +148,93 @@ func (p *Portal) storyAction(send bool) func(http.ResponseWriter, *http.Request)
 	}
 }
 
+// storyEditable reports whether a story email's content may still change
+// (the store refuses others with 409 already_sent).
+func storyEditable(c store.Campaign) bool {
+	return c.Status == store.CampaignDraft || c.Status == store.CampaignScheduled
+}
+
+func (p *Portal) storyEditForm(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	c, err := p.db.StoryEmail(r.Context(), accountID(r), id)
+	if err != nil {
+		return err
+	}
+	return p.renderStoryEdit(w, r, http.StatusOK, views.StoryEditForm{ID: c.ID, Status: c.Status, Subject: c.Subject,
+		Preheader: c.Preheader, HTML: c.HTML, Locked: !storyEditable(c), Saved: r.URL.Query().Get("saved") == "1",
+		Errors: map[string]string{}})
+}
+
+func (p *Portal) renderStoryEdit(w http.ResponseWriter, r *http.Request, status int, f views.StoryEditForm) error {
+	s := p.shell(r, views.TextFor(r.Context()).Sequences.EditStory, views.NavStoryEmails)
+	p.render(w, r, status, views.StoryEditPage(s, f))
+	return nil
+}
+
+// saveStory changes a story email's subject, preheader and content through
+// the service the API's PATCH uses.
+func (p *Portal) saveStory(w http.ResponseWriter, r *http.Request) error {
+	svc, err := p.sequenceService()
+	if err != nil {
+		return err
+	}
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	if err := parseFormMax(w, r, maxNewsletterForm); err != nil {
+		return err
+	}
+	f := views.StoryEditForm{ID: id, Subject: r.PostFormValue("subject"), Preheader: r.PostFormValue("preheader"),
+		HTML: r.PostFormValue("html"), Errors: map[string]string{}}
+	_, err = svc.UpdateStoryEmail(r.Context(), accountID(r), actor(r), id, store.NewsletterInput{Subject: &f.Subject,
+		Preheader: &f.Preheader, HTML: &f.HTML})
+	if err == nil {
+		http.Redirect(w, r, fmt.Sprintf("/story-emails/%d?saved=1", id), http.StatusSeeOther)
+		return nil
+	}
+	msg, ok := seqRefusal(err)
+	if !ok {
+		return err
+	}
+	c, cerr := p.db.StoryEmail(r.Context(), accountID(r), id)
+	if cerr != nil {
+		return cerr
+	}
+	f.Status = c.Status
+	status := http.StatusUnprocessableEntity
+	var ce *store.ConflictError
+	if errors.As(err, &ce) {
+		status, f.Alert = http.StatusConflict, msg
+	} else if !fieldErrors(err, f.Errors) {
+		f.Alert = msg
+	}
+	return p.renderStoryEdit(w, r, status, f)
+}
+
+// previewStory renders the typed content with the story email's stored
+// settings (template, sender) for the live preview.
+func (p *Portal) previewStory(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	c, err := p.db.StoryEmail(r.Context(), accountID(r), id)
+	if err != nil {
+		return err
+	}
+	if err := parseFormMax(w, r, maxNewsletterForm); err != nil {
+		return err
+	}
+	c.Subject, c.Preheader, c.HTML = r.PostFormValue("subject"), r.PostFormValue("preheader"), r.PostFormValue("html")
+	c.Markdown, c.Text = "", ""
+	p.render(w, r, http.StatusOK, views.NewsletterPreviewFrame(p.preview(r, c, "")))
+	return nil
+}
+
 // seqRefusal is the German message of a refused change (validation,
 // conflict, limit, plan, an unavailable AI), for a flash or the builder's
 // alert; ok is false for other errors.
