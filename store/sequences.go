@@ -467,10 +467,12 @@ func (db *DB) SequenceDays(ctx context.Context, accountID, seqID int64) ([]Seque
 }
 
 // SequenceDayByID returns one day.
+const sequenceDayByID = `SELECT ` + dayColumns + ` FROM sequence_days d JOIN campaigns c ON c.id = d.campaign_id
+WHERE d.account_id = $1 AND d.sequence_id = $2 AND d.id = $3`
+
 func (db *DB) SequenceDayByID(ctx context.Context, accountID, seqID, dayID int64) (SequenceDay, error) {
 	var d SequenceDay
-	if err := db.GetContext(ctx, &d, `SELECT `+dayColumns+` FROM sequence_days d JOIN campaigns c ON c.id = d.campaign_id
-WHERE d.account_id = $1 AND d.sequence_id = $2 AND d.id = $3`, accountID, seqID, dayID); err != nil {
+	if err := db.GetContext(ctx, &d, sequenceDayByID, accountID, seqID, dayID); err != nil {
 		return SequenceDay{}, notFound("sequence day", err)
 	}
 	return d, nil
@@ -831,33 +833,38 @@ WHERE sequence_id = $1 AND current_day >= $2 AND status = 'active'`, seqID, d.Po
 
 // AppendSequenceDays appends days (the AI outline) in one transaction.
 func (db *DB) AppendSequenceDays(ctx context.Context, accountID int64, actor Actor, seqID int64, days []DayInput) ([]SequenceDay, error) {
+	var out []SequenceDay
+	err := db.WithTx(ctx, func(tx *sqlx.Tx) error {
+		var err error
+		out, err = AppendSequenceDaysTx(ctx, tx, accountID, actor, seqID, days)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// AppendSequenceDaysTx appends days in tx, the transaction of a caller that
+// commits them together with something else (the AI charge of an outline).
+func AppendSequenceDaysTx(ctx context.Context, tx *sqlx.Tx, accountID int64, actor Actor, seqID int64, days []DayInput) ([]SequenceDay, error) {
 	for i := range days {
 		if err := days[i].Normalize(); err != nil {
 			return nil, err
 		}
 	}
-	ids := make([]int64, 0, len(days))
-	err := db.WithTx(ctx, func(tx *sqlx.Tx) error {
-		for _, d := range days {
-			d.Position = nil
-			id, err := createDayTx(ctx, tx, accountID, actor, seqID, d)
-			if err != nil {
-				return err
-			}
-			ids = append(ids, id)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]SequenceDay, 0, len(ids))
-	for _, id := range ids {
-		d, err := db.SequenceDayByID(ctx, accountID, seqID, id)
+	out := make([]SequenceDay, 0, len(days))
+	for _, d := range days {
+		d.Position = nil
+		id, err := createDayTx(ctx, tx, accountID, actor, seqID, d)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, d)
+		var day SequenceDay
+		if err := tx.GetContext(ctx, &day, sequenceDayByID, accountID, seqID, id); err != nil {
+			return nil, fmt.Errorf("store: appended sequence day: %w", err)
+		}
+		out = append(out, day)
 	}
 	return out, nil
 }

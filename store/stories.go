@@ -355,6 +355,12 @@ const selectStoryDays = `SELECT DISTINCT to_char((coalesce(scheduled_at, started
 FROM campaigns WHERE account_id = $1 AND kind = 'story' AND id <> $3 AND status IN ('scheduled', 'sending', 'sent', 'paused')
   AND coalesce(scheduled_at, started_at) >= $2`
 
+// storyDayTaken reports whether another story email (scheduled, sending or
+// sent) falls on the Berlin day of $2.
+const storyDayTaken = `SELECT EXISTS (SELECT 1 FROM campaigns
+WHERE account_id = $1 AND kind = 'story' AND id <> $3 AND status IN ('scheduled', 'sending', 'sent', 'paused')
+  AND (coalesce(scheduled_at, started_at) AT TIME ZONE 'Europe/Berlin')::date = ($2::timestamptz AT TIME ZONE 'Europe/Berlin')::date)`
+
 // NextStorySlot is the first allowed weekday at send_time (Europe/Berlin)
 // after now that is not in taken (days as YYYY-MM-DD). Wall-clock times hold
 // across daylight-saving changes.
@@ -383,7 +389,8 @@ func NextStorySlot(now time.Time, sendTime string, weekdays []int64, taken map[s
 }
 
 // ScheduleStoryEmail schedules a story email at at, or (at zero) on the next
-// free allowed day at the settings' send_time: one story email per day.
+// free allowed day at the settings' send_time: one story email per Berlin
+// day (409 story_day_taken for an explicit time on a taken day).
 func (db *DB) ScheduleStoryEmail(ctx context.Context, accountID int64, actor Actor, id int64, at time.Time, opts StartOptions) (Campaign, error) {
 	now := opts.now()
 	if !at.IsZero() && !at.After(now) {
@@ -401,7 +408,17 @@ func (db *DB) ScheduleStoryEmail(ctx context.Context, accountID int64, actor Act
 		if err := opts.check(ctx, c, c.ReadyErrors()); err != nil {
 			return err
 		}
-		if at.IsZero() {
+		if !at.IsZero() {
+			var taken bool
+			if err := tx.GetContext(ctx, &taken, storyDayTaken, accountID, at, id); err != nil {
+				return fmt.Errorf("store: story day taken: %w", err)
+			}
+			if taken {
+				return &ConflictError{Reason: "story_day_taken", Message: fmt.Sprintf(
+					"Am %s ist bereits eine Story-E-Mail geplant oder verschickt. Pro Tag geht höchstens eine Story-E-Mail hinaus.",
+					at.In(Berlin).Format("02.01.2006"))}
+			}
+		} else {
 			s, err := storySettings(ctx, tx, accountID)
 			if err != nil {
 				return err

@@ -801,6 +801,7 @@ type SequencesText struct {
 	AtEntry, DaysAfterEntry, SameDay, DaysAfter, TimingSendTime            string
 	TimingDelay, Enrolled, OutlineDone, PlanTitle, PlanBody, Scheduled     string
 	SentNow                                                                string
+	Edit, EditStory, EditStoryLead, StoryLocked, Preview                   string
 	WeekdayNames, WeekdayShort                                             []string
 	Statuses, Triggers, ParticipantStatuses                                map[string]string
 }
@@ -2061,6 +2062,11 @@ func German() Text {
 			PlanBody:             "Story-Sequenzen gibt es ab dem Tarif Pro.",
 			Scheduled:            "Geplant für %s.",
 			SentNow:              "Die Story-E-Mail wird verschickt.",
+			Edit:                 "Bearbeiten",
+			EditStory:            "Story-E-Mail bearbeiten",
+			EditStoryLead:        "Betreff, Vorschautext und Inhalt lassen sich ändern, solange die Story-E-Mail ein Entwurf oder geplant ist.",
+			StoryLocked:          "Diese Story-E-Mail ist bereits verschickt und kann nicht mehr geändert werden.",
+			Preview:              "Vorschau",
 			WeekdayNames:         []string{"Montag", "Dienstag", "Mittwoch", "Donnerstag", "Freitag", "Samstag", "Sonntag"},
 			WeekdayShort:         []string{"Mo", "Di", "Mi", "Do", "Fr", "Sa", "So"},
 			Statuses: map[string]string{"draft": "Entwurf", "scheduled": "Geplant", "sending": "Im Versand", "sent": "Versendet",

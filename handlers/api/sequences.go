@@ -475,12 +475,17 @@ func (a *API) outlineSequence(w http.ResponseWriter, r *http.Request) error {
 		return store.WithHint(errUnavailable, ai.HintNotConfigured)
 	}
 	save := req.Save == nil || *req.Save
+	respondInTx(a, w, r, http.StatusOK, newOutlineResponse)
 	res, err := a.sequences.Outline(r.Context(), accountID(r), actor(r), id, sequence.OutlineInput{
 		Topic: req.Topic, Goal: req.Goal, Tone: req.Tone, Model: req.Model, Days: req.Days, Save: save,
 		RequestID: requestID(r.Context())})
 	if err != nil {
 		return err
 	}
+	return writeData(w, r, http.StatusOK, newOutlineResponse(res))
+}
+
+func newOutlineResponse(res sequence.OutlineResult) any {
 	out := outlineResponse{Days: make([]outlineDayResponse, len(res.Days)), Saved: len(res.Saved) > 0,
 		CostEUR: res.Completion.Cost.Float(), RemainingEUR: res.Completion.Remaining.Float(), Model: res.Completion.Model,
 		Provider: res.Completion.Provider, FallbackUsed: res.Completion.FallbackUsed}
@@ -491,5 +496,5 @@ func (a *API) outlineSequence(w http.ResponseWriter, r *http.Request) error {
 			out.Days[i].ID, out.Days[i].Position, out.Days[i].DelayDays = &s.ID, &s.Position, &s.DelayDays
 		}
 	}
-	return writeData(w, r, http.StatusOK, out)
+	return out
 }

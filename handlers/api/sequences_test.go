@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -416,6 +417,19 @@ func TestStoryEmailsAPI(t *testing.T) {
 	if *s.ScheduledAt != "2026-04-10T18:00:00+02:00" {
 		t.Fatalf("explicit: %v", *s.ScheduledAt)
 	}
+	// One story email per Berlin day holds for an explicit time too: 30 March
+	// (00:30 Berlin is still that day, 22:30 UTC of the 29th) and 10 April
+	// are taken; the email itself may move within its own day.
+	other := create("Gleicher Tag")
+	for _, at := range []string{"2026-03-30 20:00", "2026-03-29T22:30:00Z", "2026-04-10 06:00"} {
+		r := e.do(t, "POST", fmt.Sprintf("/v1/story-emails/%d/schedule", other.ID), map[string]any{"scheduled_at": at}, 409)
+		if r.ErrorCode(t) != "conflict" || !strings.Contains(string(r.Body), `"reason":"story_day_taken"`) || !strings.Contains(string(r.Body), "bereits eine Story-E-Mail") {
+			t.Fatalf("same day %s: %s", at, r.Body)
+		}
+	}
+	e.do(t, "POST", fmt.Sprintf("/v1/story-emails/%d/schedule", s.ID), map[string]any{"scheduled_at": "2026-04-10 19:00"}, 200)
+	e.do(t, "POST", fmt.Sprintf("/v1/story-emails/%d/schedule", other.ID), map[string]any{"scheduled_at": "2026-04-11 09:00"}, 200)
+	e.do(t, "DELETE", fmt.Sprintf("/v1/story-emails/%d", other.ID), nil, 204)
 	e.do(t, "PATCH", fmt.Sprintf("/v1/story-emails/%d", stories[0].ID), map[string]any{"subject": "Neu"}, 200)
 
 	// Test mail and send now.
@@ -519,5 +533,39 @@ func TestSeinfeldABTest(t *testing.T) {
 	e.do(t, "GET", fmt.Sprintf("/v1/ab-tests/%d", ab.ID), nil, 200).Data(t, &ab)
 	if ab.Status != "running" {
 		t.Fatalf("test after the send: %+v", ab)
+	}
+}
+
+// TestSequenceOutlineCommitsWithTheDebit: a failure after the AI debit of an
+// outline committed must not let a retry with the same Idempotency-Key call
+// the provider, append the days or charge again; the retry replays the
+// response that committed with the charge.
+func TestSequenceOutlineCommitsWithTheDebit(t *testing.T) {
+	var fake *aitest.Server
+	e := newSeqEnv(t, "pro", func(db *store.DB) *ai.Service {
+		fake = aitest.NewAnthropic(t, "sk-ant-test", aitest.Fixed(aitest.Reply{Text: outlineJSON(3), TokensIn: 500, TokensOut: 1500}))
+		return ai.NewService(db, ai.Config{Primary: ai.NewAnthropic(fake.URL, "sk-ant-test"), AttemptTimeout: 2 * time.Second, RetryDelay: time.Millisecond})
+	})
+	if _, err := e.db.AITopUp(context.Background(), e.acct, 10*store.EUR); err != nil {
+		t.Fatal(err)
+	}
+	var s seqOut
+	e.do(t, "POST", "/v1/sequences", map[string]any{"name": "KI einmal"}, 201).Data(t, &s)
+	failLateIdempotencyRecords(t, e.db)
+	path := fmt.Sprintf("/v1/sequences/%d/outline", s.ID)
+	body := map[string]any{"topic": "Sauerteig", "days": 3}
+	first := e.c.Request(http.MethodPost, path, body, hdr("Idempotency-Key", "outline-once"))
+	if first.Status != http.StatusOK {
+		t.Fatalf("outline: %d %s", first.Status, first.Body)
+	}
+	again := e.c.Request(http.MethodPost, path, body, hdr("Idempotency-Key", "outline-once"))
+	if again.Status != http.StatusOK || again.Header.Get("Idempotent-Replayed") != "true" || string(again.Body) != string(first.Body) {
+		t.Errorf("retry: %d replayed=%q\n%s\nfirst:\n%s", again.Status, again.Header.Get("Idempotent-Replayed"), again.Body, first.Body)
+	}
+	if calls, debits := len(fake.Calls()), countRows(t, e.db, `SELECT count(*) FROM ai_ledger WHERE account_id = $1 AND kind = 'debit'`, e.acct); calls != 1 || debits != 1 {
+		t.Errorf("%d provider calls and %d debits, want 1 and 1", calls, debits)
+	}
+	if n := countRows(t, e.db, `SELECT count(*) FROM sequence_days WHERE account_id = $1 AND sequence_id = $2`, e.acct, s.ID); n != 3 {
+		t.Errorf("%d days appended, want 3", n)
 	}
 }

@@ -148,6 +148,93 @@ func (p *Portal) storyAction(send bool) func(http.ResponseWriter, *http.Request)
 	}
 }
 
+// storyEditable reports whether a story email's content may still change
+// (the store refuses others with 409 already_sent).
+func storyEditable(c store.Campaign) bool {
+	return c.Status == store.CampaignDraft || c.Status == store.CampaignScheduled
+}
+
+func (p *Portal) storyEditForm(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	c, err := p.db.StoryEmail(r.Context(), accountID(r), id)
+	if err != nil {
+		return err
+	}
+	return p.renderStoryEdit(w, r, http.StatusOK, views.StoryEditForm{ID: c.ID, Status: c.Status, Subject: c.Subject,
+		Preheader: c.Preheader, HTML: c.HTML, Locked: !storyEditable(c), Saved: r.URL.Query().Get("saved") == "1",
+		Errors: map[string]string{}})
+}
+
+func (p *Portal) renderStoryEdit(w http.ResponseWriter, r *http.Request, status int, f views.StoryEditForm) error {
+	s := p.shell(r, views.TextFor(r.Context()).Sequences.EditStory, views.NavStoryEmails)
+	p.render(w, r, status, views.StoryEditPage(s, f))
+	return nil
+}
+
+// saveStory changes a story email's subject, preheader and content through
+// the service the API's PATCH uses.
+func (p *Portal) saveStory(w http.ResponseWriter, r *http.Request) error {
+	svc, err := p.sequenceService()
+	if err != nil {
+		return err
+	}
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	if err := parseFormMax(w, r, maxNewsletterForm); err != nil {
+		return err
+	}
+	f := views.StoryEditForm{ID: id, Subject: r.PostFormValue("subject"), Preheader: r.PostFormValue("preheader"),
+		HTML: r.PostFormValue("html"), Errors: map[string]string{}}
+	_, err = svc.UpdateStoryEmail(r.Context(), accountID(r), actor(r), id, store.NewsletterInput{Subject: &f.Subject,
+		Preheader: &f.Preheader, HTML: &f.HTML})
+	if err == nil {
+		http.Redirect(w, r, fmt.Sprintf("/story-emails/%d?saved=1", id), http.StatusSeeOther)
+		return nil
+	}
+	msg, ok := seqRefusal(err)
+	if !ok {
+		return err
+	}
+	c, cerr := p.db.StoryEmail(r.Context(), accountID(r), id)
+	if cerr != nil {
+		return cerr
+	}
+	f.Status = c.Status
+	status := http.StatusUnprocessableEntity
+	var ce *store.ConflictError
+	if errors.As(err, &ce) {
+		status, f.Alert = http.StatusConflict, msg
+	} else if !fieldErrors(err, f.Errors) {
+		f.Alert = msg
+	}
+	return p.renderStoryEdit(w, r, status, f)
+}
+
+// previewStory renders the typed content with the story email's stored
+// settings (template, sender) for the live preview.
+func (p *Portal) previewStory(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	c, err := p.db.StoryEmail(r.Context(), accountID(r), id)
+	if err != nil {
+		return err
+	}
+	if err := parseFormMax(w, r, maxNewsletterForm); err != nil {
+		return err
+	}
+	c.Subject, c.Preheader, c.HTML = r.PostFormValue("subject"), r.PostFormValue("preheader"), r.PostFormValue("html")
+	c.Markdown, c.Text = "", ""
+	p.render(w, r, http.StatusOK, views.NewsletterPreviewFrame(p.preview(r, c, "")))
+	return nil
+}
+
 // seqRefusal is the German message of a refused change (validation,
 // conflict, limit, plan, an unavailable AI), for a flash or the builder's
 // alert; ok is false for other errors.
@@ -178,7 +265,10 @@ func (p *Portal) storySettingsForm(w http.ResponseWriter, r *http.Request) error
 		return err
 	}
 	f := views.StorySettingsForm{SendTime: s.SendTime, FromName: s.FromName, ReplyTo: s.ReplyTo, Errors: map[string]string{},
-		Weekdays: map[int64]bool{}, ListIDs: map[int64]bool{}, Saved: r.URL.Query().Get("saved") == "1"}
+		Weekdays: map[int64]bool{}, ListIDs: map[int64]bool{}, Saved: r.URL.Query().Get("saved") == "1", TemplateKey: s.TemplateKey}
+	if s.SMTPServerID != nil {
+		f.SMTPServerID = *s.SMTPServerID
+	}
 	for _, d := range s.Weekdays {
 		f.Weekdays[d] = true
 	}
@@ -194,6 +284,12 @@ func (p *Portal) renderStorySettings(w http.ResponseWriter, r *http.Request, sta
 		return err
 	}
 	f.Lists = lists
+	if f.Servers, _, err = p.db.SMTPServers(r.Context(), accountID(r), store.Page{Page: 1, PerPage: maxPickerLists}); err != nil {
+		return err
+	}
+	if f.Templates, _, err = p.db.Templates(r.Context(), accountID(r), store.Page{Page: 1, PerPage: maxPickerTemplates}); err != nil {
+		return err
+	}
 	s := p.shell(r, views.TextFor(r.Context()).Sequences.StorySettings, views.NavStoryEmails)
 	p.render(w, r, status, views.StorySettingsPage(s, f))
 	return nil
@@ -216,8 +312,18 @@ func (p *Portal) saveStorySettings(w http.ResponseWriter, r *http.Request) error
 	for _, id := range lists {
 		f.ListIDs[id] = true
 	}
+	f.TemplateKey = r.PostFormValue("template_key")
+	if v := r.PostFormValue("smtp_server_id"); v != "" {
+		id, perr := strconv.ParseInt(v, 10, 64)
+		if perr != nil || id < 0 {
+			f.Errors["smtp_server_id"] = views.TextFor(r.Context()).Common.FormInvalid
+			return p.renderStorySettings(w, r, http.StatusUnprocessableEntity, f)
+		}
+		f.SMTPServerID = id
+	}
 	_, err = svc.PutStorySettings(r.Context(), accountID(r), actor(r), store.StorySettingsInput{ListIDs: &lists,
-		SendTime: &f.SendTime, Weekdays: &days, FromName: &f.FromName, ReplyTo: &f.ReplyTo})
+		SendTime: &f.SendTime, Weekdays: &days, FromName: &f.FromName, ReplyTo: &f.ReplyTo,
+		SMTPServerID: &f.SMTPServerID, TemplateKey: &f.TemplateKey})
 	if fieldErrors(err, f.Errors) {
 		return p.renderStorySettings(w, r, http.StatusUnprocessableEntity, f)
 	}

@@ -157,3 +157,119 @@ func TestStoryCalendar(t *testing.T) {
 		t.Errorf("gaps: %d", page.Doc.Find("tr.is-gap").Length())
 	}
 }
+
+// TestStorySettingsRouteAndTemplate: the settings page offers the SMTP
+// server and the template the API's settings have, and saves them through
+// the service.
+func TestStorySettingsRouteAndTemplate(t *testing.T) {
+	s := newServer(t, dbtest.URL(t), nil, base)
+	acct := newAccount(t, s.db, "starter")
+	c := newClient(t, s)
+	c.signIn(acct.Email, acct.Password)
+	ctx := context.Background()
+	srv, err := s.db.CreateSMTPServer(ctx, testBox(t), acct.ID, store.NewSMTPServer{SMTPServerSettings: store.SMTPServerSettings{
+		Name: "Story-Server", Host: "127.0.0.1", Port: 2525, Encryption: "none", FromEmail: "story@baeckerei.test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, name, html := "story-rahmen", "Story-Rahmen", "<div>{{content}}</div>"
+	if _, err := s.db.CreateTemplate(ctx, acct.ID, store.Actor{Type: store.ActorSystem}, store.TemplateInput{Key: &key, Name: &name, HTML: &html}); err != nil {
+		t.Fatal(err)
+	}
+	page := c.get("/story-emails/settings")
+	wantStatus(t, page, http.StatusOK)
+	if page.Doc.Find(fmt.Sprintf(`select[name=smtp_server_id] option[value="%d"]`, srv.ID)).Length() != 1 ||
+		page.Doc.Find(`select[name=template_key] option[value="story-rahmen"]`).Length() != 1 {
+		t.Fatalf("no server or template choice:\n%s", page.Body)
+	}
+	wantRedirect(t, c.post("/story-emails/settings", url.Values{"send_time": {"07:00"}, "weekdays": {"1"},
+		"smtp_server_id": {fmt.Sprint(srv.ID)}, "template_key": {key}}), "/story-emails/settings?saved=1")
+	got, err := s.db.StorySettingsOf(ctx, acct.ID)
+	if err != nil || got.SMTPServerID == nil || *got.SMTPServerID != srv.ID || got.TemplateKey != key {
+		t.Fatalf("saved: %+v %v", got, err)
+	}
+	page = c.get("/story-emails/settings")
+	if v, _ := page.Doc.Find(`select[name=smtp_server_id] option[selected]`).Attr("value"); v != fmt.Sprint(srv.ID) {
+		t.Errorf("server not selected: %q", v)
+	}
+	if v, _ := page.Doc.Find(`select[name=template_key] option[selected]`).Attr("value"); v != key {
+		t.Errorf("template not selected: %q", v)
+	}
+	// Back to the default route and no template.
+	wantRedirect(t, c.post("/story-emails/settings", url.Values{"send_time": {"07:00"}, "weekdays": {"1"},
+		"smtp_server_id": {"0"}, "template_key": {""}}), "/story-emails/settings?saved=1")
+	if got, _ = s.db.StorySettingsOf(ctx, acct.ID); got.SMTPServerID != nil || got.TemplateKey != "" {
+		t.Fatalf("cleared: %+v", got)
+	}
+}
+
+// TestStoryEmailEdit: a draft or scheduled story email is edited (subject,
+// preheader, content) and previewed through the service the API uses; a
+// sent one shows no form and refuses a change with the conflict's message.
+func TestStoryEmailEdit(t *testing.T) {
+	s := newServer(t, dbtest.URL(t), nil, base)
+	acct := newAccount(t, s.db, "starter")
+	c := newClient(t, s)
+	c.signIn(acct.Email, acct.Password)
+	ctx := context.Background()
+	wantRedirect(t, c.post("/story-emails/new", url.Values{"subject": {"Erster Entwurf"}, "html": {"<p>Alt</p>"}}), "/story-emails")
+	stories, _, err := s.db.StoryEmails(ctx, acct.ID, "", store.Page{Page: 1, PerPage: 10})
+	if err != nil || len(stories) != 1 {
+		t.Fatalf("stories: %v %v", stories, err)
+	}
+	id := stories[0].ID
+	path := fmt.Sprintf("/story-emails/%d", id)
+	if href, _ := c.get("/story-emails").find("story-edit").Attr("href"); href != path {
+		t.Fatalf("no edit link to %s: %q", path, href)
+	}
+	page := c.get(path)
+	wantStatus(t, page, http.StatusOK)
+	if v, _ := page.find("story-edit-form").Find(`input[name=subject]`).Attr("value"); v != "Erster Entwurf" {
+		t.Fatalf("edit form subject %q:\n%s", v, page.Body)
+	}
+	r := c.post(path, url.Values{"subject": {strings.Repeat("x", 300)}, "preheader": {"Kurz"}, "html": {"<p>Neu</p>"}})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	if r.find("field-subject").Find(".field-error").Length() == 0 {
+		t.Errorf("no error next to subject:\n%s", r.Body)
+	}
+	wantRedirect(t, c.post(path, url.Values{"subject": {"Neuer Betreff"}, "preheader": {"Vorschau heute"}, "html": {"<p>Neuer Inhalt</p>"}}), path+"?saved=1")
+	got, err := s.db.StoryEmail(ctx, acct.ID, id)
+	if err != nil || got.Subject != "Neuer Betreff" || got.Preheader != "Vorschau heute" || !strings.Contains(got.HTML, "Neuer Inhalt") {
+		t.Fatalf("saved: %+v %v", got, err)
+	}
+	pv := c.post(path+"/preview", url.Values{"subject": {"Vorschau-Betreff"}, "html": {"<p>Ungespeicherter Text</p>"}})
+	wantStatus(t, pv, http.StatusOK)
+	if !strings.Contains(pv.Body, "Vorschau-Betreff") || !strings.Contains(pv.Body, "Ungespeicherter Text") {
+		t.Fatalf("preview:\n%s", pv.Body)
+	}
+	name := "Story"
+	l, err := s.db.CreateList(ctx, acct.ID, store.Actor{Type: store.ActorSystem}, store.ListInput{Name: &name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRedirect(t, c.post("/story-emails/settings", url.Values{"send_time": {"06:45"}, "weekdays": {"1", "2", "3", "4", "5", "6", "7"},
+		"list_ids": {fmt.Sprint(l.ID)}}), "/story-emails/settings?saved=1")
+	wantRedirect(t, c.post(path+"/schedule", url.Values{}), "/story-emails")
+	if href, _ := c.get("/story-emails").find("story-entry-edit").Attr("href"); href != path {
+		t.Errorf("no edit link on the scheduled entry: %q", href)
+	}
+	wantRedirect(t, c.post(path, url.Values{"subject": {"Geplant geändert"}, "html": {"<p>Neuer Inhalt</p>"}}), path+"?saved=1")
+	if got, _ = s.db.StoryEmail(ctx, acct.ID, id); got.Status != store.CampaignScheduled || got.Subject != "Geplant geändert" {
+		t.Fatalf("scheduled edit: %s %q", got.Status, got.Subject)
+	}
+	if _, err := s.db.ExecContext(ctx, `UPDATE campaigns SET status = 'sent', started_at = now() WHERE id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	page = c.get(path)
+	wantStatus(t, page, http.StatusOK)
+	if page.find("story-edit-form").Length() != 0 || page.find("story-locked").Length() != 1 {
+		t.Fatalf("sent story still editable:\n%s", page.Body)
+	}
+	r = c.post(path, url.Values{"subject": {"Zu spät"}, "html": {"<p>x</p>"}})
+	wantStatus(t, r, http.StatusConflict)
+	if !strings.Contains(r.Body, "bereits") {
+		t.Errorf("conflict message missing:\n%s", r.Body)
+	}
+	c404 := c.get("/story-emails/999999")
+	wantStatus(t, c404, http.StatusNotFound)
+}

@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/ai"
@@ -233,7 +234,8 @@ func (s *Service) Outline(ctx context.Context, accountID int64, actor store.Acto
 	if err := in.validate(); err != nil {
 		return OutlineResult{}, err
 	}
-	if _, err := s.db.Sequence(ctx, accountID, seqID); err != nil {
+	seq, err := s.db.Sequence(ctx, accountID, seqID)
+	if err != nil {
 		return OutlineResult{}, err
 	}
 	if s.ai == nil {
@@ -241,7 +243,8 @@ func (s *Service) Outline(ctx context.Context, accountID int64, actor store.Acto
 			Message: "Die KI-Textgenerierung ist auf diesem Server nicht eingerichtet."}, ai.HintNotConfigured)
 	}
 	var days []OutlineDay
-	comp, err := s.ai.Complete(ctx, accountID, ai.Call{
+	var res OutlineResult
+	_, err = s.ai.Complete(ctx, accountID, ai.Call{
 		Action: "sequence_outline", Model: in.Model, System: outlineSystem, Prompt: outlinePrompt(in),
 		MaxTokens: 600 * in.Days, RequestID: in.RequestID,
 		Accept: func(answer string) (string, error) {
@@ -252,31 +255,40 @@ func (s *Service) Outline(ctx context.Context, accountID int64, actor store.Acto
 			days = d
 			return answer, nil
 		},
+		// The days and the request's idempotent response commit with the
+		// charge: a retry after any failure past the debit replays the
+		// response instead of paying and appending again.
+		Respond: func(ctx context.Context, tx *sqlx.Tx, c ai.Completion) error {
+			res = OutlineResult{Days: days, Completion: c}
+			if in.Save {
+				saved, err := store.AppendSequenceDaysTx(ctx, tx, accountID, actor, seqID, outlineDayInputs(days, seq.DaysCount == 0))
+				if err != nil {
+					return err
+				}
+				res.Saved = saved
+			}
+			return store.RecordIdempotent(ctx, tx, res)
+		},
 	})
 	if err != nil {
 		return OutlineResult{}, err
 	}
-	res := OutlineResult{Days: days, Completion: comp}
-	if !in.Save {
-		return res, nil
-	}
+	return res, nil
+}
+
+// outlineDayInputs makes days one day apart; the first day of an empty
+// sequence goes out at entry.
+func outlineDayInputs(days []OutlineDay, empty bool) []store.DayInput {
 	inputs := make([]store.DayInput, len(days))
 	for i, d := range days {
 		delay := 1
+		if i == 0 && empty {
+			delay = 0
+		}
 		subject, pre, html := d.Subject, d.Preheader, d.HTML
 		inputs[i] = store.DayInput{DelayDays: &delay, Content: store.NewsletterInput{Subject: &subject, Preheader: &pre, HTML: &html}}
 	}
-	// The first day of an empty sequence goes out at entry.
-	if seq, err := s.db.Sequence(ctx, accountID, seqID); err == nil && seq.DaysCount == 0 {
-		zero := 0
-		inputs[0].DelayDays = &zero
-	}
-	saved, err := s.db.AppendSequenceDays(context.WithoutCancel(ctx), accountID, actor, seqID, inputs)
-	if err != nil {
-		return OutlineResult{}, err
-	}
-	res.Saved = saved
-	return res, nil
+	return inputs
 }
 
 // checkRoute reports a campaign whose chosen SMTP server does not exist as
