@@ -516,11 +516,38 @@ func TestDraftApproveDiscardAndAutoDraft(t *testing.T) {
 	if err != nil || len(drafts) != 1 || drafts[0].MessageID == m.ID {
 		t.Errorf("auto drafts = %+v, %v", drafts, err)
 	}
+
+	// The rule action ai_draft drafts a matching message even with
+	// auto_draft off, and only that one.
+	in.AutoDraft = false
+	if _, err := f.svc.SaveSettings(ctx, f.acct, in); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.db.CreateInboxRule(ctx, f.acct, store.NewInboxRule{Name: "Angebote", SubjectContains: "angebot", Action: store.RuleAIDraft}); err != nil {
+		t.Fatal(err)
+	}
+	f.imap.Append(t, "INBOX", imaptest.Mail("carla@example.com", "Angebot gewünscht", "Was kostet die Torte?"))
+	f.imap.Append(t, "INBOX", imaptest.Mail("dora@example.com", "Gruß", "Schöne Grüße"))
+	f.sync(t)
+	drafts, _, err = f.db.InboxDrafts(ctx, f.acct, store.DraftPending, store.Page{Page: 1, PerPage: 10})
+	if err != nil || len(drafts) != 2 {
+		t.Fatalf("after the ai_draft rule: %d pending drafts (%v), want 2", len(drafts), err)
+	}
+	byRule := 0
+	for _, dr := range drafts {
+		if msg, err := f.db.InboxMessage(ctx, f.acct, dr.MessageID); err == nil && msg.FromEmail == "carla@example.com" {
+			byRule++
+		}
+	}
+	if byRule != 1 {
+		t.Errorf("the ai_draft rule drafted %d replies to the matching message, want 1", byRule)
+	}
+
 	met, err := f.db.InboxMetrics(ctx, f.acct, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if met.Received != 2 || met.Replied != 1 || met.AIDrafts != 3 || met.AIDraftsApproved != 1 || met.AvgFirstResponseMinutes == nil || met.Unread != 2 {
+	if met.Received != 4 || met.Replied != 1 || met.AIDrafts != 4 || met.AIDraftsApproved != 1 || met.AvgFirstResponseMinutes == nil || met.Unread != 4 {
 		t.Errorf("metrics = %+v", met)
 	}
 }
