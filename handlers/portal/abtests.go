@@ -31,14 +31,7 @@ func (p *Portal) abService() (*abtest.Service, error) {
 // needAB serves h only to accounts whose plan has A/B tests; others get a
 // page saying so (402, as the API answers).
 func (p *Portal) needAB(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
-	return p.handle(func(w http.ResponseWriter, r *http.Request) error {
-		if err := viewer(r).Plan.Require("ab_tests"); err != nil {
-			t := views.TextFor(r.Context()).AB
-			p.errorPage(w, r, http.StatusPaymentRequired, t.PlanTitle, t.PlanBody)
-			return nil
-		}
-		return h(w, r)
-	})
+	return p.needPlan("ab_tests", func(t views.Text) (string, string) { return t.AB.PlanTitle, t.AB.PlanBody }, h)
 }
 
 func (p *Portal) listABTests(w http.ResponseWriter, r *http.Request) error {

@@ -31,17 +31,3 @@ func (p *Portal) aiUsage(w http.ResponseWriter, r *http.Request) error {
 	p.page(w, r, http.StatusOK, views.AIUsagePage(s, u), views.AIUsageSection(u))
 	return nil
 }
-
-// needFeature serves h only to accounts whose plan has feature; others get a
-// page that names it and points to the plan page (402, as the API answers).
-func (p *Portal) needFeature(feature string, h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
-	return p.handle(func(w http.ResponseWriter, r *http.Request) error {
-		if err := viewer(r).Plan.Require(feature); err != nil {
-			t := views.TextFor(r.Context())
-			p.errorPage(w, r, http.StatusPaymentRequired, t.Plan.FeatureTitle,
-				sprintf(t.Plan.FeatureBody, views.FeatureLabel(t, feature)))
-			return nil
-		}
-		return h(w, r)
-	})
-}

@@ -29,17 +29,13 @@ const maxCalendarItems = 100
 const blankBlockedRows = 3
 
 func (p *Portal) needAppointments(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
-	return p.handle(func(w http.ResponseWriter, r *http.Request) error {
-		if p.appointments == nil {
-			return errNoAppointments
-		}
-		if err := viewer(r).Plan.Require(appointment.Feature); err != nil {
-			t := views.TextFor(r.Context()).Appointments
-			p.errorPage(w, r, http.StatusPaymentRequired, t.PlanTitle, t.PlanBody)
-			return nil
-		}
-		return h(w, r)
-	})
+	return p.needPlan(appointment.Feature, func(t views.Text) (string, string) { return t.Appointments.PlanTitle, t.Appointments.PlanBody },
+		func(w http.ResponseWriter, r *http.Request) error {
+			if p.appointments == nil {
+				return errNoAppointments
+			}
+			return h(w, r)
+		})
 }
 
 var calendarWeekdays = []string{"Mo", "Di", "Mi", "Do", "Fr", "Sa", "So"}

@@ -19,17 +19,13 @@ const inboxPerPage = 50
 
 // needInbox answers 402 with an explanation when the plan lacks the inbox.
 func (p *Portal) needInbox(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
-	return p.handle(func(w http.ResponseWriter, r *http.Request) error {
-		if err := viewer(r).Plan.Require(store.FeatureInbox); err != nil {
-			t := views.TextFor(r.Context()).Inbox
-			p.errorPage(w, r, http.StatusPaymentRequired, t.PlanTitle, t.PlanBody)
-			return nil
-		}
-		if p.inbox == nil {
-			return errors.New("portal: no inbox service")
-		}
-		return h(w, r)
-	})
+	return p.needPlan(store.FeatureInbox, func(t views.Text) (string, string) { return t.Inbox.PlanTitle, t.Inbox.PlanBody },
+		func(w http.ResponseWriter, r *http.Request) error {
+			if p.inbox == nil {
+				return errors.New("portal: no inbox service")
+			}
+			return h(w, r)
+		})
 }
 
 // inboxPage is the three-pane inbox; ?id= opens a message in the reading pane.

@@ -33,14 +33,7 @@ func (p *Portal) integrationService() (*integration.Service, error) {
 // needIntegrations serves h only to accounts whose plan has integrations;
 // others get a page saying so (402, as the API answers).
 func (p *Portal) needIntegrations(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
-	return p.handle(func(w http.ResponseWriter, r *http.Request) error {
-		if err := viewer(r).Plan.Require(store.FeatureIntegrations); err != nil {
-			t := views.TextFor(r.Context()).Integrations
-			p.errorPage(w, r, http.StatusPaymentRequired, t.PlanTitle, t.PlanBody)
-			return nil
-		}
-		return h(w, r)
-	})
+	return p.needPlan(store.FeatureIntegrations, func(t views.Text) (string, string) { return t.Integrations.PlanTitle, t.Integrations.PlanBody }, h)
 }
 
 func (p *Portal) listIntegrations(w http.ResponseWriter, r *http.Request) error {

@@ -8,6 +8,28 @@ import (
 	"github.com/rundbrief/rundbrief/views"
 )
 
+// needPlan serves h only to accounts whose plan has feature; others get the
+// page texts words, with status 402 as the API answers. Every page of a plan
+// feature goes through it.
+func (p *Portal) needPlan(feature string, texts func(views.Text) (title, body string), h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
+	return p.handle(func(w http.ResponseWriter, r *http.Request) error {
+		if err := viewer(r).Plan.Require(feature); err != nil {
+			title, body := texts(views.TextFor(r.Context()))
+			p.errorPage(w, r, http.StatusPaymentRequired, title, body)
+			return nil
+		}
+		return h(w, r)
+	})
+}
+
+// needFeature is needPlan with the general page, which names the feature and
+// points to the plan page: for features without texts of their own.
+func (p *Portal) needFeature(feature string, h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
+	return p.needPlan(feature, func(t views.Text) (string, string) {
+		return t.Plan.FeatureTitle, sprintf(t.Plan.FeatureBody, views.FeatureLabel(t, feature))
+	}, h)
+}
+
 // PlanPath is the portal's plan page. The API's upgrade_url of a 402 points
 // here (BaseURL + PlanPath), so it must stay a page every signed-in user sees.
 const PlanPath = "/settings/plan"

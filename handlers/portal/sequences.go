@@ -32,14 +32,7 @@ func (p *Portal) sequenceService() (*sequence.Service, error) {
 // needSequences serves h only to accounts whose plan has sequences; others
 // get a page saying so (402, as the API answers).
 func (p *Portal) needSequences(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
-	return p.handle(func(w http.ResponseWriter, r *http.Request) error {
-		if err := viewer(r).Plan.Require("sequences"); err != nil {
-			t := views.TextFor(r.Context()).Sequences
-			p.errorPage(w, r, http.StatusPaymentRequired, t.PlanTitle, t.PlanBody)
-			return nil
-		}
-		return h(w, r)
-	})
+	return p.needPlan("sequences", func(t views.Text) (string, string) { return t.Sequences.PlanTitle, t.Sequences.PlanBody }, h)
 }
 
 func (p *Portal) storyCalendar(w http.ResponseWriter, r *http.Request) error {
