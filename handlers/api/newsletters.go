@@ -300,6 +300,23 @@ type testResponse struct {
 // testNewsletter sends test mails now: "[TEST]" subject, no tracking,
 // personalised with a sample contact; a failed address is reported in the
 // result (200), not as an error.
+// newTestResponse is the answer of every test send: each address's outcome
+// and the counts.
+func newTestResponse(results []campaign.TestMailResult) testResponse {
+	out := testResponse{Results: make([]testResultResponse, len(results))}
+	for i, res := range results {
+		tr := testResultResponse{Email: res.Email, Status: "sent", MessageID: optString(res.MessageID), Error: optString(res.Error)}
+		if res.Sent {
+			out.Sent++
+		} else {
+			tr.Status = "failed"
+			out.Failed++
+		}
+		out.Results[i] = tr
+	}
+	return out
+}
+
 func (a *API) testNewsletter(w http.ResponseWriter, r *http.Request) error {
 	if a.campaigns == nil {
 		return errSendingOff
@@ -320,18 +337,7 @@ func (a *API) testNewsletter(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := testResponse{Results: make([]testResultResponse, len(results))}
-	for i, res := range results {
-		tr := testResultResponse{Email: res.Email, Status: "sent", MessageID: optString(res.MessageID), Error: optString(res.Error)}
-		if res.Sent {
-			out.Sent++
-		} else {
-			tr.Status = "failed"
-			out.Failed++
-		}
-		out.Results[i] = tr
-	}
-	return writeData(w, r, http.StatusOK, out)
+	return writeData(w, r, http.StatusOK, newTestResponse(results))
 }
 
 func (a *API) sendNewsletter(w http.ResponseWriter, r *http.Request) error {

@@ -226,18 +226,7 @@ func (a *API) testStoryEmail(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := testResponse{Results: make([]testResultResponse, len(results))}
-	for i, res := range results {
-		tr := testResultResponse{Email: res.Email, Status: "sent", MessageID: optString(res.MessageID), Error: optString(res.Error)}
-		if res.Sent {
-			out.Sent++
-		} else {
-			tr.Status = "failed"
-			out.Failed++
-		}
-		out.Results[i] = tr
-	}
-	return writeData(w, r, http.StatusOK, out)
+	return writeData(w, r, http.StatusOK, newTestResponse(results))
 }
 
 type storySendResponse struct {
