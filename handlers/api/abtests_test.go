@@ -54,6 +54,7 @@ func (e *sendAPIEnv) draftNewsletter(t *testing.T, list int64, subject string) i
 }
 
 func TestABTestValidationRules(t *testing.T) {
+	t.Parallel()
 	e := newSendAPIEnv(t)
 	list := e.list(t, "val", 1)
 	nl := e.draftNewsletter(t, list, "Hallo")
@@ -129,6 +130,7 @@ func TestABTestValidationRules(t *testing.T) {
 }
 
 func TestABTestAPI(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := newSendAPIEnv(t)
 	list := e.list(t, "ab", 6)
@@ -279,6 +281,7 @@ func TestABTestAPI(t *testing.T) {
 }
 
 func TestABTestsNeedThePlanFeature(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "starter")
 	for _, r := range []*apitest.Response{
 		e.c.Request("GET", "/v1/ab-tests", nil),

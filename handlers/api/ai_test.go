@@ -119,6 +119,7 @@ func fixedTokens(respond func(aitest.Call) aitest.Reply) func(aitest.Call) aites
 }
 
 func TestAIGenerateChargesOnceAndReplays(t *testing.T) {
+	t.Parallel()
 	e := newAIEnv(t, "pro", 10*store.EUR, fixedTokens(aitest.Rewrite), nil)
 	idem := hdr("Idempotency-Key", "gen-1")
 	body := map[string]any{"action": "improve", "text": "Hallo Welt", "subject": "Sommer", "instruction": "locker", "scope": "newsletter"}
@@ -203,6 +204,7 @@ func TestAIGenerateChargesOnceAndReplays(t *testing.T) {
 }
 
 func TestAIGenerateResults(t *testing.T) {
+	t.Parallel()
 	e := newAIEnv(t, "business", 10*store.EUR, func(c aitest.Call) aitest.Reply {
 		if strings.Contains(c.System, "genau 8 Zeilen") {
 			return aitest.Lines(8)(c)
@@ -245,6 +247,7 @@ func TestAIGenerateResults(t *testing.T) {
 }
 
 func TestAIFallbackAndUnavailable(t *testing.T) {
+	t.Parallel()
 	e := newAIEnv(t, "pro", 10*store.EUR, aitest.Fixed(aitest.Reply{Status: 529}), fixedTokens(aitest.Rewrite))
 	r := e.c.Request(http.MethodPost, "/v1/ai/generate", map[string]any{"prompt": "Schreib einen Gruß.", "text": "Hallo"})
 	var res generateResult
@@ -293,6 +296,7 @@ func TestAIFallbackAndUnavailable(t *testing.T) {
 }
 
 func TestAIGenerateRefusals(t *testing.T) {
+	t.Parallel()
 	e := newAIEnv(t, "pro", 0, aitest.Rewrite, nil)
 
 	for _, c := range []struct {
@@ -342,6 +346,7 @@ func TestAIGenerateRefusals(t *testing.T) {
 }
 
 func TestAIRateLimit(t *testing.T) {
+	t.Parallel()
 	e := newAIEnv(t, "pro", 10*store.EUR, fixedTokens(aitest.Rewrite), nil)
 	_, second := e.newKey(t, store.KeySettings{Name: "second"})
 	keys := []*apitest.Client{e.c, e.client(t, e.h, second)}

@@ -113,6 +113,7 @@ func wantError(t *testing.T, r *apitest.Response, status int, code string) map[s
 }
 
 func TestPublicEndpoints(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "business")
 	anon := e.client(t, e.h, "")
 	for _, path := range []string{"/v1/", "/v1"} {
@@ -141,6 +142,7 @@ func TestPublicEndpoints(t *testing.T) {
 }
 
 func TestAuthentication(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "business")
 	anon := e.client(t, e.h, "")
 	r := anon.Request(http.MethodGet, "/v1/me", nil)
@@ -188,6 +190,7 @@ func TestAuthentication(t *testing.T) {
 }
 
 func TestRevokedInAnotherProcessIsRefusedWithinOneSecond(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "business")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -210,6 +213,7 @@ func TestRevokedInAnotherProcessIsRefusedWithinOneSecond(t *testing.T) {
 }
 
 func TestPreflight(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "business")
 	anon := e.client(t, e.h, "")
 	for path, origin := range map[string]string{
@@ -242,6 +246,7 @@ func TestPreflight(t *testing.T) {
 }
 
 func TestCORSOnAuthenticatedResponses(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "business")
 	r := e.c.Request(http.MethodGet, "/v1/me", nil, hdr("Origin", "https://app.example.com"))
 	if r.Header.Get("Access-Control-Allow-Origin") != "https://app.example.com" || r.Header.Get("Vary") != "Origin" {
@@ -265,6 +270,7 @@ func TestCORSOnAuthenticatedResponses(t *testing.T) {
 }
 
 func TestKeyRestrictions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "business")
 	_, ipKey := e.newKey(t, store.KeySettings{AllowedIPs: []string{"10.0.0.0/8", "203.0.113.7"}})
 	_, originKey := e.newKey(t, store.KeySettings{AllowedOrigins: []string{"https://*.example.com", "https://app.test"}})
@@ -304,6 +310,7 @@ func TestKeyRestrictions(t *testing.T) {
 // validator requires them on every 403), without spending the key's budget: a key
 // used from where it is not allowed cannot use up its owner's requests.
 func TestRefusalsCarryRateLimitHeaders(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "business")
 	five := 5
 	_, key := e.newKey(t, store.KeySettings{RateLimit: &five, AllowedIPs: []string{"10.0.0.0/8"}, AllowedOrigins: []string{"https://app.test"}})
@@ -357,6 +364,7 @@ func TestRefusalsCarryRateLimitHeaders(t *testing.T) {
 }
 
 func TestScopes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "business")
 	_, sendOnly := e.newKey(t, store.KeySettings{Scopes: []string{"send"}})
 	c := e.client(t, e.h, sendOnly)
@@ -374,6 +382,7 @@ func TestScopes(t *testing.T) {
 }
 
 func TestFreePlanHasNoAPI(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "free")
 	for _, path := range []string{"/v1/me", "/v1/plan/limits", "/v1/logs/api"} {
 		got := wantError(t, e.c.Request(http.MethodGet, path, nil), 402, "plan_required")
@@ -390,6 +399,7 @@ func TestFreePlanHasNoAPI(t *testing.T) {
 }
 
 func TestNotFoundAndMethodNotAllowed(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "business")
 	wantError(t, e.c.Request(http.MethodGet, "/v1/nothing/here", nil), 404, "not_found")
 	r := e.c.Request(http.MethodDelete, "/v1/me", nil)
@@ -417,6 +427,7 @@ func TestNotFoundAndMethodNotAllowed(t *testing.T) {
 }
 
 func TestRateLimit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "business")
 	three := 3
 	k, key := e.newKey(t, store.KeySettings{RateLimit: &three})
@@ -450,6 +461,7 @@ func TestRateLimit(t *testing.T) {
 }
 
 func TestPaginationRules(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "business")
 	for q, field := range map[string]string{"per_page=0": "per_page", "per_page=101": "per_page", "page=0": "page", "page=x": "page", "status=abc": "status"} {
 		got := wantError(t, e.c.Request(http.MethodGet, "/v1/logs/api?"+q, nil), 422, "validation_error")
@@ -479,6 +491,7 @@ func TestPaginationRules(t *testing.T) {
 }
 
 func TestAPILog(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "business")
 	anon := e.client(t, e.h, "")
 	req := httptest.NewRequest(http.MethodGet, "/v1/me?api_key="+e.key+"&x=1", nil)
@@ -544,6 +557,7 @@ func TestAPILog(t *testing.T) {
 }
 
 func TestMeAndPlanLimits(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "pro")
 	e.newKey(t, store.KeySettings{Name: "second", Scopes: []string{"read"}})
 	var me struct {

@@ -83,6 +83,7 @@ type settingsData struct {
 }
 
 func TestAppointmentsNeedThePlanFeature(t *testing.T) {
+	t.Parallel()
 	e := newApptEnv(t, "pro")
 	for _, p := range []string{"/v1/appointments/settings", "/v1/appointments/slots", "/v1/appointments"} {
 		res := e.c.Request("GET", p, nil)
@@ -93,6 +94,7 @@ func TestAppointmentsNeedThePlanFeature(t *testing.T) {
 }
 
 func TestAppointmentSettings(t *testing.T) {
+	t.Parallel()
 	e := newApptEnv(t, "business")
 	var s settingsData
 	res := e.c.Request("GET", "/v1/appointments/settings", nil)
@@ -161,6 +163,7 @@ func (e *apptEnv) setHours(t *testing.T, body map[string]any) {
 }
 
 func TestAppointmentSlotsAcrossDaylightSaving(t *testing.T) {
+	t.Parallel()
 	e := newApptEnv(t, "business")
 	e.setHours(t, map[string]any{"max_days_ahead": 365, "weekly_hours": map[string]any{
 		"sat": [][]string{{"09:00", "09:30"}}, "sun": [][]string{{"09:00", "09:30"}}, "fri": [][]string{}, "mon": [][]string{},
@@ -181,6 +184,7 @@ func TestAppointmentSlotsAcrossDaylightSaving(t *testing.T) {
 }
 
 func TestAppointmentBookingLifecycle(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := newApptEnv(t, "business")
 	list, err := e.db.CreateList(ctx, e.acct, store.Actor{Type: store.ActorSystem}, store.ListInput{Name: ptr("Kunden")})
@@ -288,6 +292,7 @@ func TestAppointmentBookingLifecycle(t *testing.T) {
 }
 
 func TestAppointmentsOfOtherAccountsAreNotFound(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := newApptEnv(t, "business")
 	other, err := e.db.CreateAccount(ctx, store.NewAccount{Name: "Andere", Email: "o@other.test", Password: "a long password", Plan: "business"})

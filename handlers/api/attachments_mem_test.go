@@ -20,6 +20,7 @@ import (
 // and checks that the process's peak resident size (VmHWM) grows by less than
 // 32 MB: the upload streams into PostgreSQL chunk by chunk.
 func TestAttachmentUploadMemory(t *testing.T) {
+	// Not parallel: it reads the process's peak RSS, which other tests would raise.
 	if _, err := os.Stat("/proc/self/clear_refs"); err != nil {
 		t.Fatalf("needs Linux /proc to measure: %v", err)
 	}

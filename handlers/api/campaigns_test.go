@@ -90,6 +90,7 @@ func campaignFixture(t *testing.T) (*sendAPIEnv, int64) {
 }
 
 func TestCampaignsAndAnalyticsAPI(t *testing.T) {
+	t.Parallel()
 	e, id := campaignFixture(t)
 	cpath := fmt.Sprintf("/v1/campaigns/%d", id)
 
@@ -256,6 +257,7 @@ func TestCampaignsAndAnalyticsAPI(t *testing.T) {
 // list (source bounce) and the next newsletter skips it; a full mailbox
 // (552 5.2.2) fails and bounces but does not block.
 func TestHardBounceBlocksAddress(t *testing.T) {
+	t.Parallel()
 	e := newSendAPIEnv(t, smtptest.Options{Reject: map[string]int{"b1@example.com": 550, "b2@example.com": 552}})
 	list := e.list(t, "b", 3)
 	send := func() int64 {
@@ -310,6 +312,7 @@ func TestHardBounceBlocksAddress(t *testing.T) {
 // TestContactActivitiesShowMail: a contact's timeline lists the mail it was
 // sent, opened and clicked, naming the campaign.
 func TestContactActivitiesShowMail(t *testing.T) {
+	t.Parallel()
 	e, id := campaignFixture(t)
 	var contactID int64 // kunden1: opened, and clicked link A twice
 	if err := e.db.GetContext(context.Background(), &contactID, `SELECT id FROM contacts WHERE email = 'kunden1@example.com'`); err != nil {

@@ -10,6 +10,7 @@ import (
 // as soon as the walk gets there, however long it is; before the bound, 3 MB of
 // "[" built a path per level and took gigabytes.
 func TestCheckJSONBoundsTheDepth(t *testing.T) {
+	t.Parallel()
 	for _, body := range []string{
 		strings.Repeat("[", 3<<20),
 		strings.Repeat(`{"a":`, maxJSONDepth+1) + "1" + strings.Repeat("}", maxJSONDepth+1),

@@ -114,6 +114,7 @@ func (e *env) eventNames(t *testing.T) []string {
 }
 
 func TestContactUpsertAPI(t *testing.T) {
+	t.Parallel()
 	e := newContactsEnv(t, "business")
 	l := e.list(t, "Newsletter", false)
 	c := e.contact(t, "POST", "/v1/contacts", map[string]any{
@@ -160,6 +161,7 @@ func TestContactUpsertAPI(t *testing.T) {
 }
 
 func TestContactEndpointsAPI(t *testing.T) {
+	t.Parallel()
 	e := newContactsEnv(t, "business")
 	a := e.list(t, "A", false)
 	b := e.list(t, "B", false)
@@ -305,6 +307,7 @@ func TestContactEndpointsAPI(t *testing.T) {
 }
 
 func TestListEndpointsAPI(t *testing.T) {
+	t.Parallel()
 	e := newContactsEnv(t, "business")
 	l := e.list(t, "Kunden", false)
 	if l.Color != "#4f46e5" || l.MemberCount != 0 {
@@ -387,6 +390,7 @@ func TestListEndpointsAPI(t *testing.T) {
 }
 
 func TestBulkAPI(t *testing.T) {
+	t.Parallel()
 	e := newContactsEnv(t, "business")
 	l := e.list(t, "Import", false)
 	e.contact(t, "POST", "/v1/contacts", map[string]any{"email": "da@example.com"}, 201)
@@ -445,6 +449,7 @@ func TestBulkAPI(t *testing.T) {
 }
 
 func TestBlockedAddressAPI(t *testing.T) {
+	t.Parallel()
 	e := newContactsEnv(t, "business")
 	c := e.contact(t, "POST", "/v1/contacts", map[string]any{"email": "weg@example.com"}, 201)
 	var blocked struct {
@@ -487,6 +492,7 @@ func TestBlockedAddressAPI(t *testing.T) {
 }
 
 func TestOtherAccountsIDsAPI(t *testing.T) {
+	t.Parallel()
 	e := newContactsEnv(t, "business")
 	c := e.contact(t, "POST", "/v1/contacts", map[string]any{"email": "mein@example.com", "tags": []string{"vip"}}, 201)
 	l := e.list(t, "Meins", false)
@@ -527,6 +533,7 @@ func TestOtherAccountsIDsAPI(t *testing.T) {
 }
 
 func TestContactLimitsAPI(t *testing.T) {
+	t.Parallel()
 	e := newContactsEnv(t, "starter")
 	if _, err := e.db.ExecContext(context.Background(), `UPDATE plans SET max_contacts = 2, max_lists = 1 WHERE name = 'starter'`); err != nil {
 		t.Fatal(err)
@@ -569,6 +576,7 @@ func TestContactLimitsAPI(t *testing.T) {
 }
 
 func TestConcurrentUpsertsAPI(t *testing.T) {
+	t.Parallel()
 	e := newContactsEnv(t, "business")
 	var wg sync.WaitGroup
 	statuses := make(chan int, 50)

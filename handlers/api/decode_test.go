@@ -47,6 +47,7 @@ func (b *countingBody) Close() error { return nil }
 // issue 27 did: each is 413 payload_too_large, and the server reads nothing of a
 // body declared too large and at most one byte past the limit of one that is not.
 func TestOversizedBodiesAreRefusedBeforeTheLimitIsRead(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	app := newTestApp(t, f.db)
 	_, readOnly, err := f.db.CreateKey(context.Background(), f.acct, store.KeySettings{Name: "read only", Scopes: []string{"read"}})
@@ -104,6 +105,7 @@ func TestOversizedBodiesAreRefusedBeforeTheLimitIsRead(t *testing.T) {
 // TestBodiesWithinTheLimitStillWork: a JSON body of exactly the limit is read, and
 // an idempotent request's body reaches its handler whole, declared or chunked.
 func TestBodiesWithinTheLimitStillWork(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	app := newTestApp(t, f.db)
 	for i, declared := range []bool{true, false} {

@@ -10,6 +10,7 @@ import (
 // text/html operation) under a policy that lets scripts and requests reach the
 // own origin only, and the index names it as docs_url.
 func TestDocsPage(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "business")
 	anon := e.client(t, e.h, "")
 	r := anon.Request(http.MethodGet, "/v1/docs", nil)

@@ -22,6 +22,7 @@ type emailSendJSON struct {
 }
 
 func TestEmailSendAPI(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := newSendAPIEnv(t)
 	e.do(t, "POST", "/v1/unsubscribes", map[string]any{"emails": []string{"weg@example.net"}}, 201)

@@ -168,6 +168,7 @@ func (e *formsEnv) count(t *testing.T, query string, args ...any) int {
 }
 
 func TestFormsCRUDAPI(t *testing.T) {
+	t.Parallel()
 	e := newFormsEnv(t)
 	l := e.list(t, "News", false)
 	f := e.form(t, map[string]any{"name": "Fußzeile", "list_ids": []int64{l.ID}, "tags": []string{"web"},
@@ -244,6 +245,7 @@ func TestFormsCRUDAPI(t *testing.T) {
 }
 
 func TestFormEmbedAPI(t *testing.T) {
+	t.Parallel()
 	e := newFormsEnv(t)
 	f := e.form(t, map[string]any{"fields": []string{"first_name", "city"}, "proof_of_work": true})
 	var out struct {
@@ -313,6 +315,7 @@ func TestFormEmbedAPI(t *testing.T) {
 }
 
 func TestSubscribeJSONAPI(t *testing.T) {
+	t.Parallel()
 	e := newFormsEnv(t)
 	doiList := e.list(t, "Newsletter", false)
 	doi := e.form(t, map[string]any{"list_ids": []int64{doiList.ID}, "tags": []string{"web"}})
@@ -377,6 +380,7 @@ func TestSubscribeJSONAPI(t *testing.T) {
 }
 
 func TestSubscribeFormPostAPI(t *testing.T) {
+	t.Parallel()
 	e := newFormsEnv(t)
 	f := e.form(t, map[string]any{"fields": []string{"first_name"}})
 	ok := e.post(t, f.Token, "203.0.113.6", url.Values{"email": {"anna@example.com"}, "first_name": {"Anna"}, "_rb_ts": {e.stamp(t, f.Token)}})
@@ -415,6 +419,7 @@ func TestSubscribeFormPostAPI(t *testing.T) {
 }
 
 func TestSubscribeProofOfWorkAPI(t *testing.T) {
+	t.Parallel()
 	e := newFormsEnv(t)
 	f := e.form(t, map[string]any{"proof_of_work": true, "double_opt_in": false})
 	challenge := func() botguard.Challenge {
@@ -459,6 +464,7 @@ func TestSubscribeProofOfWorkAPI(t *testing.T) {
 }
 
 func TestSubscribeRateLimitsAPI(t *testing.T) {
+	t.Parallel()
 	e := newFormsEnv(t)
 	l := e.list(t, "News", false)
 	f := e.form(t, map[string]any{"min_fill_seconds": 0, "double_opt_in": false, "list_ids": []int64{l.ID}})

@@ -48,6 +48,7 @@ var brokenBodies = [][]byte{
 // replaced by a hostile value. Not one may be answered with a 5xx, and every
 // answer must match openapi.json.
 func TestHostileRequestsNeverGet5xx(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "business")
 	a := hostileAPI(t, e)
 	app := chi.NewRouter()

@@ -45,6 +45,7 @@ func countRows(t *testing.T, db *store.DB, query string, args ...any) int {
 // Idempotency-Key send again: the retry replays the response that committed
 // with the send.
 func TestSendResponseCommitsWithTheSend(t *testing.T) {
+	t.Parallel()
 	e := newSendAPIEnv(t)
 	list := e.list(t, "idem", 2)
 	nl := e.draftNewsletter(t, list, "Einmal")
@@ -90,6 +91,7 @@ func TestSendResponseCommitsWithTheSend(t *testing.T) {
 // A failure after an AI debit committed must not let a retry call the
 // provider and charge again.
 func TestAIResponseCommitsWithTheDebit(t *testing.T) {
+	t.Parallel()
 	e := newAIEnv(t, "pro", 10*store.EUR, fixedTokens(aitest.Rewrite), nil)
 	failLateIdempotencyRecords(t, e.db)
 	body := map[string]any{"action": "improve", "text": "Hallo Welt"}

@@ -110,6 +110,7 @@ func (e *inboxEnv) list(t *testing.T, query string) []apiInboxMessage {
 }
 
 func TestInboxSettingsAPI(t *testing.T) {
+	t.Parallel()
 	e := newInboxEnv(t, "business")
 	wantError(t, e.c.Request(http.MethodGet, "/v1/inbox/settings", nil), 404, "not_found")
 	wrong := e.settingsBody("falsch")
@@ -152,12 +153,14 @@ func TestInboxSettingsAPI(t *testing.T) {
 }
 
 func TestInboxNeedsPlanFeature(t *testing.T) {
+	t.Parallel()
 	e := newInboxEnv(t, "starter")
 	wantError(t, e.c.Request(http.MethodGet, "/v1/inbox/messages", nil), 402, "plan_required")
 	wantError(t, e.c.Request(http.MethodPut, "/v1/inbox/settings", e.settingsBody("x")), 402, "plan_required")
 }
 
 func TestInboxMessagesAPI(t *testing.T) {
+	t.Parallel()
 	e := newInboxEnv(t, "business")
 	ctx := context.Background()
 	if _, err := e.db.ExecContext(ctx, `INSERT INTO contacts (account_id, email) VALUES ($1, 'anna@example.com')`, e.acct); err != nil {
@@ -254,6 +257,7 @@ func TestInboxMessagesAPI(t *testing.T) {
 }
 
 func TestInboxDraftsRulesMetricsAPI(t *testing.T) {
+	t.Parallel()
 	e := newInboxEnv(t, "business")
 	ctx := context.Background()
 	if _, err := e.db.AITopUp(ctx, e.acct, 5*store.EUR); err != nil {

@@ -62,6 +62,7 @@ type apiIntegration struct {
 }
 
 func TestIntegrationsCRUD(t *testing.T) {
+	t.Parallel()
 	db, acct, c := newIntegrationAPI(t, "business")
 	list, err := db.CreateList(context.Background(), acct, store.Actor{Type: store.ActorSystem}, store.ListInput{Name: ptrTo("Kunden")})
 	if err != nil {
@@ -143,6 +144,7 @@ func TestIntegrationsCRUD(t *testing.T) {
 }
 
 func TestIntegrationsPlanRequired(t *testing.T) {
+	t.Parallel()
 	_, _, c := newIntegrationAPI(t, "pro")
 	for _, r := range []struct{ method, path string }{
 		{http.MethodGet, "/v1/integrations"}, {http.MethodPost, "/v1/integrations"}, {http.MethodGet, "/v1/integrations/1"},

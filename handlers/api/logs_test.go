@@ -12,6 +12,7 @@ import (
 // (NUL, invalid UTF-8, a 300-byte cut inside a character) used to fail the
 // batch COPY and lose every row of it, other accounts' included.
 func TestAPILogKeepsHostileRequests(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "business")
 	e.c.Request(http.MethodGet, "/v1/me", nil, hdr("User-Agent", "before"))
 	e.c.Request(http.MethodGet, "/v1/contacts/%00", nil, hdr("User-Agent", "nul-path"))
@@ -53,6 +54,7 @@ func TestAPILogKeepsHostileRequests(t *testing.T) {
 // The total of GET /logs/api counts up to 10,000 entries: a busy key's 90
 // days must not make every page count millions of rows.
 func TestAPILogTotalIsCapped(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "business")
 	if _, err := e.db.ExecContext(context.Background(), `INSERT INTO api_log (account_id, key_id, request_id, method, path, status, duration_us, created_at)
 SELECT $1, $2, 'req_' || i, 'GET', '/v1/me', CASE WHEN i % 1000 = 0 THEN 404 ELSE 200 END, 1, now() FROM generate_series(1, 10005) i`, e.acct, e.keyID); err != nil {

@@ -185,6 +185,7 @@ func (r response) apiError(t *testing.T, schema *openapi3.Schema) Error {
 }
 
 func TestIdempotentReplay(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	app := newTestApp(t, f.db)
 	idem := map[string]string{"Idempotency-Key": "order-1"}
@@ -225,6 +226,7 @@ func TestIdempotentReplay(t *testing.T) {
 }
 
 func TestStoredResponsesAreSealed(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	app := newTestApp(t, f.db)
 	box, err := secret.NewBox("middleware tests secret, at least 32 characters")
@@ -251,6 +253,7 @@ func TestStoredResponsesAreSealed(t *testing.T) {
 }
 
 func TestIdempotencyInProgressAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	a := newTestApp(t, f.db)
 	b := newTestApp(t, dbtest.Open(t, f.url)) // a second process on the same database
@@ -280,6 +283,7 @@ func TestIdempotencyInProgressAcrossProcesses(t *testing.T) {
 }
 
 func TestConcurrentIdenticalRequestsCreateOneRecord(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	apps := []*testApp{newTestApp(t, f.db), newTestApp(t, dbtest.Open(t, f.url))}
 	var wg sync.WaitGroup
@@ -303,6 +307,7 @@ func TestConcurrentIdenticalRequestsCreateOneRecord(t *testing.T) {
 }
 
 func TestServerErrorsAreNotStoredAndDoNotLeak(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	var logs bytes.Buffer
 	app := newTestApp(t, f.db)
@@ -337,6 +342,7 @@ func TestServerErrorsAreNotStoredAndDoNotLeak(t *testing.T) {
 }
 
 func TestRequestBodyErrors(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	app := newTestApp(t, f.db)
 	schema := errorSchema(t)
@@ -386,6 +392,7 @@ func TestRequestBodyErrors(t *testing.T) {
 }
 
 func TestDomainErrorMapping(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	app := newTestApp(t, f.db)
 	schema := errorSchema(t)
@@ -409,6 +416,7 @@ func TestDomainErrorMapping(t *testing.T) {
 }
 
 func TestParseTime(t *testing.T) {
+	t.Parallel()
 	cases := map[string]string{
 		"2026-11-22T10:30:00+01:00": "2026-11-22T10:30:00+01:00",
 		"2026-11-22T09:30:00Z":      "2026-11-22T10:30:00+01:00",

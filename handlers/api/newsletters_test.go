@@ -201,6 +201,7 @@ func (e *sendAPIEnv) waitSent(t *testing.T, path string) {
 }
 
 func TestNewsletterAPI(t *testing.T) {
+	t.Parallel()
 	e := newSendAPIEnv(t)
 	list := e.list(t, "kunden", 3)
 
@@ -312,6 +313,7 @@ func TestNewsletterAPI(t *testing.T) {
 }
 
 func TestNewsletterSendChecks(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := newSendAPIEnv(t)
 	var n newsletterJSON
@@ -367,6 +369,7 @@ func TestNewsletterSendChecks(t *testing.T) {
 }
 
 func TestNewsletterMarkdownAndRetryAPI(t *testing.T) {
+	t.Parallel()
 	e := newSendAPIEnv(t)
 	list := e.list(t, "md", 2)
 	var n newsletterJSON

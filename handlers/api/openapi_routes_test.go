@@ -24,6 +24,7 @@ import (
 // TestOpenAPIDescribesEveryRoute walks the API's router and openapi.json: every
 // route is a documented operation, and every documented operation is a route.
 func TestOpenAPIDescribesEveryRoute(t *testing.T) {
+	t.Parallel()
 	doc := apitest.NewValidator(t, api.OpenAPIDocument()).Document()
 	// Without an operator relay the development outbox is served too.
 	mail := mailer.NewTransports(nil, nil, mailer.TransportOptions{})
@@ -76,6 +77,7 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 // is the document assembled from handlers/api/openapi, valid OpenAPI 3.1 to
 // kin-openapi, and holds the paths of every resource group's source file.
 func TestServedOpenAPIDocument(t *testing.T) {
+	t.Parallel()
 	h := api.New(&services.Set{Mail: mailer.NewTransports(nil, nil, mailer.TransportOptions{})}, api.Config{}).Handler()
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/openapi.json", nil))

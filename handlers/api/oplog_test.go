@@ -122,6 +122,7 @@ func newOpsEnv(t *testing.T, aiSvc func(db *store.DB) *ai.Service) *opsEnv {
 // the setting in the log line, at INFO (4xx) or WARN (503), never at ERROR, and
 // never in the answer to the client; plain client errors log nothing.
 func TestOperatorHintsInLog(t *testing.T) {
+	t.Parallel()
 	noProvider := func(db *store.DB) *ai.Service { return ai.NewService(db, ai.Config{}) }
 	noService := func(*store.DB) *ai.Service { return nil }
 	cases := []struct {

@@ -20,6 +20,7 @@ func walkFindings(body []byte) (map[string]string, error) {
 // skip the walk, the walk would have found nothing to name or refuse; every
 // body the walk names a field of or refuses as too deep goes to the walk.
 func TestPlainJSONAgreesWithTheWalk(t *testing.T) {
+	t.Parallel()
 	bodies := []string{
 		`{"email":"a@example.com","first_name":"Ä","tags":["x"],"n":12.5,"ok":true,"no":false,"z":null}`,
 		`{"contacts":[{"email":"a@b.de","custom_fields":{"k":"v","n":-3}}],"list_ids":[1,2]}`,

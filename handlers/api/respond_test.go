@@ -15,6 +15,7 @@ import (
 // envelope through json.Marshal, with its length; a shorter list after a
 // longer one (whose buffer it may reuse) carries nothing of the longer one.
 func TestWriteListOfAppenders(t *testing.T) {
+	t.Parallel()
 	at := store.EventTime(time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC))
 	items := []store.ContactData{
 		{ID: 1, Email: "a@example.com", Tags: []string{}, CustomFields: store.CustomFields{}, Lists: []store.ListRef{}, CreatedAt: at, UpdatedAt: at},

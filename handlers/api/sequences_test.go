@@ -141,6 +141,7 @@ type dayOut struct {
 // participants, deactivate, delete; other accounts' ids are 404 and every
 // response matches openapi.json.
 func TestSequencesAPI(t *testing.T) {
+	t.Parallel()
 	e := newSeqEnv(t, "pro", nil)
 	var s seqOut
 	e.do(t, "POST", "/v1/sequences", map[string]any{"name": "Willkommen", "send_time": "09:00"}, 201).Data(t, &s)
@@ -272,6 +273,7 @@ func outlineJSON(n int) string {
 // answer is appended as days and charged; save:false appends nothing; a
 // malformed answer is a 503 with nothing charged; without a provider 503.
 func TestSequenceOutline(t *testing.T) {
+	t.Parallel()
 	var fake *aitest.Server
 	e := newSeqEnv(t, "pro", func(db *store.DB) *ai.Service {
 		fake = aitest.NewAnthropic(t, "sk-ant-test", aitest.Fixed(aitest.Reply{Text: outlineJSON(4), TokensIn: 500, TokensOut: 1500}))
@@ -365,6 +367,7 @@ type storyOut struct {
 // change to summer time), explicit schedules, test mails, sending now
 // through the send queue to a real SMTP server and the campaigns listing.
 func TestStoryEmailsAPI(t *testing.T) {
+	t.Parallel()
 	e := newSeqEnv(t, "starter", nil)
 	ids := e.contacts(t, "story", 3)
 	ctx := context.Background()
@@ -487,6 +490,7 @@ func TestStoryEmailsAPI(t *testing.T) {
 // A/B machinery: the test on target_type seinfeld starts when the story
 // email is sent, and the recipients get both subjects.
 func TestSeinfeldABTest(t *testing.T) {
+	t.Parallel()
 	e := newSeqEnv(t, "pro", nil)
 	ids := e.contacts(t, "ab", 10)
 	ctx := context.Background()
@@ -541,6 +545,7 @@ func TestSeinfeldABTest(t *testing.T) {
 // the provider, append the days or charge again; the retry replays the
 // response that committed with the charge.
 func TestSequenceOutlineCommitsWithTheDebit(t *testing.T) {
+	t.Parallel()
 	var fake *aitest.Server
 	e := newSeqEnv(t, "pro", func(db *store.DB) *ai.Service {
 		fake = aitest.NewAnthropic(t, "sk-ant-test", aitest.Fixed(aitest.Reply{Text: outlineJSON(3), TokensIn: 500, TokensOut: 1500}))

@@ -97,6 +97,7 @@ type smtpServerJSON struct {
 }
 
 func TestSMTPServersAPI(t *testing.T) {
+	t.Parallel()
 	e := newMailEnv(t, nil)
 	e.secret = []string{"Erstes-Passwort-123", "Zweites-Passwort-456"}
 
@@ -180,6 +181,7 @@ func TestSMTPServersAPI(t *testing.T) {
 }
 
 func TestSMTPServerConnectionTest(t *testing.T) {
+	t.Parallel()
 	e := newMailEnv(t, nil)
 	e.secret = []string{"richtiges-Passwort"}
 	good := smtptest.Start(t, smtptest.Options{TLS: smtptest.STARTTLS, Certificate: e.cert, Username: "news", Password: e.secret[0]})
@@ -240,6 +242,7 @@ func TestSMTPServerConnectionTest(t *testing.T) {
 }
 
 func TestDevOutboxAPI(t *testing.T) {
+	t.Parallel()
 	e := newMailEnv(t, nil)
 	out := mailer.NewDevOutbox(e.db, e.acct)
 	m := &mailer.Message{
@@ -285,6 +288,7 @@ func TestDevOutboxAPI(t *testing.T) {
 // TestDevOutboxAPIDecodesMail: GET /dev/outbox/{id} returns the subject, text
 // and HTML decoded, not only the quoted-printable MIME of raw.
 func TestDevOutboxAPIDecodesMail(t *testing.T) {
+	t.Parallel()
 	e := newMailEnv(t, nil)
 	m := &mailer.Message{
 		From: mailer.Address{Name: "Rundbrief", Email: "noreply@rundbrief.test"}, To: mailer.Address{Email: "jürgen@example.org"},
@@ -330,6 +334,7 @@ func TestDevOutboxAPIDecodesMail(t *testing.T) {
 // such a host is a 422, and the connection test of one stored earlier refuses
 // without connecting.
 func TestSMTPServerPrivateAddresses(t *testing.T) {
+	t.Parallel()
 	db := dbtest.NewDB(t)
 	ctx := context.Background()
 	res, err := db.CreateAccount(ctx, store.NewAccount{Name: "Acme GmbH", Email: "owner@acme.test", Password: "a long password"})

@@ -40,6 +40,7 @@ type attachmentJSON struct {
 }
 
 func TestTemplatesAPI(t *testing.T) {
+	t.Parallel()
 	e := newSendAPIEnv(t)
 	var tpl templateJSON
 	e.do(t, "POST", "/v1/templates", map[string]any{"key": "rahmen", "name": "Rahmen", "preheader": "Vom Rahmen",
@@ -153,6 +154,7 @@ func pdfBytes(n int) []byte {
 }
 
 func TestAttachmentsAPI(t *testing.T) {
+	t.Parallel()
 	e := newSendAPIEnv(t)
 	data := pdfBytes(700 << 10) // three chunks
 	a := e.upload(t, "Preisliste Ä.pdf", "application/octet-stream", data, 201)
@@ -232,6 +234,7 @@ func (e *sendAPIEnv) postFile(t *testing.T, name string, content []byte) *apites
 }
 
 func TestAttachmentStorageLimit(t *testing.T) {
+	t.Parallel()
 	e := newSendAPIEnv(t)
 	ctx := context.Background()
 	// A small plan: one megabyte of storage.
@@ -267,6 +270,7 @@ type sendResultWarnJSON struct {
 // TestMailWithLayoutAttachmentsAndImprint sends through a real SMTP server: a
 // newsletter in a layout with an attachment, the account's imprint appended.
 func TestMailWithLayoutAttachmentsAndImprint(t *testing.T) {
+	t.Parallel()
 	e := newSendAPIEnv(t)
 	list := e.list(t, "leser", 2)
 	var tpl templateJSON
@@ -376,6 +380,7 @@ func TestMailWithLayoutAttachmentsAndImprint(t *testing.T) {
 // TestTemplateAndAttachmentInUse: what a scheduled mail uses cannot be
 // deleted; once unscheduled it can, and the draft's send is then refused.
 func TestTemplateAndAttachmentInUse(t *testing.T) {
+	t.Parallel()
 	e := newSendAPIEnv(t)
 	list := e.list(t, "plan", 1)
 	var tpl templateJSON

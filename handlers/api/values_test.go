@@ -23,6 +23,7 @@ import (
 // TestValuesPostgreSQLCannotTakeAre422: the values of issue 27 that reached
 // PostgreSQL and came back as 500 are 422 on their field.
 func TestValuesPostgreSQLCannotTakeAre422(t *testing.T) {
+	t.Parallel()
 	e := newFullEnv(t)
 	var nl struct{ ID int64 }
 	e.c.Request(http.MethodPost, "/v1/newsletters", map[string]any{"name": "N", "subject": "S", "html": "<p>x</p>"}).Data(t, &nl)
@@ -69,6 +70,7 @@ func TestValuesPostgreSQLCannotTakeAre422(t *testing.T) {
 // float64 can hold is refused on its field wherever it stands, and an integer
 // field refuses a number outside int64, instead of storing what no client can read.
 func TestNumbersBeyondFloat64And64BitIntegersAre422(t *testing.T) {
+	t.Parallel()
 	e := newFullEnv(t)
 	for _, tc := range []struct {
 		path, body, field string
@@ -99,6 +101,7 @@ func TestNumbersBeyondFloat64And64BitIntegersAre422(t *testing.T) {
 // TestUnroutedRequestsKeep404And405: the value checks belong to the routes; a
 // path or method the API does not serve stays 404 or 405 whatever its query.
 func TestUnroutedRequestsKeep404And405(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "business")
 	wantError(t, e.c.Request(http.MethodGet, "/v1/nope?q=%00", nil), 404, "not_found")
 	wantError(t, e.c.Request(http.MethodPut, "/v1/me?q=%00", nil), 405, "method_not_allowed")

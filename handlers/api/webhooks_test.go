@@ -118,6 +118,7 @@ type deliveryData struct {
 }
 
 func TestWebhookLifecycleOverTheAPI(t *testing.T) {
+	t.Parallel()
 	e := newHookEnv(t, "business", true)
 	ctx := context.Background()
 
@@ -271,6 +272,7 @@ func TestWebhookLifecycleOverTheAPI(t *testing.T) {
 }
 
 func TestWebhookCreateValidationAndLimit(t *testing.T) {
+	t.Parallel()
 	e := newHookEnv(t, "starter", true)
 	for _, c := range []struct {
 		body  map[string]any
@@ -308,6 +310,7 @@ func TestWebhookCreateValidationAndLimit(t *testing.T) {
 }
 
 func TestWebhookPrivateTargetsAreRefusedOverTheAPI(t *testing.T) {
+	t.Parallel()
 	e := newHookEnv(t, "business", false)
 	for _, u := range []string{e.recv.URL + "/x", "http://localhost/hook", "http://10.0.0.1/", "http://[::1]/", "http://169.254.169.254/"} {
 		r := e.c.Request(http.MethodPost, "/v1/webhooks", map[string]any{"url": u, "events": []string{"*"}})
@@ -322,6 +325,7 @@ func TestWebhookPrivateTargetsAreRefusedOverTheAPI(t *testing.T) {
 }
 
 func TestWebhooksOfAnotherAccountAreInvisible(t *testing.T) {
+	t.Parallel()
 	e := newHookEnv(t, "business", true)
 	r := e.c.Request(http.MethodPost, "/v1/webhooks", map[string]any{"url": e.recv.URL, "events": []string{"*"}})
 	var created hookData
