@@ -15,8 +15,9 @@ import (
 //
 //   - Order and horizon. Every event carries the xid of the transaction that
 //     inserted it. A consumer reads an account's events in (xid, id) order and
-//     only those below the oldest running transaction's xid: all transactions
-//     below it have ended, and any that can still insert events has an xid at
+//     only those below the oldest running transaction's xid in this database
+//     (outbox_horizon(), migration 00035): all its transactions below it have
+//     ended, and any that can still insert events has an xid at
 //     or above it, so no event can turn up behind a cursor later (a bigserial
 //     id alone cannot promise that: it is taken at insert, not at commit).
 //     (xid, id) is the order in which transactions first wrote, with each
@@ -119,7 +120,7 @@ const claimCursor = `SELECT c.account_id FROM (
   WHERE k.consumer = $1 AND EXISTS (
     SELECT 1 FROM events e
     WHERE e.account_id = k.account_id AND (e.xid, e.id) > (k.last_xid, k.last_id)
-      AND e.xid < pg_snapshot_xmin(pg_current_snapshot()))
+      AND e.xid < outbox_horizon())
   ORDER BY k.advanced_at, k.account_id
   OFFSET 0
 ) c
@@ -135,7 +136,7 @@ FROM outbox_cursors k
 CROSS JOIN LATERAL (
   SELECT e.id, e.account_id, e.public_id, e.name, e.payload, e.created_at, e.xid FROM events e
   WHERE e.account_id = k.account_id AND (e.xid, e.id) > (k.last_xid, k.last_id)
-    AND e.xid < pg_snapshot_xmin(pg_current_snapshot())
+    AND e.xid < outbox_horizon()
   ORDER BY e.xid, e.id
   LIMIT $3
 ) e
@@ -212,7 +213,7 @@ func (c *Consumer) steps(ctx context.Context) (int, error) {
 const selectXmax = `SELECT pg_snapshot_xmax(pg_current_snapshot())::text`
 
 // horizonPassed reports whether every transaction below $1 has ended.
-const horizonPassed = `SELECT pg_snapshot_xmin(pg_current_snapshot()) >= $1::xid8`
+const horizonPassed = `SELECT outbox_horizon() >= $1::xid8`
 
 // catchUpWait bounds how long CatchUp waits for transactions older than the
 // call: longer means one was left open (a caller's own, perhaps).
@@ -220,8 +221,8 @@ const catchUpWait = 30 * time.Second
 
 // CatchUp handles every event committed before the call, except those another
 // process is handling at the same time: it waits until the transactions
-// running at the call have ended (the horizon is cluster-wide, so an unrelated
-// open transaction holds it back too), then drains. Synchronous callers use it
+// of this database running at the call have ended (transactions in other
+// databases of the cluster do not count), then drains. Synchronous callers use it
 // (tests, DispatchEvents); Run does not wait, it comes back.
 func (c *Consumer) CatchUp(ctx context.Context) (int, error) {
 	var xmax string

@@ -572,3 +572,67 @@ WHERE datname = current_database() AND query ILIKE 'LISTEN%rundbrief_events%'`);
 		}
 	}
 }
+
+// TestOtherDatabasesDoNotHoldBackTheOutbox: a transaction left open in another
+// database of the cluster cannot insert events here, so it must not hold the
+// horizon back; one left open in this database must, until it ends.
+func TestOtherDatabasesDoNotHoldBackTheOutbox(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	if _, err := db.ExecContext(ctx, seenTable); err != nil {
+		t.Fatal(err)
+	}
+	acct := newAccount(t, db, "business")
+	openXact := func(on *store.DB) (*sqlx.Tx, string) {
+		tx, err := on.BeginTxx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var xid string // taking one, as a write does
+		if err := tx.GetContext(ctx, &xid, `SELECT pg_current_xact_id()::text`); err != nil {
+			t.Fatal(err)
+		}
+		return tx, xid
+	}
+	horizonAbove := func(xid string) bool {
+		var above bool
+		if err := db.GetContext(ctx, &above, `SELECT outbox_horizon() > $1::xid8`, xid); err != nil {
+			t.Fatal(err)
+		}
+		return above
+	}
+
+	elsewhere, otherXid := openXact(dbtest.NewDB(t))
+	defer elsewhere.Rollback()
+	emit(t, db, acct, store.Event{Name: store.EventListJoined, Data: map[string]any{"i": 1}})
+	if !horizonAbove(otherXid) {
+		t.Fatal("a transaction open in another database holds the horizon back")
+	}
+	c := db.NewConsumer("horizon", recordSeen("horizon"), store.ConsumerOptions{})
+	done := make(chan error, 1)
+	go func() { _, err := c.CatchUp(ctx); done <- err }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a transaction open in another database held the outbox back")
+	}
+	var seen int
+	if err := db.GetContext(ctx, &seen, `SELECT count(*) FROM outbox_seen`); err != nil || seen != 1 {
+		t.Fatalf("handled %d events (%v), want 1", seen, err)
+	}
+
+	here, xid := openXact(db)
+	emit(t, db, acct, store.Event{Name: store.EventListJoined, Data: map[string]any{"i": 2}}) // a later transaction's
+	if horizonAbove(xid) {
+		t.Fatal("the horizon passed a transaction still open in this database")
+	}
+	if err := here.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if !horizonAbove(xid) {
+		t.Fatal("the horizon stayed below a transaction that has ended")
+	}
+}
