@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -86,6 +88,10 @@ type Consumer struct {
 	name   string
 	handle ConsumerHandler
 	opts   ConsumerOptions
+
+	mu    sync.Mutex // guards own and ownAt
+	own   uint64     // the last outbox_horizon() read: true for good once read
+	ownAt time.Time
 }
 
 // NewConsumer returns the consumer name over the outbox; it registers itself
@@ -110,7 +116,7 @@ WHERE NOT EXISTS (SELECT 1 FROM outbox_cursors k WHERE k.consumer = $1 AND k.acc
 ON CONFLICT DO NOTHING`
 
 // claimCursor picks the consumer's least recently moved cursor with events
-// below the horizon and locks it (see the top of the file). The lock function
+// below the horizon $2 and locks it (see the top of the file). The lock function
 // sits outside the sorted subquery, whose OFFSET 0 keeps PostgreSQL from
 // pushing it down into the scan of the cursors (where it ran on every row and
 // locked them all): above the sort it runs row by row in that order and stops
@@ -120,7 +126,7 @@ const claimCursor = `SELECT c.account_id FROM (
   WHERE k.consumer = $1 AND EXISTS (
     SELECT 1 FROM events e
     WHERE e.account_id = k.account_id AND (e.xid, e.id) > (k.last_xid, k.last_id)
-      AND e.xid < outbox_horizon())
+      AND e.xid < $2::xid8)
   ORDER BY k.advanced_at, k.account_id
   OFFSET 0
 ) c
@@ -128,7 +134,9 @@ WHERE pg_try_advisory_xact_lock(hashtextextended('outbox:' || $1, c.account_id))
 LIMIT 1`
 
 // selectBatch reads the cursor anew (this statement's snapshot is taken after
-// the lock, so it sees the previous holder's move) and the events after it.
+// the lock, so it sees the previous holder's move) and the events after it,
+// below the horizon $4. A horizon taken by an earlier statement is safe: every
+// transaction below it had ended then, so its events are visible now.
 // LATERAL keeps the cursor outside, so that its position bounds the index scan
 // instead of filtering every retained event of the account.
 const selectBatch = `SELECT e.id, e.account_id, e.public_id, e.name, e.payload, e.created_at, e.xid::text AS xid
@@ -136,7 +144,7 @@ FROM outbox_cursors k
 CROSS JOIN LATERAL (
   SELECT e.id, e.account_id, e.public_id, e.name, e.payload, e.created_at, e.xid FROM events e
   WHERE e.account_id = k.account_id AND (e.xid, e.id) > (k.last_xid, k.last_id)
-    AND e.xid < outbox_horizon()
+    AND e.xid < $4::xid8
   ORDER BY e.xid, e.id
   LIMIT $3
 ) e
@@ -153,18 +161,27 @@ WHERE consumer = $1 AND account_id = $2 AND (last_xid, last_id) < ($3::xid8, $4)
 // past them, all in one transaction. It returns the number of events handled
 // and whether it claimed a cursor (false: nothing to do for this process now).
 func (c *Consumer) Step(ctx context.Context) (int, bool, error) {
+	h, err := c.horizon(ctx, false)
+	if err != nil {
+		return 0, false, err
+	}
+	return c.step(ctx, h.Horizon)
+}
+
+// step is Step below the given horizon.
+func (c *Consumer) step(ctx context.Context, horizon string) (int, bool, error) {
 	n, claimed := 0, false
 	err := c.db.WithTx(ctx, func(tx *sqlx.Tx) error {
 		n, claimed = 0, false
 		var acct int64
-		if err := tx.GetContext(ctx, &acct, claimCursor, c.name); errors.Is(err, sql.ErrNoRows) {
+		if err := tx.GetContext(ctx, &acct, claimCursor, c.name, horizon); errors.Is(err, sql.ErrNoRows) {
 			return nil
 		} else if err != nil {
 			return fmt.Errorf("store: outbox %s: claim: %w", c.name, err)
 		}
 		claimed = true
 		var events []StoredEvent
-		if err := tx.SelectContext(ctx, &events, selectBatch, c.name, acct, c.opts.Batch); err != nil {
+		if err := tx.SelectContext(ctx, &events, selectBatch, c.name, acct, c.opts.Batch, horizon); err != nil {
 			return fmt.Errorf("store: outbox %s: events: %w", c.name, err)
 		}
 		if len(events) == 0 {
@@ -190,17 +207,26 @@ func (c *Consumer) Step(ctx context.Context) (int, bool, error) {
 // Drain registers the consumer, creates missing cursors and steps until this
 // process finds nothing more to claim. It returns the number of events handled.
 func (c *Consumer) Drain(ctx context.Context) (int, error) {
+	h, err := c.horizon(ctx, false)
+	if err != nil {
+		return 0, err
+	}
+	return c.drain(ctx, h.Horizon)
+}
+
+// drain is Drain below the given horizon.
+func (c *Consumer) drain(ctx context.Context, horizon string) (int, error) {
 	if _, err := c.db.ExecContext(ctx, ensureCursors, c.name); err != nil {
 		return 0, fmt.Errorf("store: outbox %s: cursors: %w", c.name, err)
 	}
-	return c.steps(ctx)
+	return c.steps(ctx, horizon)
 }
 
-// steps steps until this process finds nothing more to claim.
-func (c *Consumer) steps(ctx context.Context) (int, error) {
+// steps steps until this process finds nothing more to claim below horizon.
+func (c *Consumer) steps(ctx context.Context, horizon string) (int, error) {
 	total := 0
 	for {
-		n, claimed, err := c.Step(ctx)
+		n, claimed, err := c.step(ctx, horizon)
 		total += n
 		if err != nil || !claimed {
 			return total, err
@@ -208,12 +234,67 @@ func (c *Consumer) steps(ctx context.Context) (int, error) {
 	}
 }
 
-// selectXmax is the first xid not yet assigned when the statement started: every
-// transaction that committed events before then has a smaller xid.
-const selectXmax = `SELECT pg_snapshot_xmax(pg_current_snapshot())::text`
+// selectHorizon gives xmax, above every transaction that had committed events
+// when the statement started, and the cluster's horizon, below which every
+// transaction of every database had ended: cheap, and usually close behind.
+const selectHorizon = `SELECT pg_snapshot_xmax(pg_current_snapshot())::text AS xmax,
+  pg_snapshot_xmin(pg_current_snapshot())::text AS horizon`
 
-// horizonPassed reports whether every transaction below $1 has ended.
-const horizonPassed = `SELECT outbox_horizon() >= $1::xid8`
+// selectOwnHorizon is the horizon of this database alone (migration 00035),
+// which a long transaction in another database does not hold back. It reads
+// every backend's status, so a consumer takes it at most every ownHorizonEvery.
+const selectOwnHorizon = `SELECT outbox_horizon()::text`
+
+const ownHorizonEvery = 100 * time.Millisecond
+
+type horizon struct {
+	Xmax    string `db:"xmax"`
+	Horizon string `db:"horizon"`
+}
+
+// horizon gives xmax and the horizon to read below: the higher of the
+// cluster's and this database's own. Both stay true once read (a transaction
+// below either has ended and stays ended), so the own one may be reused for a
+// while; fresh reads it anew.
+func (c *Consumer) horizon(ctx context.Context, fresh bool) (horizon, error) {
+	var h horizon
+	if err := c.db.GetContext(ctx, &h, selectHorizon); err != nil {
+		return h, fmt.Errorf("store: outbox %s: horizon: %w", c.name, err)
+	}
+	if h.Horizon == h.Xmax {
+		return h, nil // nothing was running
+	}
+	c.mu.Lock()
+	own, at := c.own, c.ownAt
+	c.mu.Unlock()
+	if fresh || time.Since(at) >= ownHorizonEvery {
+		var text string
+		if err := c.db.GetContext(ctx, &text, selectOwnHorizon); err != nil {
+			return h, fmt.Errorf("store: outbox %s: own horizon: %w", c.name, err)
+		}
+		v, err := strconv.ParseUint(text, 10, 64)
+		if err != nil {
+			return h, fmt.Errorf("store: outbox %s: own horizon %q: %w", c.name, text, err)
+		}
+		own = v
+		c.mu.Lock()
+		c.own, c.ownAt = max(c.own, v), time.Now()
+		c.mu.Unlock()
+	}
+	if cluster, err := strconv.ParseUint(h.Horizon, 10, 64); err == nil && own > cluster {
+		h.Horizon = strconv.FormatUint(own, 10)
+	}
+	return h, nil
+}
+
+// horizonPassed reports whether every transaction of this database below $1
+// has ended (the cheap cluster-wide check first).
+const horizonPassed = `SELECT pg_snapshot_xmin(pg_current_snapshot()) >= $1::xid8 OR outbox_horizon() >= $1::xid8`
+
+// clusterHorizonPassed is horizonPassed for every database of the cluster: a
+// cheap, conservative check (when it holds, horizonPassed holds), enough for
+// Run to decide whether to come back soon.
+const clusterHorizonPassed = `SELECT pg_snapshot_xmin(pg_current_snapshot()) >= $1::xid8`
 
 // catchUpWait bounds how long CatchUp waits for transactions older than the
 // call: longer means one was left open (a caller's own, perhaps).
@@ -225,10 +306,11 @@ const catchUpWait = 30 * time.Second
 // databases of the cluster do not count), then drains. Synchronous callers use it
 // (tests, DispatchEvents); Run does not wait, it comes back.
 func (c *Consumer) CatchUp(ctx context.Context) (int, error) {
-	var xmax string
-	if err := c.db.GetContext(ctx, &xmax, selectXmax); err != nil {
-		return 0, fmt.Errorf("store: outbox %s: horizon: %w", c.name, err)
+	start, err := c.horizon(ctx, false)
+	if err != nil {
+		return 0, err
 	}
+	xmax := start.Xmax
 	deadline := time.Now().Add(catchUpWait)
 	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
 		var passed bool
@@ -247,7 +329,11 @@ func (c *Consumer) CatchUp(ctx context.Context) (int, error) {
 		case <-time.After(pause):
 		}
 	}
-	return c.Drain(ctx)
+	h, err := c.horizon(ctx, true) // at or above xmax now
+	if err != nil {
+		return 0, err
+	}
+	return c.drain(ctx, h.Horizon)
 }
 
 // Run drains at start, whenever events commit (while the process runs
@@ -298,20 +384,23 @@ func (c *Consumer) Run(ctx context.Context) error {
 // reports that transactions open at its start are still running, so that
 // events committed before it may still lie above the horizon.
 func (c *Consumer) round(ctx context.Context, full bool) (n int, behind bool, err error) {
-	var xmax string
-	if err := c.db.GetContext(ctx, &xmax, selectXmax); err != nil {
-		return 0, false, fmt.Errorf("store: outbox %s: horizon: %w", c.name, err)
+	h, err := c.horizon(ctx, false)
+	if err != nil {
+		return 0, false, err
 	}
 	if full {
-		n, err = c.Drain(ctx)
+		n, err = c.drain(ctx, h.Horizon)
 	} else {
-		n, err = c.steps(ctx)
+		n, err = c.steps(ctx, h.Horizon)
 	}
 	if err != nil {
 		return n, false, err
 	}
+	if h.Horizon == h.Xmax {
+		return n, false, nil // nothing of this database was running at the start
+	}
 	var passed bool
-	if err := c.db.GetContext(ctx, &passed, horizonPassed, xmax); err != nil {
+	if err := c.db.GetContext(ctx, &passed, clusterHorizonPassed, h.Xmax); err != nil {
 		return n, false, fmt.Errorf("store: outbox %s: horizon: %w", c.name, err)
 	}
 	return n, !passed, nil
