@@ -636,3 +636,66 @@ func TestOtherDatabasesDoNotHoldBackTheOutbox(t *testing.T) {
 		t.Fatal("the horizon stayed below a transaction that has ended")
 	}
 }
+
+// TestEventNotificationsAreThrottled: a burst of event-writing transactions
+// sends far fewer notifications than transactions (each NOTIFY serialises
+// commits server-wide), yet a lone write still notifies, and a consumer that
+// polls slowly still handles every event of the burst.
+func TestEventNotificationsAreThrottled(t *testing.T) {
+	ctx := context.Background()
+	url := dbtest.URL(t)
+	db := dbtest.Open(t, url)
+	if _, err := db.ExecContext(ctx, seenTable); err != nil {
+		t.Fatal(err)
+	}
+	acct := newAccount(t, db, "business")
+	l := pq.NewListener(url, 10*time.Millisecond, time.Second, nil)
+	defer l.Close()
+	if err := l.Listen("rundbrief_events"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond) // past the window of the account's own events
+	drain := func(wait time.Duration) int {
+		n := 0
+		for {
+			select {
+			case <-l.Notify:
+				n++
+			case <-time.After(wait):
+				return n
+			}
+		}
+	}
+	drain(50 * time.Millisecond)
+
+	emit(t, db, acct, store.Event{Name: store.EventListJoined, Data: map[string]any{"i": 0}})
+	if n := drain(500 * time.Millisecond); n != 1 {
+		t.Fatalf("a lone write sent %d notifications, want 1", n)
+	}
+
+	const burst = 60
+	start := time.Now()
+	for i := range burst {
+		emit(t, db, acct, store.Event{Name: store.EventListJoined, Data: map[string]any{"i": i + 1}})
+	}
+	elapsed := time.Since(start)
+	n := drain(500 * time.Millisecond)
+	if limit := int(elapsed/(10*time.Millisecond)) + 2; n < 1 || n > limit || n >= burst {
+		t.Fatalf("%d writes in %s sent %d notifications, want 1 to %d", burst, elapsed, n, min(limit, burst-1))
+	}
+
+	c := db.NewConsumer("throttled", recordSeen("throttled"), store.ConsumerOptions{PollInterval: 200 * time.Millisecond})
+	runCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() { stop(); wg.Wait() }()
+	wg.Go(func() { _ = c.Run(runCtx) })
+	var seen int
+	for deadline := time.Now().Add(30 * time.Second); seen != burst+1; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d events handled", seen, burst+1)
+		}
+		if err := db.GetContext(ctx, &seen, `SELECT count(*) FROM outbox_seen WHERE consumer = 'throttled'`); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
