@@ -634,9 +634,9 @@ ORDER BY ` + order + ` LIMIT $3 OFFSET $4`)
 // times what a page at this depth needs if the members ($2) are spread evenly
 // over the account, at least the page's depth, and no more than the list has
 // members, so that the walk never costs more than reading the members.
-const memberWalkBudget = `coalesce((SELECT greatest($3::bigint + $4::bigint, least(l.member_count,
-  4 * ($3::bigint + $4::bigint) * ` + contactTotal + ` / greatest(l.member_count, 1)))
-  FROM lists l WHERE l.account_id = $1 AND l.id = $2), 0)`
+const memberWalkBudget = `coalesce((SELECT greatest($3::bigint + $4::bigint, least(m.n,
+  4 * ($3::bigint + $4::bigint) * ` + contactTotal + ` / greatest(m.n, 1)))
+  FROM (SELECT ` + listMembers + ` AS n FROM lists l WHERE l.account_id = $1 AND l.id = $2) m), 0)`
 
 // memberWalkSQL is the ids query of a member page in order ($1 the account,
 // $2 the list, $3 and $4 LIMIT and OFFSET) that walks the sort index within
@@ -833,7 +833,7 @@ func (db *DB) Contacts(ctx context.Context, accountID int64, f ContactFilter, p 
 	switch {
 	case unfiltered:
 	case onlyList:
-		total = `(SELECT member_count FROM lists WHERE account_id = $1 AND id = $2)`
+		total = `(SELECT ` + listMembers + ` FROM lists l WHERE l.account_id = $1 AND l.id = $2)`
 	case sync:
 		total = syncTotal(cond)
 	default:
@@ -953,7 +953,12 @@ const lockContactForDelete = `SELECT ` + contactColumns + `, ` + contactLists + 
 
 const deleteContact = `DELETE FROM contacts WHERE account_id = $1 AND id = $2`
 
-const decrementListMembers = `UPDATE lists SET member_count = member_count - 1 WHERE account_id = $1 AND id = ANY($2)`
+// decrementListMembers counts a deleted contact's lists one member less, in
+// this connection's stripe of each (list_member_counts).
+const decrementListMembers = `INSERT INTO list_member_counts AS s (list_id, stripe, account_id, members)
+SELECT l.id, pg_backend_pid() % 32, $1, -1 FROM lists l WHERE l.account_id = $1 AND l.id = ANY($2)
+ORDER BY l.id
+ON CONFLICT (list_id, stripe) DO UPDATE SET members = s.members + excluded.members`
 
 // contactTotal is the number of contacts of account $1: the base in
 // account_usage plus the stripes of account_contact_counts (migration 00012).

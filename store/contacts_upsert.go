@@ -186,8 +186,13 @@ ON CONFLICT DO NOTHING RETURNING list_id`
 const deleteMembers = `DELETE FROM list_members m USING unnest($2::bigint[], $3::bigint[]) AS x(l, c)
 WHERE m.account_id = $1 AND m.list_id = x.l AND m.contact_id = x.c RETURNING m.list_id`
 
-const updateMemberCounts = `UPDATE lists l SET member_count = l.member_count + x.d
-FROM unnest($2::bigint[], $3::bigint[]) AS x(id, d) WHERE l.account_id = $1 AND l.id = x.id`
+// updateMemberCounts adds member count changes ($3) of lists ($2, sorted: rows
+// are locked in one order) to this connection's stripe (list_member_counts,
+// migration 00030), not to the list's row, which every writer would queue on.
+const updateMemberCounts = `INSERT INTO list_member_counts AS s (list_id, stripe, account_id, members)
+SELECT x.id, pg_backend_pid() % 32, $1, x.d FROM unnest($2::bigint[], $3::bigint[]) AS x(id, d)
+ORDER BY x.id
+ON CONFLICT (list_id, stripe) DO UPDATE SET members = s.members + excluded.members`
 
 const insertBlocks = `WITH ins AS (
   INSERT INTO blocked_addresses (account_id, email, source, reason, campaign_id)

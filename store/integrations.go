@@ -265,11 +265,29 @@ func (db *DB) IntegrationByToken(ctx context.Context, provider, token string) (I
 	if len(token) != IntegrationTokenLen {
 		return InboundIntegration{}, ErrNotFound
 	}
+	// Prepared: every provider call starts with it, and parsing and planning
+	// the three-table join cost more than running it.
+	if err := db.prepare(ctx, db.generic, selectIntegrationByToken); err != nil {
+		return InboundIntegration{}, err
+	}
 	var i InboundIntegration
-	if err := db.GetContext(ctx, &i, selectIntegrationByToken, token, provider); err != nil {
+	if err := sqlx.GetContext(ctx, preparedDB{db}, &i, selectIntegrationByToken, token, provider); err != nil {
 		return InboundIntegration{}, notFound("integration by token", err)
 	}
 	return i, nil
+}
+
+const selectEventStatusOfOrder = `SELECT status FROM integration_events
+WHERE account_id = $1 AND integration_id = $2 AND order_id = $3 ORDER BY id DESC LIMIT 1`
+
+// IntegrationEventStatus is the status the latest call of an integration
+// about an order was logged with (ErrNotFound when none names the order).
+func (db *DB) IntegrationEventStatus(ctx context.Context, accountID, integrationID int64, orderID string) (string, error) {
+	var status string
+	if err := db.GetContext(ctx, &status, selectEventStatusOfOrder, accountID, integrationID, orderID); err != nil {
+		return "", notFound("integration event", err)
+	}
+	return status, nil
 }
 
 const lockIntegration = `SELECT ` + integrationColumns + ` FROM integrations WHERE account_id = $1 AND id = $2 FOR UPDATE`
@@ -539,7 +557,7 @@ func productTag(product string) string {
 // repeat finds nothing to change (duplicate); a buyer who is no contact is
 // ignored.
 func (db *DB) ApplyOrder(ctx context.Context, i Integration, ev ProviderEvent, call IntegrationEvent) (string, error) {
-	if err := db.prepare(ctx, db.generic, writePathStatements()...); err != nil {
+	if err := db.prepare(ctx, db.generic, append(writePathStatements(), recordOrder, finishOrder)...); err != nil {
 		return "", err
 	}
 	call.AccountID, call.IntegrationID = i.AccountID, i.ID

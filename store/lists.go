@@ -65,7 +65,16 @@ func (in *ListInput) Normalize(create bool) error {
 	return errs.Err()
 }
 
-const listColumns = `id, account_id, name, color, description, double_opt_in, member_count, created_at, updated_at`
+const listColumns = `id, account_id, name, color, description, double_opt_in, ` + listMembersOfLists + ` AS member_count, created_at, updated_at`
+
+// listMembers is the member count of the list l: its base (lists.member_count)
+// plus the changes counted in its stripes (list_member_counts, migration
+// 00030), which concurrent writers add to without queuing on the list's row.
+const listMembers = `(l.member_count + coalesce((SELECT sum(s.members) FROM list_member_counts s WHERE s.list_id = l.id), 0))`
+
+// listMembersOfLists is listMembers for statements that name the table lists
+// without an alias (RETURNING of an insert or update).
+const listMembersOfLists = `(lists.member_count + coalesce((SELECT sum(s.members) FROM list_member_counts s WHERE s.list_id = lists.id), 0))`
 
 const insertList = `INSERT INTO lists (account_id, name, color, description, double_opt_in)
 VALUES ($1, $2, $3, $4, $5) RETURNING ` + listColumns

@@ -229,8 +229,8 @@ func (p *Portal) deleteIntegration(w http.ResponseWriter, r *http.Request) error
 	return nil
 }
 
-// testIntegration posts a signed sample purchase to the integration's own
-// inbound URL through the service (integration.Service.SendTest: the same
+// testIntegration has the service post a signed sample purchase over HTTP to
+// the integration's own inbound URL (integration.Service.SendTest: the same
 // verification and effect as a provider's call) and shows the outcome in the
 // event log.
 func (p *Portal) testIntegration(w http.ResponseWriter, r *http.Request) error {

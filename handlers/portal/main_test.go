@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -110,7 +111,14 @@ func newServerWith(tb testing.TB, dbURL string, clk *clock, baseURL string, opts
 	sendWorker := mailer.NewWorker(db, mail, mailer.WorkerOptions{Links: links, PollInterval: 20 * time.Millisecond, Log: log})
 	campaigns := campaign.New(db, mail, sendWorker, campaign.Options{Links: links, Log: log})
 	wg.Go(func() { _ = sendWorker.Run(ctx) })
-	integrations := integration.New(db, integration.Config{Box: box, BaseURL: baseURL, Now: now, Log: log})
+	// The base URL's host (rundbrief.test) is this test server: test events
+	// go over HTTP to the base URL, so the client dials the server for it.
+	var srvAddr atomic.Value
+	dialSelf := &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, srvAddr.Load().(string))
+	}}
+	integrations := integration.New(db, integration.Config{Box: box, BaseURL: baseURL, Now: now, Log: log,
+		Client: &http.Client{Transport: dialSelf}})
 	smtpSrv := smtpserver.New(db, smtpserver.Config{Box: box, Mail: mail, AllowPrivate: !opts.SMTPDenyPrivate})
 	p, err := portal.New(&services.Set{DB: db, Integrations: integrations, Imports: imports.New(db), Box: box, Log: log, Mail: mail, Webhooks: hooks, Campaigns: campaigns, ABTests: abtest.New(db, sendWorker, abtest.Options{Now: now}), SMTPServers: smtpSrv,
 		Appointments: appointment.New(db, appointment.Config{BaseURL: baseURL, Now: now}),
@@ -127,6 +135,7 @@ func newServerWith(tb testing.TB, dbURL string, clk *clock, baseURL string, opts
 	srv := httptest.NewUnstartedServer(handlers.New(a, p, pub))
 	srv.Config.ReadTimeout = opts.ReadTimeout
 	srv.Start()
+	srvAddr.Store(srv.Listener.Addr().String())
 	tb.Cleanup(func() {
 		srv.Close()
 		cancel()

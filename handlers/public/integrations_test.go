@@ -16,6 +16,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -23,6 +24,7 @@ import (
 	"math/big"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"slices"
 	"sort"
@@ -746,6 +748,75 @@ func TestIntegrationSendTest(t *testing.T) {
 	if err != nil || !slices.Contains(c.Tags, "product:Online-Kurs") {
 		t.Fatalf("test buyer: %v %+v", err, c)
 	}
+}
+
+// TestIntegrationSendTestOverHTTP: the test event is a real, correctly signed
+// HTTP call to the integration's inbound URL below the configured base URL
+// (here a recording proxy in front of the site), and a redirect from there is
+// answered as it is, never followed to another address.
+func TestIntegrationSendTestOverHTTP(t *testing.T) {
+	s := newHookSite(t, "business")
+	site, err := url.Parse(s.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type seen struct {
+		method, path, signature string
+		body                    []byte
+	}
+	var mu sync.Mutex
+	var calls []seen
+	redirect := false
+	proxy := httputil.NewSingleHostReverseProxy(site)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		calls = append(calls, seen{r.Method, r.URL.Path, r.Header.Get(integration.HeaderGenericSignature), body})
+		mu.Unlock()
+		if redirect {
+			http.Redirect(w, r, elsewhere(t), http.StatusTemporaryRedirect)
+			return
+		}
+		r.Body = io.NopCloser(strings.NewReader(string(body)))
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+
+	svc := integration.New(s.db, integration.Config{Box: mustBox(t), BaseURL: front.URL + "/"})
+	p := providers()[4] // generic
+	ig := s.createIntegration(t, p, s.list(t))
+	token := ig.InboundURL[strings.LastIndex(ig.InboundURL, "/")+1:]
+	reply, err := svc.SendTest(context.Background(), s.acct, ig.ID)
+	if err != nil || reply.Status != http.StatusOK || reply.Logged != store.IntegrationProcessed {
+		t.Fatalf("test event: %v %+v", err, reply)
+	}
+	if len(calls) != 1 || calls[0].method != http.MethodPost || calls[0].path != "/hooks/generic/"+token ||
+		calls[0].signature != integration.GenericSignature(calls[0].body, p.secret) {
+		t.Fatalf("calls %+v", calls)
+	}
+
+	redirect = true
+	reply, err = svc.SendTest(context.Background(), s.acct, ig.ID)
+	if err != nil || reply.Status != http.StatusTemporaryRedirect || len(calls) != 2 {
+		t.Fatalf("redirected test event: %v %+v, %d calls", err, reply, len(calls))
+	}
+
+	// A base URL nobody answers at is a clear error, not a 5xx.
+	front.Close()
+	_, err = svc.SendTest(context.Background(), s.acct, ig.ID)
+	var ve *store.ValidationError
+	if !errors.As(err, &ve) || ve.Fields["inbound_url"] == "" {
+		t.Fatalf("unreachable base URL: %v", err)
+	}
+}
+
+// elsewhere is a server that fails the test when it is called.
+func elsewhere(t *testing.T) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		t.Error("a redirect of a test event was followed")
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
 
 func mustBox(t *testing.T) *secret.Box {

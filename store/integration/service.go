@@ -8,10 +8,12 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -36,6 +38,9 @@ type Config struct {
 	Now func() time.Time
 	// PayPal configures the certificate checks; the zero value is production.
 	PayPal PayPalConfig
+	// Client posts the test events to the service's own inbound URLs; nil: a
+	// client with a 15 s timeout. It never follows a redirect (see SendTest).
+	Client *http.Client
 	Log    *slog.Logger
 }
 
@@ -46,6 +51,7 @@ type Service struct {
 	baseURL string
 	now     func() time.Time
 	paypal  *paypalVerifier
+	client  *http.Client
 	log     *slog.Logger
 }
 
@@ -57,13 +63,21 @@ func New(db *store.DB, cfg Config) *Service {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
+	client := &http.Client{Timeout: 15 * time.Second}
+	if cfg.Client != nil {
+		c := *cfg.Client
+		client = &c
+	}
+	// A test event goes to our own base URL and nowhere else: a redirect
+	// (from a proxy in front, say) is answered as it is, never followed.
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return &Service{db: db, box: cfg.Box, baseURL: strings.TrimRight(cfg.BaseURL, "/"), now: cfg.Now,
-		paypal: newPayPalVerifier(db, cfg.PayPal), log: cfg.Log}
+		paypal: newPayPalVerifier(db, cfg.PayPal), client: client, log: cfg.Log}
 }
 
 // InboundURL is the address the provider calls: {base}/hooks/{provider}/{token}.
 func (s *Service) InboundURL(i store.Integration) string {
-	return s.baseURL + "/hooks/" + i.Provider + "/" + i.Token
+	return s.baseURL + "/hooks/" + url.PathEscape(i.Provider) + "/" + url.PathEscape(i.Token)
 }
 
 // requirePlan is a *store.PlanError unless the account's plan has integrations.
@@ -269,11 +283,14 @@ var ErrNoTestEvent = store.Invalid("provider", "PayPal signiert seine Aufrufe se
 // TestBuyer is the address of the sample purchase a test event sends.
 const TestBuyer = "testkauf@example.com"
 
-// SendTest sends a correctly signed sample purchase to the integration's own
-// inbound URL through Receive, the code the inbound route runs (no network
-// round trip, so no private address is ever called). The sample buyer
-// TestBuyer becomes a contact like a real buyer would, with a new order id
-// each time.
+// SendTest posts a correctly signed sample purchase over HTTP to the
+// integration's own inbound URL, as the provider would: the call passes the
+// route, the body limit, the verification and the effect of a real one. The
+// service signs it and makes the request, and only to the configured base URL
+// (InboundURL; redirects are not followed), so no address an account chooses
+// is ever called. The sample buyer TestBuyer becomes a contact like a real
+// buyer would, with a new order id each time. Reply.Logged is the status the
+// call was logged with.
 func (s *Service) SendTest(ctx context.Context, accountID, id int64) (Reply, error) {
 	ig, err := s.db.Integration(ctx, accountID, id)
 	if err != nil {
@@ -289,8 +306,58 @@ func (s *Service) SendTest(ctx context.Context, accountID, id int64) (Reply, err
 	if sec == "" {
 		return Reply{}, store.Invalid("secret", "Bitte zuerst den Schlüssel des Anbieters hinterlegen.")
 	}
-	in := Sample(ig.Provider, sec, "test_"+store.RandomString(12), s.now())
-	return s.Receive(ctx, ig.Provider, ig.Token, in)
+	target, err := s.ownURL(s.InboundURL(ig))
+	if err != nil {
+		return Reply{}, err
+	}
+	orderID := "test_" + store.RandomString(12)
+	in := Sample(ig.Provider, sec, orderID, s.now())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(in.Body))
+	if err != nil {
+		return Reply{}, fmt.Errorf("integration: test event: %w", err)
+	}
+	req.Header = in.Header
+	res, err := s.client.Do(req)
+	if err != nil {
+		s.log.Warn("integration test event: own inbound URL unreachable", "url", s.baseURL, "err", err)
+		return Reply{}, store.Invalid("inbound_url", "Die eigene Eingangsadresse "+s.baseURL+" ist von diesem Server aus nicht erreichbar (RUNDBRIEF_BASE_URL prüfen).")
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(res.Body, 64<<10))
+	if err != nil {
+		return Reply{}, fmt.Errorf("integration: test event: %w", err)
+	}
+	reply := Reply{Status: res.StatusCode, ContentType: res.Header.Get("Content-Type"), Body: string(body)}
+	// What the call was logged as: its entry in the event log (Digistore24
+	// is answered a bare OK), else the status the JSON answer names.
+	switch logged, err := s.db.IntegrationEventStatus(ctx, accountID, ig.ID, orderID); {
+	case err == nil:
+		reply.Logged = logged
+	case errors.Is(err, store.ErrNotFound):
+		var answer struct {
+			Status string `json:"status"`
+		}
+		if json.Unmarshal(body, &answer) == nil {
+			reply.Logged = answer.Status
+		}
+	default:
+		return Reply{}, err
+	}
+	return reply, nil
+}
+
+// ownURL checks that target is below the configured base URL (same scheme,
+// host and path prefix), the one place SendTest may post to.
+func (s *Service) ownURL(target string) (string, error) {
+	base, err := url.Parse(s.baseURL)
+	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
+		return "", fmt.Errorf("integration: test event: base URL %q is no http(s) URL", s.baseURL)
+	}
+	t, err := url.Parse(target)
+	if err != nil || t.Scheme != base.Scheme || t.Host != base.Host || !strings.HasPrefix(t.Path, base.Path+"/hooks/") {
+		return "", fmt.Errorf("integration: test event: %q is not below the base URL", target)
+	}
+	return target, nil
 }
 
 // Sample is a correctly signed sample purchase of provider (not paypal) with
