@@ -889,7 +889,7 @@ func errABState(t ABTest) error {
 
 // releaseWaiting queues a campaign's held-back recipients with a variant.
 const releaseWaiting = `UPDATE campaign_recipients SET status = 'queued', variant = $2
-WHERE campaign_id = $1 AND status = 'waiting'`
+WHERE campaign_id = $1 AND waiting`
 
 // copyVariantB puts variant B's content onto the target campaign.
 const copyVariantB = `UPDATE campaigns c SET subject = coalesce(t.b_subject, c.subject),

@@ -721,8 +721,8 @@ func (db *DB) ActiveCampaigns(ctx context.Context, limit int) ([]ActiveCampaign,
 // lock keeps its status while finishCampaign folds its counters.
 const lockFinished = `SELECT id FROM campaigns c
 WHERE c.id = $1 AND c.status = 'sending'
-  AND NOT EXISTS (SELECT 1 FROM campaign_recipients r WHERE r.campaign_id = $1 AND r.status IN ('queued', 'sending'))
-  AND NOT EXISTS (SELECT 1 FROM campaign_recipients r WHERE r.campaign_id = $1 AND r.status = 'waiting')
+  AND NOT EXISTS (SELECT 1 FROM campaign_recipients r WHERE r.campaign_id = $1 AND r.pending)
+  AND NOT EXISTS (SELECT 1 FROM campaign_recipients r WHERE r.campaign_id = $1 AND r.waiting)
 FOR NO KEY UPDATE`
 
 // finishCampaign folds the counters of a campaign locked by lockFinished and
@@ -793,7 +793,7 @@ const failCampaign = `UPDATE campaigns SET status = 'failed', last_error = $2, f
 WHERE id = $1 AND status IN ('sending', 'paused') RETURNING account_id, kind`
 
 const failQueued = `UPDATE campaign_recipients SET status = 'failed', error = $2, claimed_until = NULL
-WHERE campaign_id = $1 AND status IN ('queued', 'sending')`
+WHERE campaign_id = $1 AND pending`
 
 const addFailed = `UPDATE campaigns SET failed_count = failed_count + $2 WHERE id = $1`
 
