@@ -1376,6 +1376,9 @@ func soapTestsTx(ctx context.Context, tx *sqlx.Tx, due []dueParticipant, opts Se
 	tests := make(map[int64]*soapTest, len(locked))
 	for i := range locked {
 		t := &locked[i]
+		if campaignOf[t.TargetID] == 0 {
+			continue // the day was deleted after claimDue read it
+		}
 		if t.Status == ABDraft {
 			id, err := startSoapTestTx(ctx, tx, t, campaignOf[t.TargetID], opts.Links, opts.Now)
 			if err != nil {

@@ -57,8 +57,12 @@ func BenchmarkSequenceDaySend(b *testing.B) {
 		}
 		e.serverID = s.ID
 		ids := e.contacts("send", n)
-		seq := e.sequence("Senden", "09:00", 0)
-		day := e.onlyDay(seq.ID)
+		seq := e.sequence("Senden", "09:00", 0, 1)
+		days, err := e.db.SequenceDays(ctx, e.acct, seq.ID)
+		if err != nil {
+			b.Fatal(err)
+		}
+		day := days[0] // the first of two: the participants move on
 		subject := "Tag 2 für {{vorname}}"
 		if _, err := e.db.UpdateSequenceDay(ctx, e.acct, sys, seq.ID, day.ID, store.DayInput{Content: store.NewsletterInput{
 			Subject: &subject, HTML: &benchDayHTML}}); err != nil {
