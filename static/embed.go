@@ -14,9 +14,9 @@ package static
 import "embed"
 
 // FS holds app.css, htmx.min.js, editor.js (the newsletter editor's placeholder
-// picker), upload.js (the attachments manager's progress bar), redoc.standalone.js (the API reference at /v1/docs) and signup.js (the sign-up forms' helper, also
+// picker), upload.js (the attachments manager's progress bar), sequences.js (dragging the days of the sequence builder), redoc.standalone.js (the API reference at /v1/docs) and signup.js (the sign-up forms' helper, also
 // loaded by forms embedded on other websites) at its root. Serve it under /static/, e.g.
 // mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static.FS))).
 //
-//go:embed app.css htmx.min.js signup.js editor.js upload.js redoc.standalone.js
+//go:embed app.css htmx.min.js signup.js editor.js upload.js sequences.js redoc.standalone.js
 var FS embed.FS

@@ -374,7 +374,12 @@ const abTestColumns = `t.id, t.account_id, t.name, t.target_type, t.target_id, t
   coalesce(c.subject, '') AS target_subject, coalesce(c.preheader, '') AS target_preheader,
   coalesce(c.from_name, '') AS target_from_name`
 
-const abTestFrom = ` FROM ab_tests t LEFT JOIN campaigns c ON c.id = t.campaign_id`
+// abTestFrom joins a test's target campaign: the campaign it started with,
+// and for a draft test of a sequence day the day's campaign now (an edited
+// day that had sent gets a new campaign; the test starts with that one).
+const abTestFrom = ` FROM ab_tests t
+LEFT JOIN sequence_days sd ON t.target_type = 'soap' AND t.status = 'draft' AND sd.id = t.target_id AND sd.account_id = t.account_id
+LEFT JOIN campaigns c ON c.id = coalesce(sd.campaign_id, t.campaign_id)`
 
 const selectABTest = `SELECT ` + abTestColumns + abTestFrom + ` WHERE t.account_id = $1 AND t.id = $2`
 
@@ -450,10 +455,10 @@ func (db *DB) ABTests(ctx context.Context, accountID int64, f ABFilter, p Page) 
 // for targets whose feature is not there yet, 404 for another account's or a
 // missing one, 409 when it was sent already.
 func abTarget(ctx context.Context, tx *sqlx.Tx, accountID int64, targetType string, targetID int64) (Campaign, error) {
-	switch targetType {
-	case ABTargetNewsletter, ABTargetEmail, ABTargetSeinfeld:
-	default:
-		return Campaign{}, Invalid("target_type", "A/B-Tests für Sequenztage sind noch nicht verfügbar.")
+	if targetType == ABTargetSoap {
+		// A sequence day is sent to each participant who reaches it: a test
+		// can start on it at any time (sequences.go: startSoapTestsTx).
+		return soapTargetTx(ctx, tx, accountID, targetID)
 	}
 	c, err := lockCampaignTx(ctx, tx, accountID, targetID, abKind(targetType))
 	if err != nil {
@@ -542,17 +547,24 @@ func (db *DB) CreateABTest(ctx context.Context, accountID int64, actor Actor, in
 		var c Campaign
 		var err error
 		if t.TargetType == "" {
-			// The short form campaign_id: a newsletter or a single email.
+			// The short form campaign_id: a newsletter or a single email (or
+			// the campaign of a story email or a sequence day).
 			if c, err = campaignAnyKind(ctx, tx, accountID, t.TargetID); err != nil {
 				return err
 			}
 			t.TargetType = abTargetType(c.Kind)
+			if t.TargetType == ABTargetSoap {
+				if t.TargetID, err = dayOfCampaignTx(ctx, tx, accountID, t.TargetID); err != nil {
+					return err
+				}
+			}
 		}
 		if c, err = abTarget(ctx, tx, accountID, t.TargetType, t.TargetID); err != nil {
 			return err
 		}
 		t.CampaignID = &c.ID
 		t.check(c, errs)
+		t.checkSoap(errs)
 		if err := errs.Err(); err != nil {
 			return err
 		}
@@ -600,7 +612,7 @@ func errABNotDraft(t ABTest) error {
 }
 
 const updateABTest = `UPDATE ab_tests SET name = :name, test_type = :test_type, mode = :mode, split_a = :split_a,
-  sample_pct = :sample_pct, wait_hours = :wait_hours, winner_metric = :winner_metric,
+  sample_pct = :sample_pct, wait_hours = :wait_hours, winner_metric = :winner_metric, campaign_id = :campaign_id,
   auto_apply_winner = :auto_apply_winner, b_subject = :b_subject, b_preheader = :b_preheader, b_html = :b_html,
   b_from_name = :b_from_name, updated_at = now()
 WHERE id = :id`
@@ -619,7 +631,15 @@ func (db *DB) UpdateABTest(ctx context.Context, accountID int64, actor Actor, id
 		}
 		errs := Errs{}
 		in.apply(&t, errs)
-		if t.CampaignID != nil {
+		if t.TargetType == ABTargetSoap {
+			c, err := soapTargetTx(ctx, tx, accountID, t.TargetID)
+			if err != nil {
+				return err
+			}
+			t.CampaignID = &c.ID
+			t.check(c, errs)
+			t.checkSoap(errs)
+		} else if t.CampaignID != nil {
 			c, err := lockCampaignTx(ctx, tx, accountID, *t.CampaignID, abKind(t.TargetType))
 			if err != nil {
 				return err
@@ -878,10 +898,12 @@ type ABWinnerResult struct {
 }
 
 func errABState(t ABTest) error {
-	switch t.Status {
-	case ABDraft:
+	switch {
+	case t.Status == ABDraft && t.TargetType == ABTargetSoap:
+		return &ConflictError{Reason: "ab_test_not_running", Message: "Der A/B-Test läuft noch nicht: er beginnt, sobald der erste Teilnehmer den Tag erreicht."}
+	case t.Status == ABDraft:
 		return &ConflictError{Reason: "ab_test_not_running", Message: "Der A/B-Test läuft noch nicht: er beginnt mit dem Versand der E-Mail."}
-	case ABCompleted:
+	case t.Status == ABCompleted:
 		return &ConflictError{Reason: "ab_test_completed", Message: "Der A/B-Test ist bereits abgeschlossen."}
 	}
 	return &ConflictError{Reason: "ab_test_stopped", Message: "Der A/B-Test wurde gestoppt."}
@@ -926,7 +948,13 @@ func completeABTx(ctx context.Context, tx *sqlx.Tx, t ABTest, winner string, res
 			return ABWinnerResult{}, fmt.Errorf("store: release ab recipients: %w", err)
 		}
 		out.Released, _ = r.RowsAffected()
-		if winner == "B" {
+		switch {
+		case winner == "B" && t.TargetType == ABTargetSoap:
+			// The test's campaign is sending; the day gets B as new content.
+			if out.Copied, err = copySoapWinnerTx(ctx, tx, t); err != nil {
+				return ABWinnerResult{}, err
+			}
+		case winner == "B":
 			if _, err := tx.ExecContext(ctx, copyVariantB, t.ID); err != nil {
 				return ABWinnerResult{}, fmt.Errorf("store: copy ab winner: %w", err)
 			}
@@ -1258,4 +1286,197 @@ func (s ABInsightSource) Insights(ctx context.Context, accountID int64, scope st
 		out = append(out, in.Findings...)
 	}
 	return out, nil
+}
+
+// Tests of sequence days (target_type soap). A day is sent to each
+// participant who reaches it, at any time, so such a test does not start
+// with a campaign's send: it starts in the sequence worker's claim
+// (ClaimSequenceDays) with the first participant who reaches the day after
+// the test was created, and runs wait_hours from then. Its participants are
+// queued into a campaign of their own (the day's campaign while it is still
+// a draft, otherwise a fresh copy that becomes the day's campaign), so that
+// the send workers compile variant B with it and the results count the test
+// alone. While it runs each participant who reaches the day gets a variant
+// in the claim's transaction, in the order of their rank
+// md5("<id>:v:<email>") within the batch, each taking the variant that keeps
+// the shares closest to split_a (assigned_a, assigned_b count them). Mode
+// split assigns until the test is decided; in mode winner the participants
+// who reach the day in the window [started_at, decide_at) are the test
+// group (sample_pct does not apply), and those who reach it after wait
+// (held back, as in a newsletter's winner mode) until the winner is decided
+// and get it. When B wins, the day gets B's content as a new campaign, so
+// that everyone who reaches the day afterwards gets the winner.
+
+// soapTargetTx resolves a sequence day of the account to the campaign that
+// carries its content now, locked (404 for another account's day).
+func soapTargetTx(ctx context.Context, tx *sqlx.Tx, accountID, dayID int64) (Campaign, error) {
+	var campaignID int64
+	if err := tx.GetContext(ctx, &campaignID, `SELECT campaign_id FROM sequence_days WHERE account_id = $1 AND id = $2`,
+		accountID, dayID); err != nil {
+		return Campaign{}, notFound("sequence day", err)
+	}
+	return lockCampaignTx(ctx, tx, accountID, campaignID, KindSequence)
+}
+
+// dayOfCampaignTx is the sequence day a campaign of kind sequence belongs to
+// (the short form campaign_id of POST /ab-tests).
+func dayOfCampaignTx(ctx context.Context, tx *sqlx.Tx, accountID, campaignID int64) (int64, error) {
+	var dayID int64
+	if err := tx.GetContext(ctx, &dayID, `SELECT day_id FROM sequence_day_campaigns WHERE account_id = $1 AND campaign_id = $2`,
+		accountID, campaignID); err != nil {
+		return 0, notFound("sequence day", err)
+	}
+	return dayID, nil
+}
+
+// checkSoap adds the rule of sequence days: the sender is the sequence's,
+// the same for all its days, so a day cannot test it.
+func (t ABTest) checkSoap(errs Errs) {
+	if t.TargetType != ABTargetSoap {
+		return
+	}
+	if t.TestType == ABTypeSender {
+		errs.Add("test_type", "Der Absender gilt für alle Tage einer Sequenz und lässt sich nicht für einen Tag testen.")
+	}
+	if t.BFromName != nil {
+		errs.Add("b_from_name", "Der Absender gilt für alle Tage einer Sequenz und lässt sich nicht für einen Tag testen.")
+	}
+}
+
+// soapTest is a draft or running test of a sequence day as the claim locks
+// it, with its assignment counts.
+type soapTest struct {
+	ABTest
+	AssignedA int64 `db:"assigned_a"`
+	AssignedB int64 `db:"assigned_b"`
+}
+
+// lockSoapTests locks the draft and running tests of the days $1, in id
+// order (the claims of several processes take them in the same order).
+const lockSoapTests = `SELECT ` + abTestColumns + `, t.assigned_a, t.assigned_b` + abTestFrom + `
+WHERE t.target_type = 'soap' AND t.status IN ('draft', 'running') AND t.target_id = ANY($1)
+ORDER BY t.id FOR UPDATE OF t`
+
+const markSoapStarted = `UPDATE ab_tests SET status = 'running', campaign_id = $2, started_at = $3, decide_at = $4,
+  a_subject = $5, a_from_name = $6, a_preheader = $7, updated_at = now() WHERE id = $1`
+
+// startSoapTestTx starts a draft test of a sequence day whose campaign is
+// campaignID, in the claim that queues the first participant to reach the
+// day: the test gets a campaign of its own (the day's, while it is a draft;
+// else a copy that becomes the day's campaign), variant B's tracked links
+// are stored after A's (A's are stored by the claim, as for any day
+// campaign that sends for the first time), and the test runs until
+// now + wait_hours. It returns the test's campaign.
+func startSoapTestTx(ctx context.Context, tx *sqlx.Tx, t *soapTest, campaignID int64, links func(Campaign) ([]LinkInput, error), now time.Time) (int64, error) {
+	var c Campaign
+	if err := tx.GetContext(ctx, &c, `SELECT `+campaignColumns+` FROM campaigns WHERE id = $1 FOR UPDATE`, campaignID); err != nil {
+		return 0, fmt.Errorf("store: soap test campaign: %w", err)
+	}
+	if c.Status != CampaignDraft {
+		fresh, err := insertCampaignTx(ctx, tx, dayCopy(c))
+		if err != nil {
+			return 0, err
+		}
+		if err := setDayCampaignTx(ctx, tx, t.AccountID, t.TargetID, fresh.ID); err != nil {
+			return 0, err
+		}
+		c = fresh
+	}
+	if t.BHTML != nil && c.TrackClicks && links != nil {
+		ls, err := links(t.ApplyB(c))
+		if err != nil {
+			return 0, err
+		}
+		if len(ls) > 0 {
+			urls := make(pq.StringArray, len(ls))
+			pers := make(pq.BoolArray, len(ls))
+			for i, l := range ls {
+				urls[i], pers[i] = l.URL, l.Personalized
+			}
+			if _, err := tx.ExecContext(ctx, insertBLinks, c.AccountID, c.ID, urls, pers, ABLinkOffset); err != nil {
+				return 0, fmt.Errorf("store: ab test links: %w", err)
+			}
+		}
+	}
+	decide := now.Add(time.Duration(t.WaitHours) * time.Hour)
+	if _, err := tx.ExecContext(ctx, markSoapStarted, t.ID, c.ID, now, decide, c.Subject, c.FromName, c.Preheader); err != nil {
+		return 0, fmt.Errorf("store: start ab test: %w", err)
+	}
+	t.Status, t.CampaignID, t.StartedAt, t.DecideAt = ABRunning, &c.ID, &now, &decide
+	return c.ID, LogActivity(ctx, tx, t.AccountID, Actor{Type: ActorSystem}, ActivityEntry{Action: "ab_test.started",
+		ObjectType: ObjectABTest, ObjectID: t.ID, Details: map[string]any{"campaign_id": c.ID, "mode": t.Mode, "day_id": t.TargetID}})
+}
+
+// soapSlot is what a running test gives one participant: a variant, or
+// held back until the winner is decided (mode winner after the window).
+type soapSlot struct {
+	Variant string
+	Held    bool
+}
+
+// assign gives the participants who reach the test's day in one claim
+// (their addresses) their slots, in the order of their rank, and counts the
+// variants on the test row (locked by the claim).
+func (t *soapTest) assign(ctx context.Context, tx *sqlx.Tx, emails []string, now time.Time) ([]soapSlot, error) {
+	out := make([]soapSlot, len(emails))
+	if t.Mode == ABModeWinner && t.DecideAt != nil && !now.Before(*t.DecideAt) {
+		for i := range out {
+			out[i].Held = true
+		}
+		return out, nil
+	}
+	order := make([]int, len(emails))
+	keys := make([][md5.Size]byte, len(emails))
+	for i, e := range emails {
+		order[i], keys[i] = i, abRankKey(t.ID, "v", e)
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		if c := bytes.Compare(keys[a][:], keys[b][:]); c != 0 {
+			return c
+		}
+		return strings.Compare(emails[a], emails[b])
+	})
+	a, b := t.AssignedA, t.AssignedB
+	for _, i := range order {
+		if a < int64(abCut(t.SplitA, int(a+b+1))) {
+			out[i].Variant = "A"
+			a++
+		} else {
+			out[i].Variant = "B"
+			b++
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE ab_tests SET assigned_a = $2, assigned_b = $3 WHERE id = $1`, t.ID, a, b); err != nil {
+		return nil, fmt.Errorf("store: ab test assignment: %w", err)
+	}
+	t.AssignedA, t.AssignedB = a, b
+	return out, nil
+}
+
+// copySoapWinnerTx gives the day of a test that B won B's content as a new
+// campaign (the test's campaign is sending: the send workers compiled it),
+// so that everyone who reaches the day from now on gets the winner. Nothing
+// is copied when the day is gone or carries other content by now.
+func copySoapWinnerTx(ctx context.Context, tx *sqlx.Tx, t ABTest) (bool, error) {
+	var campaignID int64
+	err := tx.GetContext(ctx, &campaignID, `SELECT campaign_id FROM sequence_days WHERE account_id = $1 AND id = $2 FOR UPDATE`,
+		t.AccountID, t.TargetID)
+	if errors.Is(err, sql.ErrNoRows) || err == nil && (t.CampaignID == nil || campaignID != *t.CampaignID) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("store: copy ab winner: %w", err)
+	}
+	var c Campaign
+	if err := tx.GetContext(ctx, &c, `SELECT `+campaignColumns+` FROM campaigns WHERE id = $1`, campaignID); err != nil {
+		return false, fmt.Errorf("store: copy ab winner: %w", err)
+	}
+	fresh, err := insertCampaignTx(ctx, tx, dayCopy(t.ApplyB(c)))
+	if err != nil {
+		return false, err
+	}
+	if err := setDayCampaignTx(ctx, tx, t.AccountID, t.TargetID, fresh.ID); err != nil {
+		return false, err
+	}
+	return true, nil
 }

@@ -754,20 +754,47 @@ func reviseDay(ctx context.Context, tx *sqlx.Tx, s Sequence, d SequenceDay, cont
 		}
 		return nil
 	}
+	// A running A/B test of the day queues into its campaign until it is
+	// decided; new content now would leave the test or the day behind.
+	var testing bool
+	if err := tx.GetContext(ctx, &testing, `SELECT EXISTS (SELECT 1 FROM ab_tests WHERE target_type = 'soap' AND target_id = $1
+  AND status = 'running')`, d.ID); err != nil {
+		return fmt.Errorf("store: update day: %w", err)
+	}
+	if testing {
+		return &ConflictError{Reason: "ab_test_running", Message: fmt.Sprintf("Für Tag %d läuft ein A/B-Test. Bitte zuerst den Gewinner festlegen oder den Test stoppen.", d.Position)}
+	}
 	fresh := dayCampaign(s, d.Position)
 	fresh.setContent(next.Content())
 	fresh, err := insertCampaignTx(ctx, tx, fresh)
 	if err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE sequence_days SET campaign_id = $2, updated_at = now() WHERE id = $1`, d.ID, fresh.ID); err != nil {
-		return fmt.Errorf("store: update day: %w", err)
+	return setDayCampaignTx(ctx, tx, s.AccountID, d.ID, fresh.ID)
+}
+
+// setDayCampaignTx makes campaignID the campaign of a day (the one that
+// participants who reach the day from now on are queued into); the day keeps
+// its earlier campaigns for its funnel.
+func setDayCampaignTx(ctx context.Context, tx *sqlx.Tx, accountID, dayID, campaignID int64) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE sequence_days SET campaign_id = $3, updated_at = now() WHERE account_id = $1 AND id = $2`,
+		accountID, dayID, campaignID); err != nil {
+		return fmt.Errorf("store: day campaign: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO sequence_day_campaigns (account_id, sequence_id, day_id, campaign_id)
-VALUES ($1, $2, $3, $4)`, s.AccountID, s.ID, d.ID, fresh.ID); err != nil {
-		return fmt.Errorf("store: update day: %w", err)
+SELECT account_id, sequence_id, id, $3 FROM sequence_days WHERE account_id = $1 AND id = $2`, accountID, dayID, campaignID); err != nil {
+		return fmt.Errorf("store: day campaign: %w", err)
 	}
 	return nil
+}
+
+// dayCopy is a new draft campaign of a day with c's content and sender.
+func dayCopy(c Campaign) Campaign {
+	fresh := Campaign{AccountID: c.AccountID, Kind: KindSequence, Type: TypeNewsletter, Status: CampaignDraft, Name: c.Name,
+		FromName: c.FromName, ReplyTo: c.ReplyTo, SMTPServerID: c.SMTPServerID, TrackOpens: c.TrackOpens,
+		TrackClicks: c.TrackClicks, Placeholders: c.Placeholders}
+	fresh.setContent(c.Content())
+	return fresh
 }
 
 func serverID(id *int64) int64 {
@@ -1083,7 +1110,8 @@ const claimDue = `WITH due AS (
   ORDER BY p.next_send_at LIMIT $2
   FOR UPDATE SKIP LOCKED
 )
-SELECT p.id, p.account_id, p.sequence_id, p.contact_id, p.current_day, coalesce(d.campaign_id, 0) AS campaign_id,
+SELECT p.id, p.account_id, p.sequence_id, p.contact_id, p.current_day, coalesce(d.id, 0) AS day_id,
+  coalesce(d.campaign_id, 0) AS campaign_id,
   coalesce(c.email, p.email) AS email,
   CASE WHEN c.id IS NULL THEN 'deleted' WHEN c.status <> 'subscribed' THEN 'unsubscribed'
     WHEN EXISTS (SELECT 1 FROM blocked_addresses b WHERE b.account_id = p.account_id AND b.email = c.email) THEN 'blocked'
@@ -1098,6 +1126,7 @@ type dueParticipant struct {
 	SequenceID int64  `db:"sequence_id"`
 	ContactID  int64  `db:"contact_id"`
 	CurrentDay int    `db:"current_day"`
+	DayID      int64  `db:"day_id"`
 	CampaignID int64  `db:"campaign_id"`
 	Email      string `db:"email"`
 	ExitReason string `db:"exit_reason"`
@@ -1125,9 +1154,11 @@ UPDATE sequence_participants p SET current_day = x.day, base_at = x.base,
 FROM x WHERE p.id = ANY($1) AND p.id = x.id
 RETURNING p.account_id, p.sequence_id, p.contact_id, p.status`
 
-const insertDayRecipients = `INSERT INTO campaign_recipients (account_id, campaign_id, contact_id, email, status)
-SELECT x.account_id, x.campaign_id, x.contact_id, x.email, 'queued'
-FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[]) AS x(account_id, campaign_id, contact_id, email)
+const insertDayRecipients = `INSERT INTO campaign_recipients (account_id, campaign_id, contact_id, email, status, variant, ab_held)
+SELECT x.account_id, x.campaign_id, x.contact_id, x.email, CASE WHEN x.held THEN 'waiting' ELSE 'queued' END,
+  nullif(x.variant, ''), x.held
+FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::boolean[])
+  AS x(account_id, campaign_id, contact_id, email, variant, held)
 ORDER BY x.campaign_id, x.contact_id`
 
 // openDayCampaigns marks the day campaigns sending with their new recipients
@@ -1178,6 +1209,10 @@ func (db *DB) ClaimSequenceDays(ctx context.Context, opts SequenceClaimOptions) 
 		if len(due) == 0 {
 			return nil
 		}
+		tests, err := soapTestsTx(ctx, tx, due, opts)
+		if err != nil {
+			return err
+		}
 		// Exits first; the rest by account for the daily limit.
 		exits := map[string][]int64{}
 		byAccount := map[int64][]dueParticipant{}
@@ -1206,6 +1241,7 @@ func (db *DB) ClaimSequenceDays(ctx context.Context, opts SequenceClaimOptions) 
 			rCamp    pq.Int64Array
 			rCont    pq.Int64Array
 			rMail    pq.StringArray
+			rDay     []int64
 			counts   = map[int64]int64{}
 			postpone pq.Int64Array
 		)
@@ -1239,6 +1275,7 @@ func (db *DB) ClaimSequenceDays(ctx context.Context, opts SequenceClaimOptions) 
 				advSent = append(advSent, p.CampaignID != 0)
 				if p.CampaignID != 0 {
 					rAcc, rCamp, rCont, rMail = append(rAcc, p.AccountID), append(rCamp, p.CampaignID), append(rCont, p.ContactID), append(rMail, p.Email)
+					rDay = append(rDay, p.DayID)
 					counts[p.CampaignID]++
 				}
 			}
@@ -1254,7 +1291,11 @@ WHERE id = ANY($1)`, postpone, opts.Now); err != nil {
 			if err := storeFirstLinks(ctx, tx, counts, opts); err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, insertDayRecipients, rAcc, rCamp, rCont, rMail); err != nil {
+			rVar, rHeld, err := assignSoapVariants(ctx, tx, tests, rDay, rMail, opts.Now)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, insertDayRecipients, rAcc, rCamp, rCont, rMail, rVar, rHeld); err != nil {
 				return fmt.Errorf("store: queue sequence days: %w", err)
 			}
 			ids, ns := make(pq.Int64Array, 0, len(counts)), make(pq.Int64Array, 0, len(counts))
@@ -1298,6 +1339,97 @@ WHERE id = ANY($1)`, postpone, opts.Now); err != nil {
 		return nil
 	})
 	return res, err
+}
+
+// soapTestsTx locks the draft and running A/B tests of the days that the
+// claimed participants reach, starts the drafts (startSoapTestTx) and points
+// those participants at the campaign their day has now: a decision that
+// committed after claimDue read the days may have given a day the winner's
+// campaign, and a started test its own. It returns the running tests by day.
+func soapTestsTx(ctx context.Context, tx *sqlx.Tx, due []dueParticipant, opts SequenceClaimOptions) (map[int64]*soapTest, error) {
+	var dayIDs pq.Int64Array
+	seen := map[int64]bool{}
+	for _, p := range due {
+		if p.DayID != 0 && p.ExitReason == "" && !seen[p.DayID] {
+			seen[p.DayID] = true
+			dayIDs = append(dayIDs, p.DayID)
+		}
+	}
+	if len(dayIDs) == 0 {
+		return nil, nil
+	}
+	var locked []soapTest
+	if err := tx.SelectContext(ctx, &locked, lockSoapTests, dayIDs); err != nil {
+		return nil, fmt.Errorf("store: sequence day tests: %w", err)
+	}
+	var days []struct {
+		ID         int64 `db:"id"`
+		CampaignID int64 `db:"campaign_id"`
+	}
+	if err := tx.SelectContext(ctx, &days, `SELECT id, campaign_id FROM sequence_days WHERE id = ANY($1)`, dayIDs); err != nil {
+		return nil, fmt.Errorf("store: sequence day campaigns: %w", err)
+	}
+	campaignOf := make(map[int64]int64, len(days))
+	for _, d := range days {
+		campaignOf[d.ID] = d.CampaignID
+	}
+	tests := make(map[int64]*soapTest, len(locked))
+	for i := range locked {
+		t := &locked[i]
+		if campaignOf[t.TargetID] == 0 {
+			continue // the day was deleted after claimDue read it
+		}
+		if t.Status == ABDraft {
+			id, err := startSoapTestTx(ctx, tx, t, campaignOf[t.TargetID], opts.Links, opts.Now)
+			if err != nil {
+				return nil, err
+			}
+			campaignOf[t.TargetID] = id
+		}
+		tests[t.TargetID] = t
+	}
+	for i := range due {
+		if id, ok := campaignOf[due[i].DayID]; ok {
+			due[i].CampaignID = id
+		}
+	}
+	return tests, nil
+}
+
+// assignSoapVariants gives each queued row (its day and address) its slot
+// in the running test of its day: the variant, or held back. Rows of days
+// without a test get neither.
+func assignSoapVariants(ctx context.Context, tx *sqlx.Tx, tests map[int64]*soapTest, days []int64, emails []string, now time.Time) (pq.StringArray, pq.BoolArray, error) {
+	variants, held := make(pq.StringArray, len(days)), make(pq.BoolArray, len(days))
+	if len(tests) == 0 {
+		return variants, held, nil
+	}
+	rows := map[int64][]int{}
+	var order []int64
+	for i, d := range days {
+		if tests[d] == nil {
+			continue
+		}
+		if _, ok := rows[d]; !ok {
+			order = append(order, d)
+		}
+		rows[d] = append(rows[d], i)
+	}
+	for _, d := range order {
+		is := rows[d]
+		addrs := make([]string, len(is))
+		for k, i := range is {
+			addrs[k] = emails[i]
+		}
+		slots, err := tests[d].assign(ctx, tx, addrs, now)
+		if err != nil {
+			return nil, nil, err
+		}
+		for k, i := range is {
+			variants[i], held[i] = slots[k].Variant, slots[k].Held
+		}
+	}
+	return variants, held, nil
 }
 
 // storeFirstLinks stores the tracked links of day campaigns that send for

@@ -804,6 +804,9 @@ type SequencesText struct {
 	Edit, EditStory, EditStoryLead, StoryLocked, Preview                   string
 	WeekdayNames, WeekdayShort                                             []string
 	Statuses, Triggers, ParticipantStatuses                                map[string]string
+	// DragHint labels the handle that drags a day of the builder's
+	// timeline to another place (static/sequences.js).
+	DragHint string
 }
 
 // WebhooksText holds the webhook pages and the delivery log.
@@ -2048,6 +2051,7 @@ func German() Text {
 			Preheader:            "Vorschautext",
 			MoveUp:               "Nach oben",
 			MoveDown:             "Nach unten",
+			DragHint:             "Ziehen, um den Tag zu verschieben",
 			Delete:               "Löschen",
 			AtTime:               ", um %s Uhr",
 			AtEntry:              "Beim Eintritt",

@@ -517,7 +517,6 @@ func TestSeinfeldABTest(t *testing.T) {
 	}
 	// The short form campaign_id names the story email's campaign too.
 	e.do(t, "POST", "/v1/ab-tests", map[string]any{"campaign_id": st.ID, "test_type": "subject", "b_subject": "X"}, 409)
-	e.do(t, "POST", "/v1/ab-tests", map[string]any{"target_type": "soap", "target_id": 1, "test_type": "subject", "b_subject": "X"}, 422)
 	e.do(t, "POST", fmt.Sprintf("/v1/story-emails/%d/send", st.ID), nil, 202)
 	deadline := time.Now().Add(30 * time.Second)
 	for e.srv.Count() < 10 && time.Now().Before(deadline) {
@@ -538,6 +537,86 @@ func TestSeinfeldABTest(t *testing.T) {
 	if ab.Status != "running" {
 		t.Fatalf("test after the send: %+v", ab)
 	}
+}
+
+// TestSoapABTestAPI runs an A/B test of a sequence day through the API: a
+// draft on the day (404 for an unknown day, 409 for a second one, 422 for a
+// sender test), changed while a draft, no winner before a participant
+// reached the day; the sequence worker starts it and assigns the variants;
+// GET shows the results per variant; the day's content is locked while it
+// runs (409 ab_test_running) and free again once it is stopped.
+func TestSoapABTestAPI(t *testing.T) {
+	e := newSeqEnv(t, "pro", nil)
+	ids := e.contacts(t, "soap", 10)
+	var s seqOut
+	e.do(t, "POST", "/v1/sequences", map[string]any{"name": "Seife", "smtp_server_id": e.serverID}, 201).Data(t, &s)
+	base := fmt.Sprintf("/v1/sequences/%d", s.ID)
+	var d dayOut
+	e.do(t, "POST", base+"/days", map[string]any{"subject": "Tag eins", "html": "<p>Hallo</p>"}, 201).Data(t, &d)
+	type abOut struct {
+		ID         int64  `json:"id"`
+		TargetType string `json:"target_type"`
+		TargetID   int64  `json:"target_id"`
+		Status     string `json:"status"`
+		Variants   []struct {
+			Subject string `json:"subject"`
+		} `json:"variants"`
+		Results *struct {
+			Variants map[string]struct {
+				Sent int64 `json:"sent"`
+			} `json:"variants"`
+			Leader string `json:"leader"`
+		} `json:"results"`
+	}
+	var ab abOut
+	e.do(t, "POST", "/v1/ab-tests", map[string]any{"target_type": "soap", "target_id": d.ID, "test_type": "subject",
+		"b_subject": "Tag eins, anders", "wait_hours": 2}, 201).Data(t, &ab)
+	if ab.Status != "draft" || ab.TargetType != "soap" || ab.TargetID != d.ID || ab.Variants[0].Subject != "Tag eins" ||
+		ab.Variants[1].Subject != "Tag eins, anders" {
+		t.Fatalf("created: %+v", ab)
+	}
+	e.do(t, "POST", "/v1/ab-tests", map[string]any{"target_type": "soap", "target_id": d.ID, "test_type": "subject", "b_subject": "X"}, 409)
+	e.do(t, "POST", "/v1/ab-tests", map[string]any{"target_type": "soap", "target_id": 999999, "test_type": "subject", "b_subject": "X"}, 404)
+	r := e.do(t, "POST", "/v1/ab-tests", map[string]any{"target_type": "soap", "target_id": d.ID, "test_type": "sender", "b_from_name": "X"}, 422)
+	if !strings.Contains(string(r.Body), `"test_type"`) {
+		t.Fatalf("sender test: %s", r.Body)
+	}
+	path := fmt.Sprintf("/v1/ab-tests/%d", ab.ID)
+	e.do(t, "PATCH", path, map[string]any{"b_subject": "Tag eins, neu"}, 200).Data(t, &ab)
+	if ab.Variants[1].Subject != "Tag eins, neu" {
+		t.Fatalf("patched: %+v", ab)
+	}
+	r = e.do(t, "POST", path+"/winner", map[string]any{"variant": "B"}, 409)
+	if !strings.Contains(string(r.Body), "ab_test_not_running") {
+		t.Fatalf("winner of a draft: %s", r.Body)
+	}
+
+	e.do(t, "POST", base+"/activate", nil, 200)
+	e.do(t, "POST", base+"/participants", map[string]any{"contact_ids": ids}, 200)
+	w := sequence.NewWorker(e.db, nil, sequence.WorkerOptions{Now: func() time.Time { return e.now.Add(time.Minute) }})
+	if res, err := w.Tick(context.Background()); err != nil || res.Queued != 10 {
+		t.Fatalf("tick: %+v, %v", res, err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for e.srv.Count() < 10 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	for time.Now().Before(deadline) {
+		e.do(t, "GET", path, nil, 200).Data(t, &ab)
+		if ab.Results != nil && ab.Results.Variants["A"].Sent+ab.Results.Variants["B"].Sent == 10 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if ab.Status != "running" || ab.Results == nil || ab.Results.Variants["A"].Sent != 5 || ab.Results.Variants["B"].Sent != 5 {
+		t.Fatalf("running: %+v", ab)
+	}
+	r = e.do(t, "PATCH", fmt.Sprintf("%s/days/%d", base, d.ID), map[string]any{"subject": "Anders"}, 409)
+	if !strings.Contains(string(r.Body), "ab_test_running") {
+		t.Fatalf("edit while testing: %s", r.Body)
+	}
+	e.do(t, "POST", path+"/stop", nil, 200)
+	e.do(t, "PATCH", fmt.Sprintf("%s/days/%d", base, d.ID), map[string]any{"subject": "Anders"}, 200)
 }
 
 // TestSequenceOutlineCommitsWithTheDebit: a failure after the AI debit of an
