@@ -539,7 +539,6 @@ type NewslettersText struct {
 	TestResult   string // %d, %d: sent, total
 	TestOK       string
 	TestFailed   string
-	TestFailedAt string // %s: error
 
 	SendNow          string
 	SendTitle        string // %s: name
@@ -1331,7 +1330,6 @@ func German() Text {
 			TestResult:   "%d von %d Testmails verschickt.",
 			TestOK:       "verschickt",
 			TestFailed:   "fehlgeschlagen",
-			TestFailedAt: "Fehler: %s",
 
 			SendNow:          "Jetzt versenden …",
 			SendTitle:        "„%s“ jetzt versenden?",
@@ -2215,6 +2213,7 @@ func German() Text {
 				"form":            "Formular",
 				"webhook":         "Webhook",
 				"user":            "Benutzer",
+				"field":           "Eigenes Feld",
 			},
 			ActorTypes: map[string]string{
 				"key":    "API-Schlüssel",
@@ -2984,7 +2983,8 @@ type ChangesText struct {
 	Actions     map[string]string // actions the activity log's own map lacks
 	FieldOfKey  string            // %s: a field's key
 	Roles       map[string]string
-	ListMembers string // %d: members of a deleted list
+	ListMembers string            // %d: members of a deleted list
+	ObjectTypes map[string]string // object types the activity log's own map lacks
 }
 
 func germanChanges() ChangesText {
@@ -3042,6 +3042,10 @@ func germanChanges() ChangesText {
 		},
 		Roles:       map[string]string{"owner": "Inhaber", "admin": "Administrator", "member": "Mitglied"},
 		ListMembers: "%d Mitglieder",
+		ObjectTypes: map[string]string{
+			"template": "Vorlage", "attachment": "Anhang", "sequence": "Sequenz", "story_email": "Story-E-Mail",
+			"ab_test": "A/B-Test", "integration": "Integration", "appointment": "Termin", "account": "Konto",
+		},
 	}
 }
 
