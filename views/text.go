@@ -532,13 +532,14 @@ type NewslettersText struct {
 	PreviewUnknown     string // %s: address without a contact
 	PreviewUpdate      string // button without JavaScript
 
-	TestTitle  string
-	TestTo     string
-	TestToHint string // %d: max addresses
-	TestSend   string
-	TestResult string // %d, %d: sent, total
-	TestOK     string
-	TestFailed string
+	TestTitle    string
+	TestTo       string
+	TestToHint   string // %d: max addresses
+	TestSend     string
+	TestResult   string // %d, %d: sent, total
+	TestOK       string
+	TestFailed   string
+	TestFailedAt string // %s: error
 
 	SendNow          string
 	SendTitle        string // %s: name
@@ -1323,13 +1324,14 @@ func German() Text {
 			PreviewUnknown:     "Es gibt keinen Kontakt mit der Adresse %s.",
 			PreviewUpdate:      "Vorschau aktualisieren",
 
-			TestTitle:  "Testmail",
-			TestTo:     "Testempfänger",
-			TestToHint: "Bis zu %d Adressen, durch Komma oder Zeilenumbruch getrennt. Der Entwurf wird vorher gespeichert; der Betreff beginnt mit [TEST].",
-			TestSend:   "Speichern und Test senden",
-			TestResult: "%d von %d Testmails verschickt.",
-			TestOK:     "verschickt",
-			TestFailed: "fehlgeschlagen",
+			TestTitle:    "Testmail",
+			TestTo:       "Testempfänger",
+			TestToHint:   "Bis zu %d Adressen, durch Komma oder Zeilenumbruch getrennt. Der Entwurf wird vorher gespeichert; der Betreff beginnt mit [TEST].",
+			TestSend:     "Speichern und Test senden",
+			TestResult:   "%d von %d Testmails verschickt.",
+			TestOK:       "verschickt",
+			TestFailed:   "fehlgeschlagen",
+			TestFailedAt: "Fehler: %s",
 
 			SendNow:          "Jetzt versenden …",
 			SendTitle:        "„%s“ jetzt versenden?",
