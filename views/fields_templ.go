@@ -280,7 +280,7 @@ func fieldRow(i int, f store.ContactField, edit FieldForm) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		templ_7745c5c3_Err = Input(Field{Name: "label", ID: formID + "-label", Label: t.Fields.Label, Value: label, Error: errs["label"],
-			Attrs: templ.Attributes{"form": formID, "maxlength": 100, "data-testid": "field-label"}}).Render(ctx, templ_7745c5c3_Buffer)
+			Attrs: templ.Attributes{"form": formID, "maxlength": 100}}).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -289,7 +289,7 @@ func fieldRow(i int, f store.ContactField, edit FieldForm) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		templ_7745c5c3_Err = Select(Field{Name: "type", ID: formID + "-type", Label: t.Fields.Type, Error: errs["type"],
-			Attrs: templ.Attributes{"form": formID, "data-testid": "field-type"}}, fieldTypeOptions(t, typ)).Render(ctx, templ_7745c5c3_Buffer)
+			Attrs: templ.Attributes{"form": formID}}, fieldTypeOptions(t, typ)).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
