@@ -179,3 +179,34 @@ func trim(s string) string {
 	}
 	return s
 }
+
+// TestContactFieldsLimit: at MaxContactFields neither the consumer nor a
+// create adds more, and the create says so in German.
+func TestContactFieldsLimit(t *testing.T) {
+	db := dbtest.NewDB(t)
+	ctx := context.Background()
+	acct := newAccount(t, db, "business")
+	if _, err := db.ExecContext(ctx, `INSERT INTO contact_fields (account_id, key, label)
+SELECT $1, 'f' || i, 'f' || i FROM generate_series(1, $2 - 1) AS i`, acct, store.MaxContactFields); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.UpsertContact(ctx, acct, apiActor, store.ContactInput{Email: "a@example.com",
+		CustomFields: map[string]any{"neu_a": "x", "neu_b": "y"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.NewFieldConsumer(store.ConsumerOptions{}).CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fields, err := db.ContactFields(ctx, acct)
+	if err != nil || len(fields) != store.MaxContactFields {
+		t.Fatalf("%d fields (%v), want %d", len(fields), err, store.MaxContactFields)
+	}
+	if _, err := db.ContactField(ctx, acct, "neu_a"); err != nil {
+		t.Errorf("the first new key (in key order) did not fill the last place: %v", err)
+	}
+	_, err = db.CreateContactField(ctx, acct, apiActor, store.FieldInput{Key: str("noch_eins")})
+	var ve *store.ValidationError
+	if !errors.As(err, &ve) || !strings.Contains(ve.Fields["key"], "Höchstens") {
+		t.Errorf("create beyond the limit: %v", err)
+	}
+}
