@@ -258,3 +258,67 @@ func (db *DB) activities(ctx context.Context, cond string, args []any, p Page) (
 	}
 	return out, total, nil
 }
+
+// ObjectRef names one object of the activity log.
+type ObjectRef struct {
+	Type string
+	ID   int64
+}
+
+// selectExistingObjects keeps the given objects that still exist, each one
+// index lookup by primary key (a page of the log names at most 25). Story
+// emails, newsletters and single emails are campaigns; an object type
+// without a table here (blocked addresses, fields) is never linked by id.
+const selectExistingObjects = `SELECT x.type, x.id FROM unnest($2::text[], $3::bigint[]) AS x(type, id)
+WHERE CASE x.type
+  WHEN 'contact' THEN EXISTS (SELECT 1 FROM contacts WHERE account_id = $1 AND id = x.id)
+  WHEN 'list' THEN EXISTS (SELECT 1 FROM lists WHERE account_id = $1 AND id = x.id)
+  WHEN 'newsletter' THEN EXISTS (SELECT 1 FROM campaigns WHERE account_id = $1 AND id = x.id)
+  WHEN 'email' THEN EXISTS (SELECT 1 FROM campaigns WHERE account_id = $1 AND id = x.id)
+  WHEN 'story_email' THEN EXISTS (SELECT 1 FROM campaigns WHERE account_id = $1 AND id = x.id)
+  WHEN 'form' THEN EXISTS (SELECT 1 FROM forms WHERE account_id = $1 AND id = x.id)
+  WHEN 'webhook' THEN EXISTS (SELECT 1 FROM webhooks WHERE account_id = $1 AND id = x.id)
+  WHEN 'template' THEN EXISTS (SELECT 1 FROM templates WHERE account_id = $1 AND id = x.id)
+  WHEN 'sequence' THEN EXISTS (SELECT 1 FROM sequences WHERE account_id = $1 AND id = x.id)
+  WHEN 'ab_test' THEN EXISTS (SELECT 1 FROM ab_tests WHERE account_id = $1 AND id = x.id)
+  WHEN 'integration' THEN EXISTS (SELECT 1 FROM integrations WHERE account_id = $1 AND id = x.id)
+  WHEN 'user' THEN EXISTS (SELECT 1 FROM users WHERE account_id = $1 AND id = x.id)
+  ELSE false END`
+
+// ExistingObjects reports which of the activities' objects still exist, so
+// that the log links only to those.
+func (db *DB) ExistingObjects(ctx context.Context, accountID int64, acts []Activity) (map[ObjectRef]bool, error) {
+	out := map[ObjectRef]bool{}
+	var types pq.StringArray
+	var ids pq.Int64Array
+	seen := map[ObjectRef]bool{}
+	for _, a := range acts {
+		if a.ObjectID == nil {
+			continue
+		}
+		ref := ObjectRef{a.ObjectType, *a.ObjectID}
+		if !seen[ref] {
+			seen[ref] = true
+			types, ids = append(types, ref.Type), append(ids, ref.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := db.QueryxContext(ctx, selectExistingObjects, accountID, types, ids)
+	if err != nil {
+		return nil, fmt.Errorf("store: existing objects: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var ref ObjectRef
+		if err := rows.Scan(&ref.Type, &ref.ID); err != nil {
+			return nil, fmt.Errorf("store: existing objects: %w", err)
+		}
+		out[ref] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: existing objects: %w", err)
+	}
+	return out, nil
+}

@@ -163,7 +163,7 @@ func TestActivitySection(t *testing.T) {
 			text(r.Find(`[data-testid="activity-actor"]`))+" | "+text(r.Find("code")))
 	})
 	want := []string{
-		`Kontakt angelegt | Kontakt #42 | API-Schlüssel „Shop“ | {"email": "a@b.de"}`,
+		`Kontakt angelegt | Kontakt „a@b.de“ | API-Schlüssel „Shop“ | {"email": "a@b.de"}`,
 		`Webhook pausiert | Webhook #42 | anna@example.com | `,
 		`something.new | thing | Benutzer #99 (entfernt) | `,
 		`Über ein Formular angemeldet | Kontakt #42 | Öffentlich (Formular oder Link) | `,

@@ -27,6 +27,8 @@ const (
 	NavTemplates   = "templates"
 	NavAttachments = "attachments"
 	NavSender      = "sender"
+	// NavFields is the custom field definitions (issue 24).
+	NavFields = "fields"
 	// NavAppointments is the appointment book (issue 22).
 	NavAppointments = "appointments"
 	// NavIntegrations is the payment-provider integrations (issue 23).
@@ -80,6 +82,7 @@ func Navigation(t Text) []NavItem {
 		{ID: NavSMTP, Href: "/smtp-servers", Label: t.Nav.SMTP, Section: t.Nav.SectionSettings, Roles: admins, Icon: "mail"},
 		{ID: NavUsers, Href: "/users", Label: t.Nav.Users, Section: t.Nav.SectionSettings, Roles: admins, Icon: "users"},
 		{ID: NavSender, Href: "/settings/sender", Label: t.Templates.NavSender, Section: t.Nav.SectionSettings, Icon: "mail"},
+		{ID: NavFields, Href: "/settings/fields", Label: t.Fields.Nav, Section: t.Nav.SectionSettings, Icon: "form"},
 		{ID: NavPlan, Href: "/settings/plan", Label: t.Nav.Plan, Section: t.Nav.SectionAccount, Icon: "activity"},
 		{ID: NavAIUsage, Href: "/ai/usage", Label: t.Nav.AIUsage, Section: t.Nav.SectionAccount, Icon: "spark"},
 		{ID: NavPassword, Href: "/account/password", Label: t.Nav.Password, Section: t.Nav.SectionAccount, Icon: "lock"},

@@ -88,6 +88,12 @@ type Text struct {
 	// Inbox holds the connected inbox: reading, replies, drafts, rules,
 	// metrics and the connection settings (text_inbox block below).
 	Inbox InboxText
+	// Fields, Changes and SMTPErrors: the custom field definitions, the
+	// activity log's sentences and SMTP errors in German (issue 24, text
+	// block at the end of this file).
+	Fields     FieldsText
+	Changes    ChangesText
+	SMTPErrors SMTPErrorsText
 }
 
 // ChartsText holds what every chart says besides its data.
@@ -1180,6 +1186,9 @@ func German() Text {
 			Docs:            "API-Referenz",
 		},
 		Appointments: germanAppointments(),
+		Fields:       germanFields(),
+		Changes:      germanChanges(),
+		SMTPErrors:   germanSMTPErrors(),
 		Inbox:        germanInbox(),
 		APIDocs: APIDocsText{
 			Title:       "Rundbrief-API – Referenz",
@@ -2210,6 +2219,7 @@ func German() Text {
 				"form":            "Formular",
 				"webhook":         "Webhook",
 				"user":            "Benutzer",
+				"field":           "Eigenes Feld",
 			},
 			ActorTypes: map[string]string{
 				"key":    "API-Schlüssel",
@@ -2912,5 +2922,166 @@ func germanInbox() InboxText {
 		RepliedFlash: "Antwort gesendet.", DraftFlash: "KI-Entwurf erstellt.", ApprovedFlash: "Entwurf gesendet.", DiscardedFlash: "Entwurf verworfen.",
 		RuleFlash: "Regel hinzugefügt.", RuleGoneFlash: "Regel gelöscht.",
 		LabelsField: "Labels (durch Kommas getrennt)", SaveLabels: "Labels speichern", LabelsSaved: "Labels gespeichert.",
+	}
+}
+
+// FieldsText holds the custom field definitions (settings page), the
+// formatting of their values and the placeholder picker's custom fields.
+type FieldsText struct {
+	Nav, Title, Lead, NewHead, Key, KeyHint, Label, LabelHint, Type, TypeHint string
+	Create, Save, Delete, Caption, EmptyTitle, EmptyBody, Placeholder         string
+	CreatedFlash, SavedFlash, DeletedFlash                                    string // %s: the label
+	Types                                                                     map[string]string
+	Yes, No                                                                   string
+	PickerCustom, PickerManage                                                string
+	NotOfType                                                                 string // %s: the type's name; title of a value that does not fit it
+	DateLayout                                                                string // time layout of a date field, e.g. "02.01.2006"
+}
+
+func germanFields() FieldsText {
+	return FieldsText{
+		Nav:          "Eigene Felder",
+		Title:        "Eigene Felder",
+		Lead:         "Die eigenen Felder Ihrer Kontakte mit Bezeichnung und Typ. Jedes Feld ist in Mails ein Platzhalter; neue Felder aus Importen, Formularen und der API erscheinen hier von selbst.",
+		NewHead:      "Feld anlegen",
+		Key:          "Schlüssel",
+		KeyHint:      "Wie das Feld in Importen, der API und im Platzhalter heißt: a–z, 0–9, _ und -, z. B. kundennummer.",
+		Label:        "Bezeichnung",
+		LabelHint:    "So heißt das Feld im Portal, z. B. „Kundennummer“.",
+		Type:         "Typ",
+		TypeHint:     "Bestimmt die Anzeige: Zahlen als 1.234,5, Datumsangaben (2026-12-24) als 24.12.2026.",
+		Create:       "Feld anlegen",
+		Save:         "Speichern",
+		Delete:       "Löschen",
+		Caption:      "Eigene Felder der Kontakte",
+		EmptyTitle:   "Noch keine eigenen Felder",
+		EmptyBody:    "Legen Sie ein Feld an, oder importieren Sie Kontakte mit weiteren Spalten: Deren Felder erscheinen dann hier.",
+		Placeholder:  "Platzhalter",
+		CreatedFlash: "Das Feld „%s“ ist angelegt.",
+		SavedFlash:   "Das Feld „%s“ ist gespeichert.",
+		DeletedFlash: "Das Feld „%s“ ist gelöscht. Die Werte der Kontakte bleiben erhalten.",
+		Types: map[string]string{
+			"text":    "Text",
+			"number":  "Zahl",
+			"date":    "Datum",
+			"boolean": "Ja/Nein",
+		},
+		Yes:          "Ja",
+		No:           "Nein",
+		PickerCustom: "Eigene Felder",
+		PickerManage: "Felder verwalten",
+		NotOfType:    "Passt nicht zum Typ „%s“; so gespeichert.",
+		DateLayout:   "02.01.2006",
+	}
+}
+
+// ChangesText holds the activity log's readable sentences: what changed, with
+// field names in German and old → new where the entry recorded both.
+type ChangesText struct {
+	Changed     string // %s: the changed fields' names
+	And         string
+	FromTo      string // %s: field, %s: old, %s: new
+	Empty       string
+	Named       string // %s: object type, %s: its name
+	Numbered    string // %s: object type, %d: its id
+	Gone        string // title of an object that no longer exists
+	Names       map[string]string
+	Actions     map[string]string // actions the activity log's own map lacks
+	FieldOfKey  string            // %s: a field's key
+	Roles       map[string]string
+	ListMembers string            // %d: members of a deleted list
+	ObjectTypes map[string]string // object types the activity log's own map lacks
+}
+
+func germanChanges() ChangesText {
+	return ChangesText{
+		Changed:    "Geändert: %s.",
+		And:        " und ",
+		FromTo:     "%s: %s → %s",
+		Empty:      "leer",
+		Named:      "%s „%s“",
+		Numbered:   "%s #%d",
+		Gone:       "Existiert nicht mehr",
+		FieldOfKey: "Feld %s",
+		Names: map[string]string{
+			"email": "E-Mail-Adresse", "first_name": "Vorname", "last_name": "Nachname", "address": "Adresse",
+			"zip": "PLZ", "city": "Ort", "phone": "Telefon", "note": "Notiz", "status": "Status", "source": "Quelle",
+			"tags": "Schlagwörter", "lists": "Listen", "list_ids": "Listen", "custom_fields": "eigene Felder",
+			"name": "Name", "color": "Farbe", "description": "Beschreibung", "double_opt_in": "Double-Opt-in",
+			"subject": "Betreff", "preheader": "Vorschautext", "html": "HTML-Inhalt", "markdown": "Inhalt",
+			"text": "Textfassung", "from_name": "Absendername", "reply_to": "Antwortadresse",
+			"smtp_server_id": "SMTP-Server", "track_opens": "Öffnungsmessung", "track_clicks": "Klickmessung",
+			"template_key": "Vorlage", "attachment_ids": "Anhänge", "url": "URL", "events": "Ereignisse",
+			"active": "Aktiv", "secret": "Signaturschlüssel", "fields": "Formularfelder",
+			"success_message": "Erfolgsmeldung", "success_redirect": "Weiterleitung nach der Anmeldung",
+			"min_fill_seconds": "Mindest-Ausfüllzeit", "proof_of_work": "Bot-Schutz", "trigger": "Auslöser",
+			"trigger_list_id": "Auslöser-Liste", "trigger_tag": "Auslöser-Schlagwort", "send_time": "Versandzeit",
+			"sender": "Absender", "key": "Schlüssel", "label": "Bezeichnung", "type": "Typ", "role": "Rolle",
+		},
+		Actions: map[string]string{
+			"field.created":                 "Eigenes Feld angelegt",
+			"field.updated":                 "Eigenes Feld geändert",
+			"field.deleted":                 "Eigenes Feld gelöscht",
+			"template.created":              "Vorlage angelegt",
+			"template.updated":              "Vorlage geändert",
+			"template.deleted":              "Vorlage gelöscht",
+			"template.copied":               "Vorlage aus der Bibliothek kopiert",
+			"attachment.uploaded":           "Anhang hochgeladen",
+			"attachment.deleted":            "Anhang gelöscht",
+			"account.settings_updated":      "Absender und Impressum geändert",
+			"sequence.created":              "Sequenz angelegt",
+			"sequence.updated":              "Sequenz geändert",
+			"sequence.deleted":              "Sequenz gelöscht",
+			"sequence.activated":            "Sequenz aktiviert",
+			"sequence.deactivated":          "Sequenz deaktiviert",
+			"sequence.participant_removed":  "Teilnehmer aus der Sequenz entfernt",
+			"story_email.created":           "Story-E-Mail angelegt",
+			"story_email.updated":           "Story-E-Mail geändert",
+			"story_email.deleted":           "Story-E-Mail gelöscht",
+			"story_email.started":           "Story-E-Mail wird versendet",
+			"story_email.scheduled":         "Story-E-Mail geplant",
+			"story_settings.updated":        "Einstellungen der Story-E-Mails geändert",
+			"integration.created":           "Integration angelegt",
+			"integration.updated":           "Integration geändert",
+			"integration.deleted":           "Integration gelöscht",
+			"appointments.settings_updated": "Termineinstellungen geändert",
+		},
+		Roles:       map[string]string{"owner": "Inhaber", "admin": "Administrator", "member": "Mitglied"},
+		ListMembers: "%d Mitglieder",
+		ObjectTypes: map[string]string{
+			"template": "Vorlage", "attachment": "Anhang", "sequence": "Sequenz", "story_email": "Story-E-Mail",
+			"ab_test": "A/B-Test", "integration": "Integration", "appointment": "Termin", "account": "Konto",
+		},
+	}
+}
+
+// SMTPErrorsText holds SMTP replies and connection errors in German; the
+// server's own reply stays available under Detail.
+type SMTPErrorsText struct {
+	Auth, Relay, Mailbox, MailboxFull, Sender, Policy, TooBig, Temporary, Rejected string
+	Refused, DNS, Timeout, Unreachable, Closed, TLS, Certificate, Failed           string
+	Detail                                                                         string
+}
+
+func germanSMTPErrors() SMTPErrorsText {
+	return SMTPErrorsText{
+		Auth:        "Die Anmeldung am SMTP-Server ist fehlgeschlagen: Benutzername oder Passwort ist falsch, oder der Zugang ist gesperrt.",
+		Relay:       "Der SMTP-Server nimmt keine Mail an fremde Adressen an (Relaying verweigert): Meist fehlt die Anmeldung, oder die Absenderadresse gehört nicht zu diesem Zugang.",
+		Mailbox:     "Die Empfängeradresse gibt es nicht: Der Server kennt dieses Postfach nicht.",
+		MailboxFull: "Das Postfach des Empfängers ist voll.",
+		Sender:      "Der SMTP-Server lehnt die Absenderadresse ab: Sie muss zu diesem Zugang gehören.",
+		Policy:      "Der SMTP-Server hat die Mail abgelehnt (Spam-Verdacht, Sperrliste oder Richtlinie des Servers).",
+		TooBig:      "Die Mail ist für den SMTP-Server zu groß: Anhänge verkleinern.",
+		Temporary:   "Der SMTP-Server ist vorübergehend nicht bereit; später erneut versuchen.",
+		Rejected:    "Der SMTP-Server hat die Mail endgültig abgelehnt.",
+		Refused:     "Verbindung abgelehnt: Auf diesem Port nimmt kein SMTP-Server Verbindungen an. Host und Port prüfen.",
+		DNS:         "Der Hostname des SMTP-Servers ist unbekannt (DNS): Schreibweise prüfen.",
+		Timeout:     "Zeitüberschreitung: Der SMTP-Server antwortet nicht (Firewall, falscher Port oder falsche Verschlüsselung?).",
+		Unreachable: "Der SMTP-Server ist nicht erreichbar (kein Netzweg zu dieser Adresse).",
+		Closed:      "Der SMTP-Server hat die Verbindung unerwartet beendet. Ist die Verschlüsselung richtig gewählt (Port 465 = tls, 587 = starttls)?",
+		TLS:         "Die verschlüsselte Verbindung (TLS) zum SMTP-Server ist fehlgeschlagen: Port und Verschlüsselung prüfen.",
+		Certificate: "Das Zertifikat des SMTP-Servers ist nicht gültig (abgelaufen, selbst signiert oder für einen anderen Namen).",
+		Failed:      "Der Versand ist fehlgeschlagen.",
+		Detail:      "Antwort des Servers",
 	}
 }

@@ -112,6 +112,13 @@ func (a *API) Handler() http.Handler {
 		r.Post("/contacts/{id}/tags", a.need("write", "", a.addContactTags))
 		r.Delete("/contacts/{id}/tags/{tag}", a.need("write", "", a.removeContactTag))
 		r.Get("/tags", a.need("read", "", a.listTags))
+		// Custom field definitions: label and type of the contacts' own
+		// fields (issue 24).
+		r.Get("/fields", a.need("read", "", a.listFields))
+		r.Post("/fields", a.need("write", "", a.createField))
+		r.Get("/fields/{key}", a.need("read", "", a.getField))
+		r.Patch("/fields/{key}", a.need("write", "", a.patchField))
+		r.Delete("/fields/{key}", a.need("write", "", a.deleteField))
 		r.Get("/lists", a.need("read", "", a.listLists))
 		r.Post("/lists", a.need("write", "", a.createList))
 		r.Get("/lists/{id}", a.need("read", "", a.getList))

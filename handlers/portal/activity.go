@@ -42,6 +42,10 @@ func (p *Portal) activityLog(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
+	// Links only to objects that still exist: one lookup per entry's object.
+	if l.Existing, err = p.db.ExistingObjects(ctx, acct, l.Entries); err != nil {
+		return err
+	}
 	// The actors' names: the account's keys (revoked ones too) and users.
 	if l.Keys, err = p.db.Keys(ctx, acct); err != nil {
 		return err

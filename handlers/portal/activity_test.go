@@ -55,7 +55,7 @@ func TestActivityLogPage(t *testing.T) {
 	}
 	first := rows.First()
 	if text(first.Find(`[data-testid="activity-action"]`)) != "Webhook angelegt" || text(first.Find(`[data-testid="activity-actor"]`)) != acct.Email ||
-		!strings.HasPrefix(text(first.Find(`[data-testid="activity-object"]`)), "Webhook #") {
+		!strings.HasPrefix(text(first.Find(`[data-testid="activity-object"]`)), "Webhook „"+rc.URL) {
 		t.Errorf("newest entry: %s", text(first))
 	}
 	second := rows.Eq(1)

@@ -3,6 +3,7 @@ package portal
 import (
 	"encoding/csv"
 	"errors"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -159,6 +160,9 @@ func (p *Portal) contactDetail(r *http.Request, c store.Contact) (views.ContactD
 	}
 	d.Activities, d.ActivityTotal, err = p.db.ContactActivities(r.Context(), accountID(r), c.ID, store.Page{Page: 1, PerPage: activitiesShown})
 	if err != nil {
+		return d, err
+	}
+	if d.Fields, err = p.db.ContactFieldsFor(r.Context(), accountID(r), slices.Collect(maps.Keys(c.CustomFields))); err != nil {
 		return d, err
 	}
 	d.Campaigns, err = p.db.CampaignRefs(r.Context(), accountID(r), views.ActivityCampaignIDs(d.Activities))

@@ -612,6 +612,9 @@ func (p *Portal) newsletterForm(r *http.Request, c store.Campaign) (views.Newsle
 	if f.Attachments, _, err = p.db.Attachments(r.Context(), accountID(r), store.Page{Page: 1, PerPage: maxPickerTemplates}); err != nil {
 		return f, err
 	}
+	if f.CustomFields, err = p.db.ContactFields(r.Context(), accountID(r)); err != nil {
+		return f, err
+	}
 	return f, nil
 }
 

@@ -221,6 +221,12 @@ func (p *Portal) Routes(r chi.Router) {
 			r.Post("/attachments/{id}/delete", p.handle(p.deleteAttachment))
 			r.Get("/settings/sender", p.handle(p.senderPage))
 			r.Post("/settings/sender", p.handle(p.saveSender))
+			// Custom field definitions: label and type of the contacts' own
+			// fields (issue 24; the API's /v1/fields).
+			r.Get("/settings/fields", p.handle(p.fieldsPage))
+			r.Post("/settings/fields", p.handle(p.createField))
+			r.Post("/settings/fields/{key}", p.handle(p.updateField))
+			r.Post("/settings/fields/{key}/delete", p.handle(p.deleteField))
 
 			// Sign-up forms (issue 7): create, embed code, preview.
 			r.Get("/forms", p.handle(p.listForms))

@@ -175,6 +175,9 @@ func New(db *store.DB, cfg Config) (*Set, error) {
 		// unsubscribe or delete. Both shared by every process.
 		{"sequence days", sequence.NewWorker(db, sender, sequence.WorkerOptions{Log: log}).Run},
 		{"sequence triggers", sequence.NewTriggerConsumer(db, store.ConsumerOptions{Log: log}).Run},
+		// Custom field definitions (issue 24): the keys of written contacts
+		// join the account's fields, from the outbox, not in the contact writes.
+		{"contact fields", db.NewFieldConsumer(store.ConsumerOptions{Log: log}).Run},
 		// Portal sessions live in PostgreSQL; this deletes expired ones.
 		{"session cleanup", store.NewSessionStore(db, log).Run},
 		// Inbox sync every 5 minutes per account, each claimed by one process.
