@@ -267,7 +267,11 @@ func applyOps(ctx context.Context, tx querier, accountID int64, actor Actor, ops
 		}
 	}
 
-	inserted, err := insertNew(ctx, tx, accountID, creates, blocked, lists)
+	insert := insertNew
+	if batch {
+		insert = insertNewCopy
+	}
+	inserted, err := insert(ctx, tx, accountID, creates, blocked, lists)
 	if err != nil {
 		return err
 	}
@@ -320,7 +324,11 @@ func applyOps(ctx context.Context, tx querier, accountID int64, actor Actor, ops
 	// Events, activities and the contact counter in one statement, the last of
 	// the transaction, so that the account's counter row is locked only until
 	// commit.
-	ok, err := writeRecords(ctx, tx, accountID, actor, events, acts, tags, inserted)
+	write := writeRecords
+	if batch {
+		write = writeRecordsCopy
+	}
+	ok, err := write(ctx, tx, accountID, actor, events, acts, tags, inserted)
 	if err != nil {
 		return err
 	}
@@ -1159,7 +1167,7 @@ func createdOps(ops []*contactOp) int64 {
 func writePathStatements() []string {
 	return []string{lockLists, lockContactsBlockedSQL, lockContacts, selectContactHeadroom, insertContacts, updateContacts,
 		insertMembers, deleteMembers, updateMemberCounts, insertBlocks, selectPlanOfAccount, writeRecordsSQL,
-		countFormSubmission, selectRecentConfirmations, readUnlockedSQL, writePlainSQL}
+		countFormSubmission, selectRecentConfirmations, readUnlockedSQL, writePlainSQL, selectContactIDs}
 }
 
 // single runs one op and returns its own error as the call's error.
