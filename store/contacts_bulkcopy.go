@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/lib/pq"
@@ -38,8 +40,17 @@ import (
 //     insertNew, which turns them into updates of the other contact.
 
 // minCopyRows is the fewest rows written by COPY: below it, the one INSERT
-// statement is cheaper than COPY's extra round trips.
-var minCopyRows = 32
+// statement is cheaper than COPY's extra round trips. (A variable only for
+// the tests, which run both paths on the same batches.)
+var minCopyRows = func() *atomic.Int64 {
+	var n atomic.Int64
+	n.Store(32)
+	return &n
+}()
+
+// copiedContacts counts the contacts this process wrote by COPY (the tests
+// make sure which path a batch took).
+var copiedContacts atomic.Int64
 
 // selectContactIDs takes $1 ids of the contact sequence (in order) with the
 // transaction's time as the timestamp(0) columns store it, which is what the
@@ -61,7 +72,7 @@ func insertNewCopy(ctx context.Context, tx querier, accountID int64, creates []*
 			pending = append(pending, op)
 		}
 	}
-	if len(pending) < minCopyRows {
+	if int64(len(pending)) < minCopyRows.Load() || slices.ContainsFunc(pending, readsBackOtherwise) {
 		return insertNew(ctx, tx, accountID, pending, blocked, lists)
 	}
 	// In address order, as insertNew inserts: concurrent batches with common
@@ -112,7 +123,38 @@ func insertNewCopy(ctx context.Context, tx querier, accountID int64, creates []*
 	for i, op := range pending {
 		op.next.ID, op.final = rows[i].ID, rows[i]
 	}
+	copiedContacts.Add(int64(len(pending)))
 	return int64(len(pending)), nil
+}
+
+// readsBackOtherwise reports whether the op's new contact would read back
+// from PostgreSQL other than it is in Go: COPY reads nothing back, so a batch
+// with such a contact takes insertNew. Only a number among the custom fields may not: jsonb keeps numbers as
+// numeric, so 1e2 reads back as 100 and -0.0 as 0.0. Such a contact takes
+// the INSERT with RETURNING, whose row is what its event then carries.
+func readsBackOtherwise(op *contactOp) bool {
+	for _, v := range op.next.CustomFields {
+		if n, ok := v.(json.Number); ok && !plainDecimal(string(n)) {
+			return true
+		}
+	}
+	return false
+}
+
+// plainDecimal reports whether s is a number as numeric prints it: digits
+// with an optional sign and fraction, no exponent, no leading zeros, no sign
+// on zero.
+func plainDecimal(s string) bool {
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	whole, frac, hasFrac := strings.Cut(s, ".")
+	digits := func(d string) bool {
+		return d != "" && strings.Trim(d, "0123456789") == ""
+	}
+	if !digits(whole) || (hasFrac && !digits(frac)) || (len(whole) > 1 && whole[0] == '0') {
+		return false
+	}
+	return !neg || strings.Trim(whole+frac, "0") != ""
 }
 
 // copyContacts writes new contact rows (ids set) by COPY.
@@ -153,7 +195,7 @@ var eventCopyColumns = []string{"account_id", "public_id", "name", "payload"}
 // writeRecordsCopy is writeRecords for a batch: many events go in by COPY
 // (in their order, so their ids keep it), the rest as writeRecords writes it.
 func writeRecordsCopy(ctx context.Context, tx querier, accountID int64, actor Actor, events []Event, acts []ActivityEntry, tags tagDeltas, newContacts int64) (bool, error) {
-	if len(events) >= minCopyRows {
+	if int64(len(events)) >= minCopyRows.Load() {
 		if err := copyEvents(ctx, tx, accountID, events); err != nil {
 			return false, err
 		}
