@@ -179,7 +179,7 @@ func copyContacts(ctx context.Context, tx querier, rows []Contact) error {
 			unsub = *c.UnsubscribedAt
 		}
 		if _, err := st.ExecContext(ctx, c.ID, c.AccountID, c.Email, c.FirstName, c.LastName, c.Address, c.Zip, c.City,
-			c.Phone, c.Note, pq.StringArray(c.Tags), c.Status, c.Source, cf, unsub); err != nil {
+			c.Phone, c.Note, textArray(c.Tags), c.Status, c.Source, cf, unsub); err != nil {
 			return fmt.Errorf("store: copy contacts: %w", err)
 		}
 	}
@@ -187,6 +187,31 @@ func copyContacts(ctx context.Context, tx querier, rows []Contact) error {
 		return fmt.Errorf("store: copy contacts: %w", err)
 	}
 	return nil
+}
+
+// textArray is a text[] literal of ss, as pq.StringArray's Value writes it
+// (every element quoted) without its per-value reflection.
+func textArray(ss []string) string {
+	n := 2
+	for _, s := range ss {
+		n += len(s) + 3
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '{')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		for j := 0; j < len(s); j++ {
+			if s[j] == '"' || s[j] == '\\' {
+				b = append(b, '\\')
+			}
+			b = append(b, s[j])
+		}
+		b = append(b, '"')
+	}
+	return string(append(b, '}'))
 }
 
 // eventCopyColumns are the columns copyEvents writes.

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lib/pq"
+
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/dbtest"
 )
@@ -72,7 +74,7 @@ func accountState(t *testing.T, db *store.DB, acct int64) map[string]any {
 	}
 	state := map[string]any{
 		"contacts": q(`SELECT concat_ws('|', email, first_name, last_name, address, zip, city, phone, note, tags::text, status, source,
-			custom_fields::text, unsubscribed_at IS NOT NULL, created_at = updated_at, created_at > now() - interval '1 minute',
+			custom_fields::text, unsubscribed_at IS NOT NULL, created_at = updated_at OR email LIKE 'alt%', created_at > now() - interval '1 minute',
 			(SELECT string_agg(l.name, ',' ORDER BY l.name) FROM list_members m JOIN lists l ON l.id = m.list_id WHERE m.contact_id = c.id))
 			FROM contacts c WHERE account_id = $1 ORDER BY email`),
 		"activities": q(`SELECT concat_ws('|', actor_type, action, object_type, object_id IS NOT NULL, details - 'list_ids' - 'list_id')
@@ -319,6 +321,35 @@ func TestPlainDecimal(t *testing.T) {
 	} {
 		if got := store.PlainDecimal(s); got != want {
 			t.Errorf("PlainDecimal(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+// TestCreatedDetailsAreWhatJSONMarshalWrites holds the hand-written details
+// of contact.created to json.Marshal's output of the map they replace.
+func TestCreatedDetailsAreWhatJSONMarshalWrites(t *testing.T) {
+	for _, c := range []struct {
+		contact store.Contact
+		lists   []int64
+	}{
+		{store.Contact{Email: "a@example.com", Source: "api", Status: "subscribed"}, nil},
+		{store.Contact{Email: "x&<y>\"\\\u2028@example.com", Source: "import", Status: "pending"}, []int64{3, 12}},
+	} {
+		want, _ := json.Marshal(map[string]any{"email": c.contact.Email, "source": c.contact.Source, "status": c.contact.Status,
+			"list_ids": append([]int64{}, c.lists...)})
+		if got := store.CreatedDetails(c.contact, c.lists); string(got) != string(want) {
+			t.Errorf("got  %s\nwant %s", got, want)
+		}
+	}
+}
+
+// TestTextArrayIsWhatStringArrayWrites holds the COPY path's text[] literal
+// to lib/pq's.
+func TestTextArrayIsWhatStringArrayWrites(t *testing.T) {
+	for _, tags := range [][]string{{}, {"a"}, {"import", "x y", `q"uote`, `back\slash`, "{}", "ä,ö", "NULL"}} {
+		want, _ := pq.StringArray(tags).Value()
+		if got := store.TextArray(tags); got != want {
+			t.Errorf("TextArray(%q) = %s, want %s", tags, got, want)
 		}
 	}
 }

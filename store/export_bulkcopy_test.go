@@ -13,3 +13,9 @@ func CopiedContacts() int64 { return copiedContacts.Load() }
 
 // PlainDecimal exposes plainDecimal.
 var PlainDecimal = plainDecimal
+
+// CreatedDetails is the JSON of a contact.created activity's details.
+func CreatedDetails(c Contact, lists []int64) []byte { return createdDetails(c, lists) }
+
+// TextArray exposes textArray.
+var TextArray = textArray
