@@ -272,7 +272,11 @@ func applyOps(ctx context.Context, tx querier, accountID int64, actor Actor, ops
 		}
 	}
 
-	inserted, err := insertNew(ctx, tx, accountID, creates, blocked, lists)
+	insert := insertNew
+	if batch {
+		insert = insertNewCopy
+	}
+	inserted, err := insert(ctx, tx, accountID, creates, blocked, lists)
 	if err != nil {
 		return err
 	}
@@ -325,7 +329,11 @@ func applyOps(ctx context.Context, tx querier, accountID int64, actor Actor, ops
 	// Events, activities and the contact counter in one statement, the last of
 	// the transaction, so that the account's counter row is locked only until
 	// commit.
-	ok, err := writeRecords(ctx, tx, accountID, actor, events, acts, tags, inserted)
+	write := writeRecords
+	if batch {
+		write = writeRecordsCopy
+	}
+	ok, err := write(ctx, tx, accountID, actor, events, acts, tags, inserted)
 	if err != nil {
 		return err
 	}
@@ -1023,7 +1031,7 @@ func appendOpRecords(events []Event, acts []ActivityEntry, op *contactOp, lists 
 		events = append(events, Event{EventContactCreated, contactPayload(cj)})
 		// A new contact's lists are part of its creation (one activity, not one
 		// per list: an import of 1000 contacts onto a list writes 1000 rows, not 2000).
-		act("contact.created", map[string]any{"email": c.Email, "source": c.Source, "status": c.Status, "list_ids": nonNilIDs(op.join)})
+		act("contact.created", createdDetails(c, op.join))
 	case len(op.changed) > 0:
 		events = append(events, Event{EventContactUpdated, updatedPayload(cj, op.changed)})
 		act("contact.updated", map[string]any{"changed": op.changed})
@@ -1071,6 +1079,27 @@ func appendOpRecords(events []Event, acts []ActivityEntry, op *contactOp, lists 
 		act("contact.confirmation_sent", map[string]any{"email": c.Email})
 	}
 	return events, acts, nil
+}
+
+// createdDetails are the details of a contact.created activity, as
+// json.Marshal writes map[string]any{"email", "source", "status", "list_ids"}
+// (keys sorted), without its reflection.
+func createdDetails(c Contact, lists []int64) rawDetails {
+	b := make([]byte, 0, 96+len(c.Email))
+	b = append(b, `{"email":`...)
+	b = appendJSONString(b, c.Email)
+	b = append(b, `,"list_ids":[`...)
+	for i, id := range lists {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, id, 10)
+	}
+	b = append(b, `],"source":`...)
+	b = appendJSONString(b, c.Source)
+	b = append(b, `,"status":`...)
+	b = appendJSONString(b, c.Status)
+	return append(b, '}')
 }
 
 // contactPayload is the data of contact.created and contact.deleted
@@ -1164,7 +1193,7 @@ func createdOps(ops []*contactOp) int64 {
 func writePathStatements() []string {
 	return []string{lockLists, lockContactsBlockedSQL, lockContacts, selectContactHeadroom, insertContacts, updateContacts,
 		insertMembers, deleteMembers, updateMemberCounts, insertBlocks, selectPlanOfAccount, writeRecordsSQL,
-		countFormSubmission, selectRecentConfirmations, readUnlockedSQL, writePlainSQL}
+		countFormSubmission, selectRecentConfirmations, readUnlockedSQL, writePlainSQL, selectContactIDs}
 }
 
 // single runs one op and returns its own error as the call's error.
