@@ -47,7 +47,7 @@ func TestSegmentsAPI(t *testing.T) {
 
 	var s segmentJSON
 	e.do(t, "POST", "/v1/segments", map[string]any{"name": "Gold-Kunden", "filter": map[string]any{
-		"fields": []map[string]any{{"key": "plan", "op": "equals", "value": "gold"}, {"key": "umsatz", "op": "gt", "value": 100}},
+		"fields":       []map[string]any{{"key": "plan", "op": "equals", "value": "gold"}, {"key": "umsatz", "op": "gt", "value": 100}},
 		"created_from": "2020-01-01 00:00"}}, 201).Data(t, &s)
 	if s.ID == 0 || s.Name != "Gold-Kunden" || len(s.Filter.Fields) != 2 || s.Filter.Fields[1].Value != "100" || s.Filter.CreatedFrom == nil {
 		t.Fatalf("created %+v", s)
