@@ -90,8 +90,12 @@ func New(s *services.Set, cfg Config) (*Portal, error) {
 	if s.Box == nil {
 		return nil, errors.New("portal: services.Set.Box is required")
 	}
+	bk := s.Bulk
+	if bk == nil {
+		bk = bulk.New(s.DB) // stateless; a Set built by hand (tests) may leave it out
+	}
 	p := &Portal{db: s.DB, box: s.Box, log: s.Log, baseURL: strings.TrimRight(cfg.BaseURL, "/"), now: cfg.Now, upgradeURL: cfg.UpgradeURL,
-		mail: s.Mail, webhooks: s.Webhooks, campaigns: s.Campaigns, abTests: s.ABTests, smtpServers: s.SMTPServers, imports: s.Imports, bulk: s.Bulk,
+		mail: s.Mail, webhooks: s.Webhooks, campaigns: s.Campaigns, abTests: s.ABTests, smtpServers: s.SMTPServers, imports: s.Imports, bulk: bk,
 		appointments: s.Appointments, integrations: s.Integrations, inbox: s.Inbox, sequences: s.Sequences}
 	secure := strings.HasPrefix(p.baseURL, "https://")
 
