@@ -2927,7 +2927,6 @@ type SegmentsText struct {
 	BulkTitle, BulkSelect, BulkSelectAll, BulkAll, BulkAction, BulkTag, BulkList, BulkStart   string
 	BulkActions                                                                               map[string]string
 	BulkQueued, BulkRunning, BulkProgress, BulkDoneTitle, BulkDone, BulkFailedTitle, BulkBack string
-	BulkConfirmDelete                                                                         string
 }
 
 func segmentsText() SegmentsText {
