@@ -535,7 +535,7 @@ func BulkBar(l ContactList) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = Input(Field{Name: "tag", ID: "bulk-tag", Label: t.Segments.BulkTag, Attrs: templ.Attributes{"list": "tag-suggestions", "autocomplete": "off"}}).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = Input(Field{Name: "action_tag", ID: "bulk-tag", Label: t.Segments.BulkTag, Attrs: templ.Attributes{"list": "tag-suggestions", "autocomplete": "off"}}).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

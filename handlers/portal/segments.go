@@ -118,7 +118,7 @@ func (p *Portal) startContactAction(w http.ResponseWriter, r *http.Request) erro
 		return err
 	}
 	f, sf := formFilter(r)
-	in := store.BulkInput{Action: r.PostFormValue("action"), Tag: r.PostFormValue("tag")}
+	in := store.BulkInput{Action: r.PostFormValue("action"), Tag: r.PostFormValue("action_tag")}
 	if v := r.PostFormValue("list_id_action"); v != "" {
 		in.ListID, _ = strconv.ParseInt(v, 10, 64)
 	}

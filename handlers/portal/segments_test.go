@@ -126,7 +126,7 @@ func TestBulkActionPages(t *testing.T) {
 		ct := mkContact(t, s.db, acct.ID, store.ContactInput{Email: fmt.Sprintf("b%d@example.com", i), Tags: []string{"alt"}})
 		ids = append(ids, strconv.FormatInt(ct.ID, 10))
 	}
-	res := c.post("/contacts/actions", url.Values{"action": {"add_tag"}, "tag": {"neu"}, "contact_id": ids[:2]})
+	res := c.post("/contacts/actions", url.Values{"action": {"add_tag"}, "action_tag": {"neu"}, "tag": {"alt"}, "contact_id": ids[:2]})
 	if res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(res.Header.Get("Location"), "/contacts/actions/") {
 		t.Fatalf("start: %d %s", res.StatusCode, res.Body)
 	}
