@@ -58,7 +58,9 @@ func TestPortalBulkTagEndToEnd(t *testing.T) {
 	// The worker starts only now, so the page is seen waiting first.
 	workCtx, stopWork := context.WithCancel(bg)
 	var wg sync.WaitGroup
-	wg.Go(func() { _ = bulk.NewWorker(s.db, bulk.WorkerOptions{Poll: 100 * time.Millisecond, Chunk: 500}).Run(workCtx) })
+	wg.Go(func() {
+		_ = bulk.NewWorker(s.db, bulk.WorkerOptions{Poll: 100 * time.Millisecond, Chunk: 500}).Run(workCtx)
+	})
 	defer func() { stopWork(); wg.Wait() }()
 	do("progress to summary", chromedp.WaitVisible(tid("bulk-summary")), screenshot(t, dir, "portal-bulk-summary"))
 	if got := read("summary", chromedp.Text(tid("bulk-done"))); got != "5.000 Kontakte bearbeitet, 5.000 davon geändert." {
