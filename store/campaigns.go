@@ -109,6 +109,7 @@ type Campaign struct {
 	TrackOpens      bool           `db:"track_opens"`
 	TrackClicks     bool           `db:"track_clicks"`
 	ListIDs         pq.Int64Array  `db:"list_ids"`
+	SegmentID       *int64         `db:"segment_id"` // newsletters: the audience is the segment's contacts (store/segments.go)
 	ContactIDs      pq.Int64Array  `db:"contact_ids"`
 	ToEmails        pq.StringArray `db:"to_emails"`
 	Placeholders    Placeholders   `db:"placeholders"`
@@ -159,14 +160,14 @@ func (c Campaign) ReadyErrors() Errs {
 	if !c.HasContent() {
 		errs.Add("html", "Bitte einen Inhalt angeben (html, text oder markdown).")
 	}
-	if (c.Kind == KindNewsletter || c.Kind == KindStory) && len(c.ListIDs) == 0 {
-		errs.Add("list_ids", "Bitte mindestens eine Liste angeben.")
+	if (c.Kind == KindNewsletter || c.Kind == KindStory) && len(c.ListIDs) == 0 && c.SegmentID == nil {
+		errs.Add("list_ids", "Bitte mindestens eine Liste oder ein Segment angeben.")
 	}
 	return errs
 }
 
 const campaignColumns = `id, account_id, kind, type, status, name, subject, preheader, html, plain_text, markdown,
-  template_key, attachment_ids, from_name, reply_to, smtp_server_id, track_opens, track_clicks, list_ids, contact_ids, to_emails,
+  template_key, attachment_ids, from_name, reply_to, smtp_server_id, track_opens, track_clicks, list_ids, segment_id, contact_ids, to_emails,
   placeholders, scheduled_at, started_at, finished_at, recipients_count, ` + campaignCounts + `,
   last_error, created_at, updated_at`
 
@@ -184,7 +185,7 @@ const campaignCounts = `sent_count + (SELECT CAST(coalesce(sum(k.sent), 0) AS bi
 // for the statements that fold the stripes into them first (whose
 // subqueries would still see the stripes they deleted).
 const campaignStoredColumns = `id, account_id, kind, type, status, name, subject, preheader, html, plain_text, markdown,
-  template_key, attachment_ids, from_name, reply_to, smtp_server_id, track_opens, track_clicks, list_ids, contact_ids, to_emails,
+  template_key, attachment_ids, from_name, reply_to, smtp_server_id, track_opens, track_clicks, list_ids, segment_id, contact_ids, to_emails,
   placeholders, scheduled_at, started_at, finished_at, recipients_count, sent_count, failed_count, skipped_count,
   last_error, created_at, updated_at`
 
@@ -234,7 +235,7 @@ func (db *DB) CampaignByID(ctx context.Context, id int64) (Campaign, error) {
 // campaignSummaryColumns are campaignColumns without the content (up to 2 MB
 // each), for list pages.
 const campaignSummaryColumns = `id, account_id, kind, type, status, name, subject, preheader, '' AS html, '' AS plain_text,
-  '' AS markdown, template_key, attachment_ids, from_name, reply_to, smtp_server_id, track_opens, track_clicks, list_ids, contact_ids,
+  '' AS markdown, template_key, attachment_ids, from_name, reply_to, smtp_server_id, track_opens, track_clicks, list_ids, segment_id, contact_ids,
   to_emails, placeholders, scheduled_at, started_at, finished_at, recipients_count, ` + campaignCounts + `,
   last_error, created_at, updated_at`
 
@@ -488,6 +489,9 @@ func (db *DB) CountSends(ctx context.Context, accountID int64, n int64, now time
 
 // errNoRecipients is the 422 of a send whose targets have nobody to send to.
 func errNoRecipients(c Campaign) error {
+	if c.SegmentID != nil && c.Kind == KindNewsletter {
+		return Invalid("segment_id", "Das Segment hat keine angemeldeten Empfänger (gesperrte Adressen ausgenommen).")
+	}
 	if c.Kind == KindNewsletter || c.Kind == KindStory {
 		return Invalid("list_ids", "Die gewählten Listen haben keine angemeldeten Empfänger (gesperrte Adressen ausgenommen).")
 	}
@@ -509,9 +513,12 @@ func startCampaign(ctx context.Context, tx *sqlx.Tx, c *Campaign, opts StartOpti
 	}
 	var res StartResult
 	var err error
-	if c.Kind == KindNewsletter || c.Kind == KindStory {
+	switch {
+	case c.SegmentID != nil && c.Kind == KindNewsletter:
+		res, err = insertSegmentRecipients(ctx, tx, *c)
+	case c.Kind == KindNewsletter || c.Kind == KindStory:
 		err = tx.QueryRowxContext(ctx, insertListRecipients, c.AccountID, c.ListIDs, c.ID).Scan(&res.Queued, &res.Skipped)
-	} else {
+	default:
 		err = tx.QueryRowxContext(ctx, insertEmailRecipients, c.AccountID, c.ID, c.ToEmails, c.ContactIDs, c.ListIDs,
 			c.Type == TypeFollowUp).Scan(&res.Queued, &res.Skipped)
 	}

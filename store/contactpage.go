@@ -34,7 +34,7 @@ func (db *DB) ContactsUpTo(ctx context.Context, accountID int64, f ContactFilter
 	if err := f.Validate(); err != nil {
 		return ContactPage{}, err
 	}
-	filtered := f.Status != "" || strings.TrimSpace(f.Tag) != "" || strings.TrimSpace(f.Query) != ""
+	filtered := f.Status != "" || strings.TrimSpace(f.Tag) != "" || strings.TrimSpace(f.Query) != "" || f.hasConditions()
 	if !filtered || f.UpdatedAfter != nil {
 		cs, total, err := db.Contacts(ctx, accountID, f, p)
 		return ContactPage{Contacts: cs, Total: total, More: p.Offset()+len(cs) < total}, err

@@ -676,23 +676,37 @@ const (
 	SortCreatedAsc  = "created_asc"
 	SortCreatedDesc = "created_desc"
 	SortEmailAsc    = "email_asc"
+	SortEmailDesc   = "email_desc"
+	SortNameAsc     = "name_asc"
+	SortNameDesc    = "name_desc"
 )
 
 // ContactFilter narrows and orders the contact listing; zero fields do not filter.
+//
+// Its JSON form is a segment's conditions (store/segments.go), so the portal's
+// filter, segments, bulk actions and newsletter audiences share it.
 type ContactFilter struct {
-	ListID int64
-	Status string
-	Tag    string
+	ListID int64  `json:"list_id,omitempty"`
+	Status string `json:"status,omitempty"`
+	Tag    string `json:"tag,omitempty"`
 	// Query searches email, first and last name (case-insensitive substring).
-	Query string
+	Query string `json:"q,omitempty"`
+	// Fields are conditions on custom fields; all must hold.
+	Fields []FieldCondition `json:"fields,omitempty"`
+	// CreatedFrom and CreatedTo keep contacts created in [from, to); the
+	// Updated pair the same for the last change.
+	CreatedFrom *time.Time `json:"created_from,omitempty"`
+	CreatedTo   *time.Time `json:"created_to,omitempty"`
+	UpdatedFrom *time.Time `json:"updated_from,omitempty"`
+	UpdatedTo   *time.Time `json:"updated_to,omitempty"`
 	// UpdatedAfter keeps contacts changed after this time (exclusive).
-	UpdatedAfter *time.Time
+	UpdatedAfter *time.Time `json:"-"`
 	// AfterID continues an updated_after sync behind the contact (UpdatedAfter,
 	// AfterID): it keeps contacts with (updated_at, id) > (UpdatedAfter, AfterID).
-	AfterID int64
+	AfterID int64 `json:"-"`
 	// Sort is one of the Sort constants; default created_desc, or updated_asc
 	// with UpdatedAfter.
-	Sort string
+	Sort string `json:"-"`
 }
 
 // Validate checks the filter and fills in the default sort.
@@ -705,7 +719,7 @@ func (f *ContactFilter) Validate() error {
 		}
 	}
 	if _, ok := sortOrder(f.Sort); !ok {
-		errs.Add("sort", "Erlaubt sind updated_asc, updated_desc, created_asc, created_desc und email_asc.")
+		errs.Add("sort", "Erlaubt sind updated_asc, updated_desc, created_asc, created_desc, email_asc, email_desc, name_asc und name_desc.")
 	}
 	if f.Status != "" && !validStatus(f.Status) {
 		errs.Add("status", "Erlaubt sind subscribed, unsubscribed und pending.")
@@ -723,6 +737,7 @@ func (f *ContactFilter) Validate() error {
 	if strings.ContainsRune(f.Query+f.Tag, 0) {
 		errs.Add("q", "Die Suche enthält ein ungültiges Zeichen.")
 	}
+	f.validateConditions(errs)
 	return errs.Err()
 }
 
@@ -738,6 +753,12 @@ func sortOrder(s string) (string, bool) {
 		return "c.created_at DESC, c.id DESC", true
 	case SortEmailAsc:
 		return "c.email", true
+	case SortEmailDesc:
+		return "c.email DESC", true
+	case SortNameAsc:
+		return "c.last_name, c.first_name, c.id", true
+	case SortNameDesc:
+		return "c.last_name DESC, c.first_name DESC, c.id DESC", true
 	}
 	return "", false
 }
@@ -749,6 +770,8 @@ func sortColumns(s string) string {
 		return "c.updated_at, c.id"
 	case SortCreatedAsc, SortCreatedDesc:
 		return "c.created_at, c.id"
+	case SortNameAsc, SortNameDesc:
+		return "c.last_name, c.first_name, c.id"
 	}
 	return "c.email, c.id"
 }
@@ -804,8 +827,9 @@ func (db *DB) Contacts(ctx context.Context, accountID int64, f ContactFilter, p 
 			add("c.updated_at > $%d", *f.UpdatedAfter)
 		}
 	}
+	where, args = filterConds(f, where, args)
 	cond := strings.Join(where, " AND ")
-	onlyList := f.ListID != 0 && f.Status == "" && f.Tag == "" && strings.TrimSpace(f.Query) == "" && f.UpdatedAfter == nil
+	onlyList := f.ListID != 0 && f.Status == "" && f.Tag == "" && strings.TrimSpace(f.Query) == "" && f.UpdatedAfter == nil && !f.hasConditions()
 	unfiltered := len(where) == 1
 	sync := len(where) == 2 && f.UpdatedAfter != nil
 	// A sync's range is whole in the sort index when it is sorted by updated_at.
@@ -986,38 +1010,42 @@ func (db *DB) DeleteContact(ctx context.Context, accountID int64, actor Actor, i
 	if err := actor.valid(); err != nil {
 		return err
 	}
-	return db.retryTx(ctx, func(tx *sqlx.Tx) error {
-		var c Contact
-		if err := tx.GetContext(ctx, &c, lockContactForDelete, accountID, id); err != nil {
-			return notFound("delete contact", err)
+	return db.retryTx(ctx, func(tx *sqlx.Tx) error { return deleteContactTx(ctx, tx, accountID, actor, id) })
+}
+
+// deleteContactTx is DeleteContact inside tx: the one delete path of single
+// and bulk deletes (store/bulk.go), with the same event and activity.
+func deleteContactTx(ctx context.Context, tx *sqlx.Tx, accountID int64, actor Actor, id int64) error {
+	var c Contact
+	if err := tx.GetContext(ctx, &c, lockContactForDelete, accountID, id); err != nil {
+		return notFound("delete contact", err)
+	}
+	if _, err := tx.ExecContext(ctx, deleteContact, accountID, id); err != nil {
+		return fmt.Errorf("store: delete contact: %w", err)
+	}
+	if len(c.Lists) > 0 {
+		ids := make([]int64, len(c.Lists))
+		for i, l := range c.Lists {
+			ids[i] = l.ID
 		}
-		if _, err := tx.ExecContext(ctx, deleteContact, accountID, id); err != nil {
+		if _, err := tx.ExecContext(ctx, decrementListMembers, accountID, pq.Int64Array(ids)); err != nil {
 			return fmt.Errorf("store: delete contact: %w", err)
 		}
-		if len(c.Lists) > 0 {
-			ids := make([]int64, len(c.Lists))
-			for i, l := range c.Lists {
-				ids[i] = l.ID
-			}
-			if _, err := tx.ExecContext(ctx, decrementListMembers, accountID, pq.Int64Array(ids)); err != nil {
-				return fmt.Errorf("store: delete contact: %w", err)
-			}
-		}
-		if _, err := Emit(ctx, tx, accountID, EventContactDeleted, ContactEventData{Contact: c.Data()}); err != nil {
-			return err
-		}
-		if err := LogActivity(ctx, tx, accountID, actor, ActivityEntry{Action: "contact.deleted", ObjectType: ObjectContact,
-			ObjectID: id, Details: map[string]any{"email": c.Email}}); err != nil {
-			return err
-		}
-		tags := tagDeltas{}
-		tags.change(c.Tags, nil)
-		names, counts := tags.args()
-		if _, err := tx.ExecContext(ctx, removeContactCounts, accountID, names, counts, Day(c.CreatedAt)); err != nil {
-			return fmt.Errorf("store: delete contact: %w", err)
-		}
-		return nil
-	})
+	}
+	if _, err := Emit(ctx, tx, accountID, EventContactDeleted, ContactEventData{Contact: c.Data()}); err != nil {
+		return err
+	}
+	if err := LogActivity(ctx, tx, accountID, actor, ActivityEntry{Action: "contact.deleted", ObjectType: ObjectContact,
+		ObjectID: id, Details: map[string]any{"email": c.Email}}); err != nil {
+		return err
+	}
+	tags := tagDeltas{}
+	tags.change(c.Tags, nil)
+	names, counts := tags.args()
+	if _, err := tx.ExecContext(ctx, removeContactCounts, accountID, names, counts, Day(c.CreatedAt)); err != nil {
+		return fmt.Errorf("store: delete contact: %w", err)
+	}
+	return nil
 }
 
 // retryTx runs fn in a transaction and repeats it (up to three times in all)

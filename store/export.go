@@ -44,6 +44,7 @@ func exportWhere(accountID int64, f ContactFilter, perRow bool) (string, []any) 
 		where = append(where, fmt.Sprintf("(c.email || ' ' || lower(c.first_name) || ' ' || lower(c.last_name)) LIKE $%[1]d AND "+
 			"(c.email LIKE $%[1]d OR lower(c.first_name) LIKE $%[1]d OR lower(c.last_name) LIKE $%[1]d OR lower(c.first_name || ' ' || c.last_name) LIKE $%[1]d)", n))
 	}
+	where, args = filterConds(f, where, args)
 	return strings.Join(where, " AND "), args
 }
 

@@ -22,6 +22,7 @@ type NewsletterInput struct {
 	TemplateKey   *string
 	AttachmentIDs *[]int64
 	ListIDs       *[]int64
+	SegmentID     *int64 // 0 clears the segment (the lists alone are the audience)
 	FromName      *string
 	ReplyTo       *string
 	SMTPServerID  *int64 // 0 clears the choice (the account's default route)
@@ -60,6 +61,9 @@ func (in *NewsletterInput) Normalize() error {
 		ids := normIDs(errs, "list_ids", *in.ListIDs)
 		in.ListIDs = &ids
 	}
+	if in.SegmentID != nil && *in.SegmentID < 0 {
+		errs.Add("segment_id", "Bitte eine gültige ID angeben.")
+	}
 	if in.SMTPServerID != nil && *in.SMTPServerID < 0 {
 		errs.Add("smtp_server_id", "Bitte eine gültige ID angeben.")
 	}
@@ -85,6 +89,13 @@ func (in NewsletterInput) apply(c *Campaign) []string {
 	if in.ListIDs != nil && !equalIDs(*in.ListIDs, c.ListIDs) {
 		c.ListIDs = pq.Int64Array(*in.ListIDs)
 		changed = append(changed, "list_ids")
+	}
+	if in.SegmentID != nil && *in.SegmentID != c.Segment() {
+		c.SegmentID = nil
+		if id := *in.SegmentID; id != 0 {
+			c.SegmentID = &id
+		}
+		changed = append(changed, "segment_id")
 	}
 	if in.SMTPServerID != nil && *in.SMTPServerID != c.ServerID() {
 		c.SMTPServerID = nil
@@ -133,10 +144,10 @@ func contentErrors(c Campaign) error {
 }
 
 const insertCampaign = `INSERT INTO campaigns (account_id, kind, type, status, name, subject, preheader, html, plain_text,
-  markdown, template_key, attachment_ids, from_name, reply_to, smtp_server_id, track_opens, track_clicks, list_ids, contact_ids, to_emails,
+  markdown, template_key, attachment_ids, from_name, reply_to, smtp_server_id, track_opens, track_clicks, list_ids, segment_id, contact_ids, to_emails,
   placeholders, scheduled_at)
 VALUES (:account_id, :kind, :type, :status, :name, :subject, :preheader, :html, :plain_text, :markdown, :template_key,
-  :attachment_ids, :from_name, :reply_to, :smtp_server_id, :track_opens, :track_clicks, :list_ids, :contact_ids, :to_emails, :placeholders,
+  :attachment_ids, :from_name, :reply_to, :smtp_server_id, :track_opens, :track_clicks, :list_ids, :segment_id, :contact_ids, :to_emails, :placeholders,
   :scheduled_at)
 RETURNING ` + campaignColumns
 
@@ -199,6 +210,9 @@ func (db *DB) CreateNewsletter(ctx context.Context, accountID int64, actor Actor
 		if err := checkListIDs(ctx, tx, accountID, "list_ids", c.ListIDs); err != nil {
 			return err
 		}
+		if err := checkSegmentID(ctx, tx, accountID, c.SegmentID); err != nil {
+			return err
+		}
 		if err := checkSMTPServer(ctx, tx, accountID, c.SMTPServerID); err != nil {
 			return err
 		}
@@ -252,7 +266,7 @@ func statusWord(status string) string {
 const updateCampaignContent = `UPDATE campaigns SET name = :name, subject = :subject, preheader = :preheader, html = :html,
   plain_text = :plain_text, markdown = :markdown, template_key = :template_key, attachment_ids = :attachment_ids, from_name = :from_name, reply_to = :reply_to,
   smtp_server_id = :smtp_server_id, track_opens = :track_opens, track_clicks = :track_clicks, list_ids = :list_ids,
-  updated_at = now()
+  segment_id = :segment_id, updated_at = now()
 WHERE id = :id RETURNING ` + campaignColumns
 
 // UpdateNewsletter changes the given fields of a draft; any other status is a
@@ -286,6 +300,9 @@ func (db *DB) UpdateNewsletter(ctx context.Context, accountID int64, actor Actor
 			c.setContent(mc)
 		}
 		if err := checkListIDs(ctx, tx, accountID, "list_ids", c.ListIDs); err != nil {
+			return err
+		}
+		if err := checkSegmentID(ctx, tx, accountID, c.SegmentID); err != nil {
 			return err
 		}
 		if in.SMTPServerID != nil {
@@ -343,7 +360,7 @@ func (db *DB) DuplicateNewsletter(ctx context.Context, accountID int64, actor Ac
 		cp := Campaign{AccountID: accountID, Kind: KindNewsletter, Type: TypeNewsletter, Status: CampaignDraft,
 			Name: string(name), Subject: c.Subject, Preheader: c.Preheader, HTML: c.HTML, Text: c.Text, Markdown: c.Markdown,
 			TemplateKey: c.TemplateKey, AttachmentIDs: c.AttachmentIDs, FromName: c.FromName, ReplyTo: c.ReplyTo, SMTPServerID: c.SMTPServerID,
-			TrackOpens: c.TrackOpens, TrackClicks: c.TrackClicks, ListIDs: c.ListIDs, Placeholders: Placeholders{}}
+			TrackOpens: c.TrackOpens, TrackClicks: c.TrackClicks, ListIDs: c.ListIDs, SegmentID: c.SegmentID, Placeholders: Placeholders{}}
 		var err error
 		if out, err = insertCampaignTx(ctx, tx, cp); err != nil {
 			return err

@@ -94,6 +94,9 @@ type Text struct {
 	Fields     FieldsText
 	Changes    ChangesText
 	SMTPErrors SMTPErrorsText
+	// Segments holds saved filters, bulk actions on contacts and the
+	// contact table's sorting (issue 24, segmentsText below).
+	Segments SegmentsText
 }
 
 // ChartsText holds what every chart says besides its data.
@@ -2414,6 +2417,7 @@ func German() Text {
 			Email:              "E-Mail",
 		},
 		Integrations: integrationsText(),
+		Segments:     segmentsText(),
 		Public: PublicText{
 			SubscribeTitle: "Newsletter abonnieren",
 			SubscribeLead:  "Melden Sie sich für die E-Mails von %s an.",
@@ -3083,5 +3087,44 @@ func germanSMTPErrors() SMTPErrorsText {
 		Certificate: "Das Zertifikat des SMTP-Servers ist nicht gültig (abgelaufen, selbst signiert oder für einen anderen Namen).",
 		Failed:      "Der Versand ist fehlgeschlagen.",
 		Detail:      "Antwort des Servers",
+	}
+}
+
+// SegmentsText holds saved filters (segments), bulk actions on contacts and
+// the contact table's sortable columns.
+type SegmentsText struct {
+	Title, Lead, Empty, EmptyBody, Name, Conditions, Contacts, ShowContacts, Delete, Caption  string
+	SaveTitle, SaveName, SaveButton, SavedFlash, DeletedFlash, AllContacts, ActiveSegment     string
+	CondList, CondStatus, CondTag, CondQuery, CondField, CondCreated, CondUpdated             string
+	FieldOps                                                                                  map[string]string
+	Audience, AudienceNone, AudienceHint                                                      string
+	SortBy, Updated, UnknownSegment                                                           string
+	BulkTitle, BulkSelect, BulkSelectAll, BulkAll, BulkAction, BulkTag, BulkList, BulkStart   string
+	BulkActions                                                                               map[string]string
+	BulkQueued, BulkRunning, BulkProgress, BulkDoneTitle, BulkDone, BulkFailedTitle, BulkBack string
+}
+
+func segmentsText() SegmentsText {
+	return SegmentsText{
+		Title: "Segmente", Lead: "Gespeicherte Filter: als Ansicht der Kontakte, für Massenaktionen und als Zielgruppe eines Newsletters.",
+		Empty: "Noch keine Segmente", EmptyBody: "Filtern Sie die Kontakte und speichern Sie den Filter mit „Als Segment speichern“.",
+		Name: "Name", Conditions: "Bedingungen", Contacts: "Kontakte", ShowContacts: "Kontakte ansehen", Delete: "Löschen",
+		Caption:   "Segmente des Kontos",
+		SaveTitle: "Als Segment speichern", SaveName: "Name des Segments", SaveButton: "Als Segment speichern",
+		SavedFlash: "Segment „%s“ gespeichert.", DeletedFlash: "Segment „%s“ gelöscht.", AllContacts: "alle Kontakte",
+		ActiveSegment: "Segment: %s",
+		CondList:      "Liste %s", CondStatus: "Status %s", CondTag: "Schlagwort „%s“", CondQuery: "Suche „%s“",
+		CondField: "%s %s", CondCreated: "angelegt %s", CondUpdated: "geändert %s",
+		FieldOps: map[string]string{"equals": "ist „%s“", "contains": "enthält „%s“", "set": "ist gesetzt", "gt": "größer als %s", "lt": "kleiner als %s"},
+		Audience: "Segment", AudienceNone: "Kein Segment (nur die Listen)",
+		AudienceHint: "Mit Segment: dessen angemeldete Kontakte beim Versandstart; mit Listen nur die, die in einer der Listen sind.",
+		SortBy:       "Sortieren nach %s", Updated: "Geändert", UnknownSegment: "Dieses Segment gibt es nicht.",
+		BulkTitle: "Massenaktion", BulkSelect: "Kontakt %s auswählen", BulkSelectAll: "Alle Kontakte dieser Seite auswählen",
+		BulkAll: "alle %s Treffer des Filters", BulkAction: "Aktion", BulkTag: "Schlagwort", BulkList: "Liste", BulkStart: "Ausführen",
+		BulkActions: map[string]string{"add_tag": "Schlagwort hinzufügen", "remove_tag": "Schlagwort entfernen",
+			"add_to_list": "Zur Liste hinzufügen", "remove_from_list": "Aus der Liste entfernen", "unsubscribe": "Austragen", "delete": "Löschen"},
+		BulkQueued: "Die Aktion wartet auf ihren Start …", BulkRunning: "Die Aktion läuft …", BulkProgress: "%s von %s Kontakten bearbeitet",
+		BulkDoneTitle: "Massenaktion abgeschlossen", BulkDone: "%s Kontakte bearbeitet, %s davon geändert.",
+		BulkFailedTitle: "Massenaktion abgebrochen", BulkBack: "Zu den Kontakten",
 	}
 }

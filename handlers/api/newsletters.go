@@ -28,6 +28,7 @@ type newsletterResponse struct {
 	TemplateKey   *string `json:"template_key"`
 	AttachmentIDs []int64 `json:"attachment_ids"`
 	ListIDs       []int64 `json:"list_ids"`
+	SegmentID     *int64  `json:"segment_id"`
 	FromName      string  `json:"from_name"`
 	ReplyTo       *string `json:"reply_to"`
 	SMTPServerID  *int64  `json:"smtp_server_id"`
@@ -57,7 +58,7 @@ func optString(s string) *string {
 func newNewsletterResponse(c store.Campaign, withContent bool) newsletterResponse {
 	out := newsletterResponse{
 		ID: c.ID, Name: c.Name, Subject: c.Subject, Preheader: c.Preheader, TemplateKey: optString(c.TemplateKey),
-		AttachmentIDs: nonNil([]int64(c.AttachmentIDs)), ListIDs: nonNil([]int64(c.ListIDs)), FromName: c.FromName, ReplyTo: optString(c.ReplyTo), SMTPServerID: c.SMTPServerID,
+		AttachmentIDs: nonNil([]int64(c.AttachmentIDs)), ListIDs: nonNil([]int64(c.ListIDs)), SegmentID: c.SegmentID, FromName: c.FromName, ReplyTo: optString(c.ReplyTo), SMTPServerID: c.SMTPServerID,
 		TrackOpens: c.TrackOpens, TrackClicks: c.TrackClicks, Status: c.Status, StatusLabel: statusLabel(c.Status),
 		ScheduledAt: timePtr(c.ScheduledAt), StartedAt: timePtr(c.StartedAt), FinishedAt: timePtr(c.FinishedAt),
 		Queued: c.RecipientsCount, Sent: c.SentCount, Failed: c.FailedCount, Skipped: c.SkippedCount,
@@ -81,6 +82,7 @@ type newsletterRequest struct {
 	TemplateKey   *string  `json:"template_key"`
 	AttachmentIDs *[]int64 `json:"attachment_ids"`
 	ListIDs       *[]int64 `json:"list_ids"`
+	SegmentID     *int64   `json:"segment_id"`
 	FromName      *string  `json:"from_name"`
 	ReplyTo       *string  `json:"reply_to"`
 	SMTPServerID  *int64   `json:"smtp_server_id"`
@@ -101,7 +103,7 @@ func (q newsletterRequest) validate() error {
 func (q newsletterRequest) input() store.NewsletterInput {
 	return store.NewsletterInput{
 		Name: q.Name, Subject: q.Subject, Preheader: q.Preheader, HTML: q.HTML, Text: q.Text, Markdown: q.Markdown,
-		TemplateKey: q.TemplateKey, AttachmentIDs: q.AttachmentIDs, ListIDs: q.ListIDs, FromName: q.FromName, ReplyTo: q.ReplyTo,
+		TemplateKey: q.TemplateKey, AttachmentIDs: q.AttachmentIDs, ListIDs: q.ListIDs, SegmentID: q.SegmentID, FromName: q.FromName, ReplyTo: q.ReplyTo,
 		SMTPServerID: q.SMTPServerID, TrackOpens: q.TrackOpens, TrackClicks: q.TrackClicks,
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/rundbrief/rundbrief/store/ai"
 	"github.com/rundbrief/rundbrief/store/appointment"
 	"github.com/rundbrief/rundbrief/store/botguard"
+	"github.com/rundbrief/rundbrief/store/bulk"
 	"github.com/rundbrief/rundbrief/store/campaign"
 	"github.com/rundbrief/rundbrief/store/inbox"
 	"github.com/rundbrief/rundbrief/store/integration"
@@ -56,6 +57,7 @@ type API struct {
 	integrations *integration.Service
 	inbox        *inbox.Service
 	sequences    *sequence.Service // story sequences and story emails (issue 20)
+	bulk         *bulk.Service     // bulk actions on contacts (issue 24)
 }
 
 // New returns the API over the shared services; mount Handler() at /v1.
@@ -66,9 +68,13 @@ func New(s *services.Set, cfg Config) *API {
 	if cfg.RateLimit <= 0 {
 		cfg.RateLimit = 120
 	}
+	bk := s.Bulk
+	if bk == nil {
+		bk = bulk.New(s.DB) // stateless; a Set built by hand (tests) may leave it out
+	}
 	return &API{db: s.DB, limiter: store.NewRateLimiter(s.DB), apiLog: s.APILog, log: s.Log, cfg: cfg, ai: s.AI, box: s.Box, mail: s.Mail,
 		webhooks: s.Webhooks, guard: s.Guard, campaigns: s.Campaigns, abTests: s.ABTests, smtpServers: s.SMTPServers,
-		appointments: s.Appointments, integrations: s.Integrations, inbox: s.Inbox, sequences: s.Sequences}
+		appointments: s.Appointments, integrations: s.Integrations, inbox: s.Inbox, sequences: s.Sequences, bulk: bk}
 }
 
 // Handler is the /v1 router. Every route of the API is listed here, top to bottom.
@@ -104,6 +110,15 @@ func (a *API) Handler() http.Handler {
 		r.Get("/contacts", a.need("read", "", a.listContacts))
 		r.Post("/contacts", a.need("write", "", a.upsertContact))
 		r.Post("/contacts/bulk", a.need("write", "", a.bulkContacts))
+		// Bulk actions as background jobs, and segments (saved filters) (issue 24).
+		r.Post("/contacts/actions", a.need("write", "", a.startContactAction))
+		r.Get("/contacts/actions/{id}", a.need("read", "", a.getContactAction))
+		r.Get("/segments", a.need("read", "", a.listSegments))
+		r.Post("/segments", a.need("write", "", a.createSegment))
+		r.Get("/segments/{id}", a.need("read", "", a.getSegment))
+		r.Patch("/segments/{id}", a.need("write", "", a.patchSegment))
+		r.Delete("/segments/{id}", a.need("write", "", a.deleteSegment))
+		r.Get("/segments/{id}/contacts", a.need("read", "", a.listSegmentContacts))
 		r.Get("/contacts/{id}", a.need("read", "", a.getContact))
 		r.Patch("/contacts/{id}", a.need("write", "", a.patchContact))
 		r.Delete("/contacts/{id}", a.need("write", "", a.deleteContact))

@@ -103,6 +103,23 @@ FROM campaign_recipients WHERE campaign_id = $2`,
 	if err != nil {
 		b.Fatal(err)
 	}
+	// Segments (issue 24): a tag segment and a custom-field one, and a bulk
+	// job's progress page; the contact table under a segment is also the
+	// preview of a bulk action on "all matches" (its capped count).
+	vip := store.ContactFilter{Tag: "vip"}
+	vipSeg, err := s.db.CreateSegment(context.Background(), acct.ID, apiActor, store.SegmentInput{Name: sp("VIP"), Filter: &vip})
+	if err != nil {
+		b.Fatal(err)
+	}
+	points := store.ContactFilter{Status: "subscribed", Fields: []store.FieldCondition{{Key: "punkte", Op: "gt", Value: "900"}}}
+	pointSeg, err := s.db.CreateSegment(context.Background(), acct.ID, apiActor, store.SegmentInput{Name: sp("Viele Punkte"), Filter: &points})
+	if err != nil {
+		b.Fatal(err)
+	}
+	job, err := s.db.CreateBulkJob(context.Background(), acct.ID, apiActor, store.BulkInput{Action: store.BulkAddTag, Tag: "messe", SegmentID: vipSeg.ID})
+	if err != nil {
+		b.Fatal(err)
+	}
 	c := newClient(b, s)
 	c.signIn(acct.Email, acct.Password)
 
@@ -142,6 +159,9 @@ FROM campaign_recipients WHERE campaign_id = $2`,
 		"/templates", "/templates/new", "/attachments", "/story-emails", "/story-emails/settings", "/sequences",
 		"/inbox", "/inbox/rules", "/inbox/metrics", "/appointments", "/appointments/settings", "/integrations", "/integrations/new",
 		"/settings/fields",
+		"/segments", fmt.Sprintf("/contacts?segment_id=%d", vipSeg.ID), fmt.Sprintf("/contacts?segment_id=%d", pointSeg.ID),
+		"/contacts?sort=name_asc", "/contacts?sort=email_desc&page=2000", "/contacts?tag=vip&sort=updated_desc",
+		fmt.Sprintf("/contacts/actions/%d", job.ID),
 	} {
 		b.Run(strings.ReplaceAll(path[1:], "/", "_"), func(b *testing.B) {
 			if st, n := get(path); st != http.StatusOK || n < 300 {

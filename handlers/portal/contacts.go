@@ -47,9 +47,10 @@ func readContactFilter(r *http.Request) (views.ContactFilter, store.ContactFilte
 		ListID: strings.TrimSpace(q.Get("list_id")),
 		Tag:    strings.TrimSpace(q.Get("tag")),
 		Status: strings.TrimSpace(q.Get("status")),
+		Sort:   strings.TrimSpace(q.Get("sort")),
 		Errors: map[string]string{},
 	}
-	sf := store.ContactFilter{Query: f.Q, Tag: f.Tag, Status: f.Status}
+	sf := store.ContactFilter{Query: f.Q, Tag: f.Tag, Status: f.Status, Sort: f.Sort}
 	if f.ListID != "" {
 		id, err := strconv.ParseInt(f.ListID, 10, 64)
 		if err != nil || id < 1 {
@@ -60,7 +61,32 @@ func readContactFilter(r *http.Request) (views.ContactFilter, store.ContactFilte
 	if err := sf.Validate(); err != nil {
 		fieldErrors(err, f.Errors)
 	}
+	if v := strings.TrimSpace(q.Get("segment_id")); v != "" {
+		f.SegmentID = v
+		if id, err := strconv.ParseInt(v, 10, 64); err != nil || id < 1 {
+			f.Errors["segment_id"] = t.Segments.UnknownSegment
+		}
+	}
 	return f, sf
+}
+
+// segmentFilter replaces the table's filter by the segment the query names
+// (segment_id), keeping the sort: a segment's contacts are the table under
+// its conditions, through the same ContactFilter.
+func (p *Portal) segmentFilter(r *http.Request, f *views.ContactFilter, sf *store.ContactFilter) error {
+	if f.SegmentID == "" || len(f.Errors) > 0 {
+		return nil
+	}
+	id, _ := strconv.ParseInt(f.SegmentID, 10, 64)
+	s, err := p.db.Segment(r.Context(), accountID(r), id)
+	if err != nil {
+		return err
+	}
+	sort := sf.Sort
+	*sf = s.Filter
+	sf.Sort = sort
+	f.SegmentName = s.Name
+	return nil
 }
 
 // contactCountCap is how far the contact table counts the matches of a filter
@@ -77,12 +103,15 @@ const tagSuggestions = 500
 func (p *Portal) listContacts(w http.ResponseWriter, r *http.Request) error {
 	t := views.TextFor(r.Context())
 	f, sf := readContactFilter(r)
+	if err := p.segmentFilter(r, &f, &sf); err != nil {
+		return err
+	}
 	page := queryPage(r)
 	lists, err := p.accountLists(r)
 	if err != nil {
 		return err
 	}
-	l := views.ContactList{Lists: lists, Filter: f}
+	l := views.ContactList{Lists: lists, Filter: f, CanSave: f.Active() && f.SegmentID == ""}
 	// The tag filter suggests the account's tags (from the maintained counts:
 	// the cost grows with the tags, not the contacts).
 	if l.Tags, _, err = p.db.Tags(r.Context(), accountID(r), store.Page{Page: 1, PerPage: tagSuggestions}); err != nil {
@@ -126,6 +155,9 @@ func (p *Portal) countContacts(w http.ResponseWriter, r *http.Request) error {
 	f, sf := readContactFilter(r)
 	if len(f.Errors) > 0 {
 		return store.ErrNotFound
+	}
+	if err := p.segmentFilter(r, &f, &sf); err != nil {
+		return err
 	}
 	page := queryPage(r)
 	_, total, err := p.db.Contacts(r.Context(), accountID(r), sf, store.Page{Page: 1, PerPage: 1})
@@ -645,6 +677,9 @@ func (p *Portal) exportContacts(w http.ResponseWriter, r *http.Request) error {
 	f, sf := readContactFilter(r)
 	if len(f.Errors) > 0 {
 		return store.ErrNotFound
+	}
+	if err := p.segmentFilter(r, &f, &sf); err != nil {
+		return err
 	}
 	keys, err := p.db.ExportCustomKeys(r.Context(), accountID(r), sf)
 	if err != nil {

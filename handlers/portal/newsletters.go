@@ -399,7 +399,7 @@ func (p *Portal) sendNewsletter(w http.ResponseWriter, r *http.Request) error {
 // campaign's own ReadyErrors), whom it reaches and through which route.
 func (p *Portal) newsletterSend(r *http.Request, c store.Campaign) (views.NewsletterSend, error) {
 	v := views.NewsletterSend{Newsletter: c, Problems: c.ReadyErrors(), Checks: mailer.CheckContent(c)}
-	aud, err := p.db.NewsletterAudience(r.Context(), accountID(r), c.ListIDs)
+	aud, err := p.db.CampaignAudience(r.Context(), c) // the segment's or the lists' audience
 	if err != nil {
 		return v, err
 	}
@@ -409,7 +409,7 @@ func (p *Portal) newsletterSend(r *http.Request, c store.Campaign) (views.Newsle
 	}
 	v.NoPostalAddress = slices.Contains(warnings, store.WarningNoPostalAddress)
 	v.Queued, v.Skipped = aud.Queued, aud.Skipped
-	if len(c.ListIDs) > 0 && v.Queued == 0 && len(v.Problems) == 0 {
+	if (len(c.ListIDs) > 0 || c.SegmentID != nil) && v.Queued == 0 && len(v.Problems) == 0 {
 		v.Problems = map[string]string{"list_ids": views.TextFor(r.Context()).Newsletters.SendNoRecipients}
 	}
 	if len(v.Problems) == 0 {
@@ -588,7 +588,7 @@ func (p *Portal) newsletterForm(r *http.Request, c store.Campaign) (views.Newsle
 	f := views.NewsletterForm{
 		ID: c.ID, Title: t.NewTitle, Action: "/newsletters/new",
 		Name: c.Name, Subject: c.Subject, Preheader: c.Preheader, Format: views.FormatMarkdown, Content: c.Markdown,
-		ListIDs: c.ListIDs, SMTPServerID: c.ServerID(), FromName: c.FromName, ReplyTo: c.ReplyTo,
+		ListIDs: c.ListIDs, SegmentID: c.Segment(), SMTPServerID: c.ServerID(), FromName: c.FromName, ReplyTo: c.ReplyTo,
 		TrackOpens: c.TrackOpens, TrackClicks: c.TrackClicks, Errors: map[string]string{}, CanSend: p.campaigns != nil,
 		CanABTest: viewer(r).Plan.Require("ab_tests") == nil,
 	}
@@ -599,6 +599,9 @@ func (p *Portal) newsletterForm(r *http.Request, c store.Campaign) (views.Newsle
 		f.Title, f.Action = sprintf(t.EditTitle, c.Name), views.NewsletterURL(c.ID, "")
 	}
 	var err error
+	if f.Segments, _, err = p.db.Segments(r.Context(), accountID(r), store.Page{Page: 1, PerPage: maxPickerLists}); err != nil {
+		return f, err
+	}
 	if f.Lists, _, err = p.db.Lists(r.Context(), accountID(r), store.Page{Page: 1, PerPage: maxPickerLists}); err != nil {
 		return f, err
 	}
@@ -648,6 +651,14 @@ func readNewsletterForm(r *http.Request, f *views.NewsletterForm) store.Newslett
 		}
 		f.ListIDs = append(f.ListIDs, id)
 	}
+	f.SegmentID = 0
+	if v := form.Get("segment_id"); v != "" {
+		id, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || id < 0 {
+			f.Errors["segment_id"] = views.TextFor(r.Context()).Common.FormInvalid
+		}
+		f.SegmentID = id
+	}
 	f.SMTPServerID = 0
 	if v := form.Get("smtp_server_id"); v != "" {
 		id, err := strconv.ParseInt(v, 10, 64)
@@ -671,7 +682,7 @@ func readNewsletterForm(r *http.Request, f *views.NewsletterForm) store.Newslett
 		ids = []int64{}
 	}
 	in := store.NewsletterInput{
-		Name: &f.Name, Subject: &f.Subject, Preheader: &f.Preheader, ListIDs: &ids, FromName: &f.FromName, ReplyTo: &f.ReplyTo,
+		Name: &f.Name, Subject: &f.Subject, Preheader: &f.Preheader, ListIDs: &ids, SegmentID: &f.SegmentID, FromName: &f.FromName, ReplyTo: &f.ReplyTo,
 		SMTPServerID: &f.SMTPServerID, TrackOpens: &f.TrackOpens, TrackClicks: &f.TrackClicks,
 		TemplateKey: &f.TemplateKey, AttachmentIDs: &f.AttachmentIDs,
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/abtest"
 	"github.com/rundbrief/rundbrief/store/appointment"
+	"github.com/rundbrief/rundbrief/store/bulk"
 	"github.com/rundbrief/rundbrief/store/campaign"
 	"github.com/rundbrief/rundbrief/store/imports"
 	"github.com/rundbrief/rundbrief/store/inbox"
@@ -70,6 +71,7 @@ type Portal struct {
 	abTests     *abtest.Service
 	smtpServers *smtpserver.Service
 	imports     *imports.Service
+	bulk        *bulk.Service // bulk actions on contacts (issue 24)
 
 	appointments *appointment.Service // the appointment book (issue 22)
 	// integrations: payment-provider integrations (issue 23).
@@ -88,8 +90,12 @@ func New(s *services.Set, cfg Config) (*Portal, error) {
 	if s.Box == nil {
 		return nil, errors.New("portal: services.Set.Box is required")
 	}
+	bk := s.Bulk
+	if bk == nil {
+		bk = bulk.New(s.DB) // stateless; a Set built by hand (tests) may leave it out
+	}
 	p := &Portal{db: s.DB, box: s.Box, log: s.Log, baseURL: strings.TrimRight(cfg.BaseURL, "/"), now: cfg.Now, upgradeURL: cfg.UpgradeURL,
-		mail: s.Mail, webhooks: s.Webhooks, campaigns: s.Campaigns, abTests: s.ABTests, smtpServers: s.SMTPServers, imports: s.Imports,
+		mail: s.Mail, webhooks: s.Webhooks, campaigns: s.Campaigns, abTests: s.ABTests, smtpServers: s.SMTPServers, imports: s.Imports, bulk: bk,
 		appointments: s.Appointments, integrations: s.Integrations, inbox: s.Inbox, sequences: s.Sequences}
 	secure := strings.HasPrefix(p.baseURL, "https://")
 
@@ -158,6 +164,11 @@ func (p *Portal) Routes(r chi.Router) {
 			r.Post("/contacts/new", p.handle(p.createContact))
 			r.Get("/contacts/export", p.handle(p.exportContacts))
 			r.Get("/contacts/count", p.handle(p.countContacts))
+			r.Post("/contacts/actions", p.handle(p.startContactAction))
+			r.Get("/contacts/actions/{id}", p.handle(p.showContactAction))
+			r.Get("/segments", p.handle(p.listSegments))
+			r.Post("/segments", p.handle(p.createSegment))
+			r.Post("/segments/{id}/delete", p.handle(p.deleteSegment))
 			r.Get("/contacts/import", p.handle(p.importPage))
 			r.Post("/contacts/import", p.handle(p.uploadImport))
 			r.Get("/contacts/import/{id}", p.handle(p.showImport))

@@ -16,6 +16,7 @@ import (
 	"github.com/rundbrief/rundbrief/store/ai"
 	"github.com/rundbrief/rundbrief/store/appointment"
 	"github.com/rundbrief/rundbrief/store/botguard"
+	"github.com/rundbrief/rundbrief/store/bulk"
 	"github.com/rundbrief/rundbrief/store/campaign"
 	"github.com/rundbrief/rundbrief/store/imports"
 	"github.com/rundbrief/rundbrief/store/inbox"
@@ -51,6 +52,8 @@ type Set struct {
 	ABTests     *abtest.Service
 	SMTPServers *smtpserver.Service
 	Imports     *imports.Service
+	// Bulk: bulk actions on contacts as background jobs (issue 24).
+	Bulk *bulk.Service
 	// Integrations: payment providers' inbound calls turn buyers into contacts.
 	Integrations *integration.Service
 
@@ -128,6 +131,7 @@ func New(db *store.DB, cfg Config) (*Set, error) {
 		Webhooks:    webhook.New(db, webhook.Config{Box: box, AllowPrivate: cfg.WebhookAllowPrivate, Outcomes: cfg.WebhookOutcomes, Log: log}),
 		SMTPServers: smtpserver.New(db, smtpserver.Config{Box: box, Mail: mail, AllowPrivate: cfg.SMTPAllowPrivate}),
 		Imports:     imports.New(db),
+		Bulk:        bulk.New(db),
 		// Payment-provider integrations; their event log is purged by the
 		// retention worker after 90 days.
 		Integrations: integration.New(db, integration.Config{Box: box, BaseURL: cfg.BaseURL, Log: log}),
@@ -170,6 +174,7 @@ func New(db *store.DB, cfg Config) (*Set, error) {
 		// CSV imports: files and progress live in PostgreSQL, so any process
 		// runs (or resumes) any job.
 		{"contact import", imports.NewWorker(db, imports.WorkerOptions{Log: log}).Run},
+		{"contact bulk actions", bulk.NewWorker(db, bulk.WorkerOptions{Log: log}).Run},
 		// Story sequences (issue 20): the due days into the send queue, and
 		// the outbox consumer that enrols by list or tag and exits on
 		// unsubscribe or delete. Both shared by every process.
