@@ -115,7 +115,7 @@ func newServerWith(tb testing.TB, dbURL string, clk *clock, baseURL string, opts
 	p, err := portal.New(&services.Set{DB: db, Integrations: integrations, Imports: imports.New(db), Box: box, Log: log, Mail: mail, Webhooks: hooks, Campaigns: campaigns, ABTests: abtest.New(db, sendWorker, abtest.Options{Now: now}), SMTPServers: smtpSrv,
 		Appointments: appointment.New(db, appointment.Config{BaseURL: baseURL, Now: now}),
 		Sequences:    sequence.New(db, nil, campaigns, mail, sendWorker, sequence.Options{Now: now}),
-		Inbox:        inbox.New(db, inbox.Config{Box: box, Guard: smtpSrv, Opener: mail, Timeout: 5 * time.Second, Log: log})}, portal.Config{BaseURL: baseURL, Now: now, UpgradeURL: opts.UpgradeURL})
+		Inbox:        inbox.New(db, inbox.Config{Box: box, Guard: smtpSrv, Opener: mail, Timeout: 5 * time.Second, Log: log}), Tokens: mustTokens(tb)}, portal.Config{BaseURL: baseURL, Now: now, UpgradeURL: opts.UpgradeURL})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -76,6 +76,8 @@ type Portal struct {
 	integrations *integration.Service
 	inbox        *inbox.Service
 	sequences    *sequence.Service // story emails and sequences (issue 20)
+	// tokens signs the public URLs of the editor's images (issue 24).
+	tokens *mailer.Tokens
 }
 
 // New returns the portal over the shared services (s.Box is required);
@@ -90,7 +92,7 @@ func New(s *services.Set, cfg Config) (*Portal, error) {
 	}
 	p := &Portal{db: s.DB, box: s.Box, log: s.Log, baseURL: strings.TrimRight(cfg.BaseURL, "/"), now: cfg.Now, upgradeURL: cfg.UpgradeURL,
 		mail: s.Mail, webhooks: s.Webhooks, campaigns: s.Campaigns, abTests: s.ABTests, smtpServers: s.SMTPServers, imports: s.Imports,
-		appointments: s.Appointments, integrations: s.Integrations, inbox: s.Inbox, sequences: s.Sequences}
+		appointments: s.Appointments, integrations: s.Integrations, inbox: s.Inbox, sequences: s.Sequences, tokens: s.Tokens}
 	secure := strings.HasPrefix(p.baseURL, "https://")
 
 	p.sessions = scs.New()
@@ -187,6 +189,8 @@ func (p *Portal) Routes(r chi.Router) {
 			r.Post("/lists/{id}/members/{contact_id}/remove", p.handle(p.removeMember))
 
 			// Newsletters (issue 7): drafts, preview, test mails, sending.
+			// The shared mail editor: image upload of its rich-text mode (issue 24).
+			r.Post("/editor/images", p.handle(p.uploadEditorImage))
 			r.Get("/newsletters", p.handle(p.listNewsletters))
 			r.Get("/newsletters/new", p.handle(p.newNewsletter))
 			r.Post("/newsletters/new", p.handle(p.createNewsletter))
