@@ -88,6 +88,9 @@ type Text struct {
 	// Inbox holds the connected inbox: reading, replies, drafts, rules,
 	// metrics and the connection settings (text_inbox block below).
 	Inbox InboxText
+	// Editor holds the shared mail editor: rich text, images, AI assistant
+	// (text_editor block below).
+	Editor EditorText
 }
 
 // ChartsText holds what every chart says besides its data.
@@ -1178,6 +1181,7 @@ func German() Text {
 		},
 		Appointments: germanAppointments(),
 		Inbox:        germanInbox(),
+		Editor:       germanEditor(),
 		APIDocs: APIDocsText{
 			Title:       "Rundbrief-API – Referenz",
 			OpenAPILink: "OpenAPI-Beschreibung (JSON)",
@@ -2908,5 +2912,56 @@ func germanInbox() InboxText {
 		RepliedFlash: "Antwort gesendet.", DraftFlash: "KI-Entwurf erstellt.", ApprovedFlash: "Entwurf gesendet.", DiscardedFlash: "Entwurf verworfen.",
 		RuleFlash: "Regel hinzugefügt.", RuleGoneFlash: "Regel gelöscht.",
 		LabelsField: "Labels (durch Kommas getrennt)", SaveLabels: "Labels speichern", LabelsSaved: "Labels gespeichert.",
+	}
+}
+
+// EditorText holds the shared mail editor (issue 24): the rich-text mode,
+// its image upload, and the AI assistant.
+type EditorText struct {
+	FormatRichText, HintRichText, NeedsJS, ImageOnly, UploadFailed string
+	// Trix is the wording of the rich-text editor's toolbar and dialogs,
+	// keyed as Trix.config.lang.
+	Trix map[string]string
+	AI   EditorAIText
+}
+
+// EditorAIText holds the editor's AI assistant.
+type EditorAIText struct {
+	Title, Lead, SubjectIdeas, PreheaderIdeas, Improve, Shorten, Fix string
+	Credit, Cost, Apply, ApplyContent, Suggestion, NoContent         string
+	NoCredit, Unavailable                                            string
+}
+
+func germanEditor() EditorText {
+	return EditorText{
+		FormatRichText: "Formatierter Text",
+		HintRichText:   "Schreiben wie in einer Textverarbeitung: Überschriften, Listen, Links und Bilder über die Werkzeugleiste. Bilder werden als Anhang gespeichert und über eine feste Adresse gezeigt.",
+		NeedsJS:        "Der formatierte Text braucht JavaScript. Ohne JavaScript schreiben Sie in Markdown oder HTML.",
+		ImageOnly:      "Nur Bilder im Format PNG, JPEG, GIF oder WebP können eingefügt werden.",
+		UploadFailed:   "Das Bild konnte nicht hochgeladen werden.",
+		Trix: map[string]string{
+			"attachFiles": "Bild einfügen", "bold": "Fett", "bullets": "Aufzählung", "byte": "Byte", "bytes": "Bytes",
+			"captionPlaceholder": "Bildunterschrift hinzufügen …", "code": "Code", "heading1": "Überschrift", "indent": "Einzug vergrößern",
+			"italic": "Kursiv", "link": "Link", "numbers": "Nummerierung", "outdent": "Einzug verkleinern", "quote": "Zitat",
+			"redo": "Wiederholen", "remove": "Entfernen", "strike": "Durchgestrichen", "undo": "Rückgängig", "unlink": "Link entfernen",
+			"url": "Adresse", "urlPlaceholder": "Adresse eingeben, z. B. https://…",
+		},
+		AI: EditorAIText{
+			Title:          "KI-Assistent",
+			Lead:           "Vorschläge für Betreff und Preheader, oder den Inhalt verbessern, kürzen, korrigieren. Jede Anfrage kostet KI-Guthaben.",
+			SubjectIdeas:   "Betreffideen",
+			PreheaderIdeas: "Preheader-Ideen",
+			Improve:        "Verbessern",
+			Shorten:        "Kürzen",
+			Fix:            "Rechtschreibung korrigieren",
+			Credit:         "Verbleibendes KI-Guthaben: %s",
+			Cost:           "Kosten dieser Anfrage: %s · verbleibendes Guthaben: %s",
+			Apply:          "Übernehmen",
+			ApplyContent:   "Vorschlag in den Inhalt übernehmen",
+			Suggestion:     "Vorschlag",
+			NoContent:      "Schreiben Sie zuerst einen Inhalt, den der Assistent bearbeiten kann.",
+			NoCredit:       "Das KI-Guthaben ist aufgebraucht. Laden Sie es auf, um den Assistenten weiter zu nutzen.",
+			Unavailable:    "Der KI-Dienst ist gerade nicht erreichbar. Es wurde nichts berechnet.",
+		},
 	}
 }

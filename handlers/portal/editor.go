@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -107,4 +108,52 @@ func altFromFilename(name string) string {
 		name = name[:i]
 	}
 	return strings.TrimSpace(strings.NewReplacer("-", " ", "_", " ").Replace(name))
+}
+
+// readEditorContent reads a views.ContentEditor from a posted form: the
+// format, the Markdown or HTML source, and the rich-text HTML.
+func readEditorContent(form url.Values, name, formatName string) (format, content, rich string) {
+	format = views.FormatMarkdown
+	switch form.Get(formatName) {
+	case views.FormatHTML:
+		format = views.FormatHTML
+	case views.FormatRichText:
+		format = views.FormatRichText
+	}
+	return format, strings.ReplaceAll(form.Get(name), "\r\n", "\n"), form.Get(name + "_rich")
+}
+
+// editorInput is the content of the mail input for what the editor holds:
+// html, markdown and text, each set (an empty string clears it). Rich text is
+// stored as HTML with its marker, which the store sanitises.
+func editorInput(format, content, rich string) (html, markdown, text *string) {
+	empty := ""
+	switch format {
+	case views.FormatRichText:
+		h := ""
+		if strings.TrimSpace(rich) != "" {
+			h = store.RichTextOpen + rich + store.RichTextClose
+		}
+		return &h, &empty, &empty
+	case views.FormatHTML:
+		return &content, &empty, &empty
+	}
+	return &empty, &content, &empty
+}
+
+// editorRich is the HTML the rich-text mode opens with when the content is in
+// another format: the HTML itself, or the Markdown rendered, so that
+// switching to rich text keeps what was written.
+func editorRich(format, content, html string) string {
+	switch {
+	case store.IsRichText(html):
+		return store.RichTextBody(html)
+	case format == views.FormatHTML:
+		return content
+	case strings.TrimSpace(content) != "":
+		if out, err := mailer.MarkdownToHTML(content); err == nil {
+			return out
+		}
+	}
+	return ""
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/abtest"
+	"github.com/rundbrief/rundbrief/store/ai"
 	"github.com/rundbrief/rundbrief/store/appointment"
 	"github.com/rundbrief/rundbrief/store/campaign"
 	"github.com/rundbrief/rundbrief/store/imports"
@@ -78,6 +79,7 @@ type Portal struct {
 	sequences    *sequence.Service // story emails and sequences (issue 20)
 	// tokens signs the public URLs of the editor's images (issue 24).
 	tokens *mailer.Tokens
+	ai     *ai.Service // the editor's AI assistant; nil: unavailable
 }
 
 // New returns the portal over the shared services (s.Box is required);
@@ -92,7 +94,7 @@ func New(s *services.Set, cfg Config) (*Portal, error) {
 	}
 	p := &Portal{db: s.DB, box: s.Box, log: s.Log, baseURL: strings.TrimRight(cfg.BaseURL, "/"), now: cfg.Now, upgradeURL: cfg.UpgradeURL,
 		mail: s.Mail, webhooks: s.Webhooks, campaigns: s.Campaigns, abTests: s.ABTests, smtpServers: s.SMTPServers, imports: s.Imports,
-		appointments: s.Appointments, integrations: s.Integrations, inbox: s.Inbox, sequences: s.Sequences, tokens: s.Tokens}
+		appointments: s.Appointments, integrations: s.Integrations, inbox: s.Inbox, sequences: s.Sequences, tokens: s.Tokens, ai: s.AI}
 	secure := strings.HasPrefix(p.baseURL, "https://")
 
 	p.sessions = scs.New()
@@ -191,6 +193,7 @@ func (p *Portal) Routes(r chi.Router) {
 			// Newsletters (issue 7): drafts, preview, test mails, sending.
 			// The shared mail editor: image upload of its rich-text mode (issue 24).
 			r.Post("/editor/images", p.handle(p.uploadEditorImage))
+			r.Post("/editor/ai", p.needFeature("ai", p.editorAI))
 			r.Get("/newsletters", p.handle(p.listNewsletters))
 			r.Get("/newsletters/new", p.handle(p.newNewsletter))
 			r.Post("/newsletters/new", p.handle(p.createNewsletter))
