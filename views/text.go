@@ -786,6 +786,8 @@ type ABText struct {
 	DeletedFlash                             string
 	NotRunning, Copied, Released             string // Released: %d recipients
 	PlanTitle, PlanBody                      string
+	// PreviewTitle heads the side-by-side preview of the variants (issue 24).
+	PreviewTitle string
 }
 
 // SequencesText holds the story email calendar and the sequence pages.
@@ -1890,6 +1892,7 @@ func German() Text {
 			},
 		},
 		AB: ABText{
+			PreviewTitle:      "Vorschau: Variante A und B nebeneinander",
 			Title:             "A/B-Tests",
 			PlanTitle:         "A/B-Tests gehören nicht zu Ihrem Tarif",
 			PlanBody:          "A/B-Tests sind ab dem Tarif Pro enthalten. Auf der Seite „Tarif“ sehen Sie, was Ihr Tarif umfasst und wie Sie ihn wechseln.",

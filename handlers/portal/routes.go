@@ -283,6 +283,7 @@ func (p *Portal) Routes(r chi.Router) {
 			r.Get("/ab-tests", p.needAB(p.listABTests))
 			r.Get("/ab-tests/new", p.needAB(p.newABForm))
 			r.Post("/ab-tests/new", p.needAB(p.createABTest))
+			r.Post("/ab-tests/preview", p.needAB(p.previewABTest))
 			r.Get("/ab-tests/{id}", p.needAB(p.showABTest))
 			r.Post("/ab-tests/{id}/winner", p.needAB(p.setABWinner))
 			r.Post("/ab-tests/{id}/stop", p.needAB(p.stopABTest))
