@@ -48,6 +48,9 @@ func SanitizeRichText(body string) string {
 	// bluemonday escapes the braces of a placeholder link ({{abmelde_link}});
 	// braces are inert inside a quoted attribute, so the placeholder comes back.
 	clean = placeholderBraces.Replace(clean)
+	// An image keeps its natural size as width and height; in a mail it must
+	// still shrink to the 600 px column and to phones.
+	clean = strings.ReplaceAll(clean, "<img ", `<img style="max-width:100%;height:auto" `)
 	return RichTextOpen + clean + RichTextClose
 }
 

@@ -30,7 +30,7 @@ func TestRichTextSanitisedWhenStored(t *testing.T) {
 			}
 		}
 		for _, good := range []string{"Hallo {{vorname}}", `href="https://example.org/a"`, `src="https://cdn.example.org/logo.png"`, `alt="Logo"`,
-			`width="120"`, `href="{{abmelde_link}}"`, "data-trix-attachment"} {
+			`width="120"`, `href="{{abmelde_link}}"`, "data-trix-attachment", `<img style="max-width:100%;height:auto" src="https://cdn.example.org/logo.png"`} {
 			if !strings.Contains(html, good) {
 				t.Errorf("%s: %q lost: %s", what, good, html)
 			}
