@@ -335,7 +335,7 @@ func TestABFormShowsTheChosenType(t *testing.T) {
 	}
 	b.do("open the form", chromedp.Navigate(srv.URL+"/ab-tests/new"), chromedp.WaitVisible(tid("ab-form")),
 		chromedp.SetValue(chromedp.CSS(`#field-test_type`), "sender"), chromedp.SetValue(chromedp.CSS(`#field-mode`), "winner"),
-		until(shown("b_from_name")+` && !`+shown("b_subject")+` && !`+shown("b_html")+` && `+shown("wait_hours")+` && !`+shown("split_a")))
+		until(shown("b_from_name")+` && !`+shown("b_subject")+` && !`+shown("b_content")+` && `+shown("wait_hours")+` && !`+shown("split_a")))
 	b.do("switch to content, split", chromedp.SetValue(chromedp.CSS(`#field-test_type`), "content"), chromedp.SetValue(chromedp.CSS(`#field-mode`), "split"),
-		until(shown("b_html")+` && !`+shown("b_from_name")+` && `+shown("split_a")+` && !`+shown("wait_hours")))
+		until(shown("b_content")+` && !`+shown("b_from_name")+` && `+shown("split_a")+` && !`+shown("wait_hours")))
 }

@@ -322,6 +322,10 @@ func (in ABInput) apply(t *ABTest, errs Errs) {
 	set("b_subject", &t.BSubject, in.BSubject, maxSubjectLen, true)
 	set("b_preheader", &t.BPreheader, in.BPreheader, maxPreheaderLen, true)
 	set("b_html", &t.BHTML, in.BHTML, MaxHTMLBytes, false)
+	if t.BHTML != nil && IsRichText(*t.BHTML) { // written in the rich-text editor: sanitised as every mail's
+		clean := SanitizeRichText(*t.BHTML)
+		t.BHTML = &clean
+	}
 	set("b_from_name", &t.BFromName, in.BFromName, maxFromNameLen, true)
 }
 

@@ -161,6 +161,27 @@ JOIN plans p ON p.name = a.plan WHERE u.account_id = $1`
 // the account already stored is not stored twice: the existing attachment
 // comes back with created false.
 func (db *DB) UploadAttachment(ctx context.Context, accountID int64, actor Actor, filename, declaredType string, r io.Reader) (Attachment, bool, error) {
+	return db.uploadAttachment(ctx, accountID, actor, filename, declaredType, r, false)
+}
+
+// imageTypes are the image types the rich-text editor may upload and the
+// public image URL serves: those every mail client shows. No SVG, which can
+// carry scripts.
+var imageTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
+
+// IsImageType reports whether an attachment's Content-Type is one of the
+// images that mails may show from their public URL.
+func IsImageType(contentType string) bool { return imageTypes[contentType] }
+
+// UploadImage stores an image of the rich-text editor as an attachment, as
+// UploadAttachment does (streamed, deduplicated, counted against the
+// storage), refusing anything whose first bytes are not a PNG, JPEG, GIF or
+// WebP image (422 on file).
+func (db *DB) UploadImage(ctx context.Context, accountID int64, actor Actor, filename string, r io.Reader) (Attachment, bool, error) {
+	return db.uploadAttachment(ctx, accountID, actor, filename, "", r, true)
+}
+
+func (db *DB) uploadAttachment(ctx context.Context, accountID int64, actor Actor, filename, declaredType string, r io.Reader, image bool) (Attachment, bool, error) {
 	filename = cleanFilename(filename)
 	var (
 		out     Attachment
@@ -185,6 +206,9 @@ func (db *DB) UploadAttachment(ctx context.Context, accountID int64, actor Actor
 			return Invalid("file", why)
 		}
 		ctype := attachmentType(declaredType, head)
+		if image && !IsImageType(ctype) {
+			return Invalid("file", "Nur Bilder im Format PNG, JPEG, GIF oder WebP können eingefügt werden.")
+		}
 		var id int64
 		// A unique placeholder until the hash is known.
 		if err := tx.GetContext(ctx, &id, insertAttachment, accountID, filename, ctype, "pending-"+rand.Text()); err != nil {

@@ -68,7 +68,12 @@ func normContent(errs Errs, mc *MailContent) {
 // no body of its own, its subject (when the mail has none), preheader (the
 // same) and html are copied; attachment_ids are attachments of the account
 // (422 on attachment_ids), locked against deletion until the commit.
+// HTML of the rich-text editor (IsRichText) is sanitised here, so that no
+// kind of mail stores it as the browser posted it.
 func resolveContentTx(ctx context.Context, tx sqlx.QueryerContext, accountID int64, mc *MailContent, copyStart bool) error {
+	if IsRichText(mc.HTML) {
+		mc.HTML = SanitizeRichText(mc.HTML)
+	}
 	errs := Errs{}
 	if mc.TemplateKey != "" {
 		t, err := templateByKey(ctx, tx, accountID, mc.TemplateKey)

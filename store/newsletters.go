@@ -292,7 +292,7 @@ func (db *DB) UpdateNewsletter(ctx context.Context, accountID int64, actor Actor
 		if err := contentErrors(c); err != nil {
 			return err
 		}
-		if in.TemplateKey != nil || in.AttachmentIDs != nil {
+		if in.TemplateKey != nil || in.AttachmentIDs != nil || in.HTML != nil {
 			mc := c.Content()
 			if err := resolveContentTx(ctx, tx, accountID, &mc, in.TemplateKey != nil); err != nil {
 				return err

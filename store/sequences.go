@@ -737,7 +737,7 @@ func reviseDay(ctx context.Context, tx *sqlx.Tx, s Sequence, d SequenceDay, cont
 	if err := contentErrors(next); err != nil {
 		return err
 	}
-	if content.TemplateKey != nil || content.AttachmentIDs != nil {
+	if content.TemplateKey != nil || content.AttachmentIDs != nil || content.HTML != nil {
 		if err := resolveMailContentTx(ctx, tx, &next, content.TemplateKey != nil); err != nil {
 			return err
 		}

@@ -266,7 +266,7 @@ func (db *DB) UpdateStoryEmail(ctx context.Context, accountID int64, actor Actor
 		if err := contentErrors(c); err != nil {
 			return err
 		}
-		if in.TemplateKey != nil || in.AttachmentIDs != nil {
+		if in.TemplateKey != nil || in.AttachmentIDs != nil || in.HTML != nil {
 			if err := resolveMailContentTx(ctx, tx, &c, in.TemplateKey != nil); err != nil {
 				return err
 			}

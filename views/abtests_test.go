@@ -66,6 +66,13 @@ func TestABTestPage(t *testing.T) {
 	if l := tid(doc, "ab-leader"); l.AttrOr("data-value", "") != "B" || text(l) != "Variante B" {
 		t.Errorf("leader %q", text(l))
 	}
+	// A split test sends both variants to everyone: nobody waits for a winner.
+	if tid(doc, "ab-choose-winner").Length() != 0 {
+		t.Error("a split test offers winner buttons")
+	}
+	waiting := abDetail(store.ABRunning)
+	waiting.Test.Mode = store.ABModeWinner
+	doc = render(t, views.ABTestPage(shell("owner"), waiting))
 	form := tid(doc, "ab-winner-b").Closest("form")
 	if form.AttrOr("action", "") != "/ab-tests/12/winner" || form.AttrOr("method", "") != "post" ||
 		tid(doc, "ab-winner-a").AttrOr("value", "") != "A" || tid(doc, "ab-winner-auto").AttrOr("value", "") != "auto" {
@@ -109,5 +116,35 @@ func TestABFormErrors(t *testing.T) {
 	}
 	if tid(doc, "form-alert").Length() != 1 || tid(doc, "ab-no-drafts").Length() != 0 {
 		t.Error("form alert or no-drafts note wrong")
+	}
+}
+
+// TestABFormVariantBEditor: variant B is written in the shared editor (with
+// the prefix b), and the two variants are previewed side by side, refreshed
+// by htmx from the form.
+func TestABFormVariantBEditor(t *testing.T) {
+	doc := render(t, views.ABFormPage(shell("owner"), views.ABForm{
+		Drafts: []store.Campaign{{ID: 3, Name: "März"}}, CampaignID: "3", TestType: "content", Mode: "split",
+		BFormat: views.FormatRichText, BRich: "<div>Neu</div>", Errors: map[string]string{"b_html": "fehlt"},
+		PreviewA: views.NewsletterPreview{Subject: "A", HTML: "<p>alt</p>"}, PreviewB: views.NewsletterPreview{Subject: "B", HTML: "<div>Neu</div>"},
+	}))
+	b := tid(doc, "field-b_html")
+	if b.AttrOr("data-ab-types", "") != "content design combo" || b.Find(`[data-testid="b-content-editor"]`).Length() != 1 {
+		t.Fatal("variant B's content is not the shared editor")
+	}
+	if b.Find(`input[name="b_format"][value="richtext"][checked]`).Length() != 1 || b.Find(`input[name="b_content_rich"]`).AttrOr("value", "") != "<div>Neu</div>" {
+		t.Error("variant B's format and rich text not kept")
+	}
+	if text(b.Find(`[data-testid="b-rich-error"]`)) != "fehlt" {
+		t.Error("b_html error not at the editor")
+	}
+	pv := tid(doc, "ab-previews")
+	if pv.AttrOr("hx-post", "") != "/ab-tests/preview" || pv.AttrOr("hx-include", "") != "closest form" {
+		t.Errorf("previews: %v", pv.Nodes)
+	}
+	if tid(doc, "ab-preview-a").Find(`[data-testid="preview-iframe"]`).AttrOr("srcdoc", "") != "<p>alt</p>" ||
+		tid(doc, "ab-preview-b").Find(`[data-testid="preview-iframe"]`).AttrOr("srcdoc", "") != "<div>Neu</div>" ||
+		tid(doc, "ab-preview-a").Parent().Is(".grid") == false {
+		t.Error("A and B not side by side")
 	}
 }

@@ -110,12 +110,29 @@ func TestNewsletterEditor(t *testing.T) {
 	if doc.Find(`input[name="tracking"][value="clicks"]`).AttrOr("checked", "no") == "no" || doc.Find(`input[name="tracking"][value="opens"]`).AttrOr("checked", "no") != "no" {
 		t.Error("tracking choices")
 	}
-	// The actions are buttons of the editor form, so the draft is saved first.
-	for _, action := range []string{"save", "test", "schedule", "send"} {
-		b := doc.Find(`#newsletter-form button[name="action"][value="` + action + `"]`)
+	// The actions are buttons of the editor form (inside it, or in the sticky
+	// side column with form="newsletter-form"), so the draft is saved first.
+	if b := doc.Find(`#newsletter-form button[name="action"][value="save"]`); b.Length() != 1 {
+		t.Error("no save button in the editor form")
+	}
+	for _, action := range []string{"test", "schedule", "send"} {
+		b := doc.Find(`[data-testid="editor-side"] [data-testid="newsletter-actions"] button[name="action"][value="` + action + `"][form="newsletter-form"]`)
 		if b.Length() != 1 {
-			t.Errorf("no %s button in the editor form", action)
+			t.Errorf("no %s button of the editor form in the side panel", action)
 		}
+	}
+	for _, name := range []string{"test_to", "scheduled_at"} {
+		if doc.Find(`[data-testid="editor-side"] [name="`+name+`"]`).AttrOr("form", "") != "newsletter-form" {
+			t.Errorf("%s is not a field of the editor form", name)
+		}
+	}
+	// The test mail's outcome comes back next to its button.
+	tb := tid(doc, "newsletter-test")
+	if tb.AttrOr("hx-post", "") != "/newsletters/3" || tb.AttrOr("hx-target", "") != "#test-results" || tb.AttrOr("hx-include", "") != "#newsletter-form" {
+		t.Errorf("test button: %v", tb.Nodes[0].Attr)
+	}
+	if tid(doc, "editor-side").Find("#test-results").Length() != 1 {
+		t.Error("no test result slot in the side panel")
 	}
 	if doc.Find(`input[name="scheduled_at"]`).AttrOr("type", "") != "datetime-local" {
 		t.Error("no datetime-local picker")

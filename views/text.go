@@ -97,6 +97,9 @@ type Text struct {
 	// Segments holds saved filters, bulk actions on contacts and the
 	// contact table's sorting (issue 24, segmentsText below).
 	Segments SegmentsText
+	// Editor holds the shared mail editor: rich text, images, AI assistant
+	// (text_editor block below).
+	Editor EditorText
 }
 
 // ChartsText holds what every chart says besides its data.
@@ -792,6 +795,8 @@ type ABText struct {
 	DeletedFlash                             string
 	NotRunning, Copied, Released             string // Released: %d recipients
 	PlanTitle, PlanBody                      string
+	// PreviewTitle heads the side-by-side preview of the variants (issue 24).
+	PreviewTitle string
 }
 
 // SequencesText holds the story email calendar and the sequence pages.
@@ -1193,6 +1198,7 @@ func German() Text {
 		Changes:      germanChanges(),
 		SMTPErrors:   germanSMTPErrors(),
 		Inbox:        germanInbox(),
+		Editor:       germanEditor(),
 		APIDocs: APIDocsText{
 			Title:       "Rundbrief-API – Referenz",
 			OpenAPILink: "OpenAPI-Beschreibung (JSON)",
@@ -1901,6 +1907,7 @@ func German() Text {
 			},
 		},
 		AB: ABText{
+			PreviewTitle:      "Vorschau: Variante A und B nebeneinander",
 			Title:             "A/B-Tests",
 			PlanTitle:         "A/B-Tests gehören nicht zu Ihrem Tarif",
 			PlanBody:          "A/B-Tests sind ab dem Tarif Pro enthalten. Auf der Seite „Tarif“ sehen Sie, was Ihr Tarif umfasst und wie Sie ihn wechseln.",
@@ -3126,5 +3133,56 @@ func segmentsText() SegmentsText {
 		BulkQueued: "Die Aktion wartet auf ihren Start …", BulkRunning: "Die Aktion läuft …", BulkProgress: "%s von %s Kontakten bearbeitet",
 		BulkDoneTitle: "Massenaktion abgeschlossen", BulkDone: "%s Kontakte bearbeitet, %s davon geändert.",
 		BulkFailedTitle: "Massenaktion abgebrochen", BulkBack: "Zu den Kontakten",
+	}
+}
+
+// EditorText holds the shared mail editor (issue 24): the rich-text mode,
+// its image upload, and the AI assistant.
+type EditorText struct {
+	FormatRichText, HintRichText, NeedsJS, ImageOnly, UploadFailed string
+	// Trix is the wording of the rich-text editor's toolbar and dialogs,
+	// keyed as Trix.config.lang.
+	Trix map[string]string
+	AI   EditorAIText
+}
+
+// EditorAIText holds the editor's AI assistant.
+type EditorAIText struct {
+	Title, Lead, SubjectIdeas, PreheaderIdeas, Improve, Shorten, Fix string
+	Credit, Cost, Apply, ApplyContent, Suggestion, NoContent         string
+	NoCredit, Unavailable                                            string
+}
+
+func germanEditor() EditorText {
+	return EditorText{
+		FormatRichText: "Formatierter Text",
+		HintRichText:   "Schreiben wie in einer Textverarbeitung: Überschriften, Listen, Links und Bilder über die Werkzeugleiste. Bilder werden als Anhang gespeichert und über eine feste Adresse gezeigt.",
+		NeedsJS:        "Der formatierte Text braucht JavaScript. Ohne JavaScript schreiben Sie in Markdown oder HTML.",
+		ImageOnly:      "Nur Bilder im Format PNG, JPEG, GIF oder WebP können eingefügt werden.",
+		UploadFailed:   "Das Bild konnte nicht hochgeladen werden.",
+		Trix: map[string]string{
+			"attachFiles": "Bild einfügen", "bold": "Fett", "bullets": "Aufzählung", "byte": "Byte", "bytes": "Bytes",
+			"captionPlaceholder": "Bildunterschrift hinzufügen …", "code": "Code", "heading1": "Überschrift", "indent": "Einzug vergrößern",
+			"italic": "Kursiv", "link": "Link", "numbers": "Nummerierung", "outdent": "Einzug verkleinern", "quote": "Zitat",
+			"redo": "Wiederholen", "remove": "Entfernen", "strike": "Durchgestrichen", "undo": "Rückgängig", "unlink": "Link entfernen",
+			"url": "Adresse", "urlPlaceholder": "Adresse eingeben, z. B. https://…",
+		},
+		AI: EditorAIText{
+			Title:          "KI-Assistent",
+			Lead:           "Vorschläge für Betreff und Preheader, oder den Inhalt verbessern, kürzen, korrigieren. Jede Anfrage kostet KI-Guthaben.",
+			SubjectIdeas:   "Betreffideen",
+			PreheaderIdeas: "Preheader-Ideen",
+			Improve:        "Verbessern",
+			Shorten:        "Kürzen",
+			Fix:            "Rechtschreibung korrigieren",
+			Credit:         "Verbleibendes KI-Guthaben: %s",
+			Cost:           "Kosten dieser Anfrage: %s · verbleibendes Guthaben: %s",
+			Apply:          "Übernehmen",
+			ApplyContent:   "Vorschlag in den Inhalt übernehmen",
+			Suggestion:     "Vorschlag",
+			NoContent:      "Schreiben Sie zuerst einen Inhalt, den der Assistent bearbeiten kann.",
+			NoCredit:       "Das KI-Guthaben ist aufgebraucht. Laden Sie es auf, um den Assistenten weiter zu nutzen.",
+			Unavailable:    "Der KI-Dienst ist gerade nicht erreichbar. Es wurde nichts berechnet.",
+		},
 	}
 }

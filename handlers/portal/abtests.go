@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/abtest"
 	"github.com/rundbrief/rundbrief/views"
@@ -84,6 +85,7 @@ func (p *Portal) newABForm(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (p *Portal) renderABForm(w http.ResponseWriter, r *http.Request, status int, f views.ABForm) {
+	p.abPreviews(r, &f)
 	s := p.shell(r, views.TextFor(r.Context()).AB.NewTitle, views.NavABTests)
 	p.render(w, r, status, views.ABFormPage(s, f))
 }
@@ -95,11 +97,12 @@ func readABForm(r *http.Request, f views.ABForm) (views.ABForm, store.ABInput) {
 	v := func(name string) string { return strings.TrimSpace(r.PostFormValue(name)) }
 	f.CampaignID, f.Name, f.TestType, f.Mode, f.Metric = v("campaign_id"), v("name"), v("test_type"), v("mode"), v("winner_metric")
 	f.SplitA, f.SamplePct, f.WaitHours = v("split_a"), v("sample_pct"), v("wait_hours")
-	f.BSubject, f.BPreheader, f.BFromName, f.BHTML = v("b_subject"), v("b_preheader"), v("b_from_name"), r.PostFormValue("b_html")
+	f.BSubject, f.BPreheader, f.BFromName = v("b_subject"), v("b_preheader"), v("b_from_name")
+	bHTML := abVariantHTML(r, &f)
 	f.AutoApply = r.PostFormValue("auto_apply_winner") != ""
 	f.Errors = map[string]string{}
 	in := store.ABInput{TestType: &f.TestType, Mode: &f.Mode, AutoApplyWinner: &f.AutoApply,
-		BSubject: &f.BSubject, BPreheader: &f.BPreheader, BFromName: &f.BFromName, BHTML: &f.BHTML}
+		BSubject: &f.BSubject, BPreheader: &f.BPreheader, BFromName: &f.BFromName, BHTML: &bHTML}
 	if f.Name != "" {
 		in.Name = &f.Name
 	}
@@ -130,7 +133,7 @@ func readABForm(r *http.Request, f views.ABForm) (views.ABForm, store.ABInput) {
 }
 
 func (p *Portal) createABTest(w http.ResponseWriter, r *http.Request) error {
-	if err := parseForm(w, r); err != nil {
+	if err := parseFormMax(w, r, maxNewsletterForm); err != nil { // variant B's content may be large
 		return err
 	}
 	drafts, err := p.abDrafts(r)
@@ -276,4 +279,89 @@ func (p *Portal) deleteABTest(w http.ResponseWriter, r *http.Request) error {
 	p.flash(r.Context(), "success", views.TextFor(r.Context()).AB.DeletedFlash)
 	p.redirect(w, r, "/ab-tests")
 	return nil
+}
+
+// abVariantHTML reads variant B's content from the shared editor (b_format,
+// b_content, b_content_rich) into f and returns it as the test's b_html:
+// Markdown rendered, HTML as typed, rich text with its marker (the store
+// sanitises it). A form without the editor (the API's field name) posts
+// b_html itself.
+func abVariantHTML(r *http.Request, f *views.ABForm) string {
+	form := r.PostForm
+	if _, ok := form["b_format"]; !ok {
+		f.BFormat, f.BContent = views.FormatHTML, form.Get("b_html")
+		f.BRich = f.BContent
+		return f.BContent
+	}
+	f.BFormat, f.BContent, f.BRich = readEditorContent(form, "b_content", "b_format")
+	return abFormHTML(f)
+}
+
+// previewABTest renders variants A and B side by side from the form as it is
+// typed (htmx), without saving anything.
+func (p *Portal) previewABTest(w http.ResponseWriter, r *http.Request) error {
+	if err := parseFormMax(w, r, maxNewsletterForm); err != nil {
+		return err
+	}
+	f, _ := readABForm(r, views.ABForm{})
+	p.abPreviews(r, &f)
+	p.render(w, r, http.StatusOK, views.ABPreviews(f.PreviewA, f.PreviewB))
+	return nil
+}
+
+// abPreviews renders the chosen draft as variant A and, with the changes
+// of the chosen test type, as variant B (store.ABTest.ApplyB, as the send
+// does).
+func (p *Portal) abPreviews(r *http.Request, f *views.ABForm) {
+	empty := views.NewsletterPreview{Empty: true}
+	f.PreviewA, f.PreviewB = empty, empty
+	id, err := strconv.ParseInt(f.CampaignID, 10, 64)
+	if err != nil {
+		return
+	}
+	c, err := p.db.Newsletter(r.Context(), accountID(r), id)
+	if err != nil {
+		if !errors.Is(err, store.ErrNotFound) {
+			p.log.Warn("a/b preview", "err", err)
+		}
+		return
+	}
+	nonEmpty := func(s string) *string {
+		if strings.TrimSpace(s) == "" {
+			return nil
+		}
+		return &s
+	}
+	var b store.ABTest
+	types := map[string][]string{store.ABTypeSubject: {"subject"}, store.ABTypeSender: {"sender"}, store.ABTypeContent: {"content"},
+		store.ABTypeDesign: {"content"}, store.ABTypeCombo: {"subject", "sender", "content"}}
+	for _, part := range types[f.TestType] {
+		switch part {
+		case "subject":
+			b.BSubject, b.BPreheader = nonEmpty(f.BSubject), nonEmpty(f.BPreheader)
+		case "sender":
+			b.BFromName = nonEmpty(f.BFromName)
+		case "content":
+			if h := abFormHTML(f); h != "" {
+				if store.IsRichText(h) {
+					h = store.SanitizeRichText(h)
+				}
+				b.BHTML = &h
+			}
+		}
+	}
+	f.PreviewA, f.PreviewB = p.preview(r, c, ""), p.preview(r, b.ApplyB(c), "")
+}
+
+// abFormHTML is variant B's content of f as b_html.
+func abFormHTML(f *views.ABForm) string {
+	html, markdown, _ := editorInput(f.BFormat, f.BContent, f.BRich)
+	if *markdown == "" {
+		return *html
+	}
+	out, err := mailer.MarkdownToHTML(*markdown)
+	if err != nil { // goldmark does not fail on text; keep the source rather than lose it
+		return *markdown
+	}
+	return out
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/rundbrief/rundbrief/mailer/smtptest"
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/abtest"
+	"github.com/rundbrief/rundbrief/store/ai"
 	"github.com/rundbrief/rundbrief/store/appointment"
 	"github.com/rundbrief/rundbrief/store/botguard"
 	"github.com/rundbrief/rundbrief/store/campaign"
@@ -72,6 +73,8 @@ type serverOptions struct {
 	ReadTimeout time.Duration
 	// UpgradeURL is RUNDBRIEF_UPGRADE_URL; empty: none.
 	UpgradeURL string
+	// AI configures the AI service (the editor's assistant); nil: none.
+	AI *ai.Config
 }
 
 // newServer starts a process on the database at dbURL (from dbtest.URL); several
@@ -120,10 +123,14 @@ func newServerWith(tb testing.TB, dbURL string, clk *clock, baseURL string, opts
 	integrations := integration.New(db, integration.Config{Box: box, BaseURL: baseURL, Now: now, Log: log,
 		Client: &http.Client{Transport: dialSelf}})
 	smtpSrv := smtpserver.New(db, smtpserver.Config{Box: box, Mail: mail, AllowPrivate: !opts.SMTPDenyPrivate})
-	p, err := portal.New(&services.Set{DB: db, Integrations: integrations, Imports: imports.New(db), Box: box, Log: log, Mail: mail, Webhooks: hooks, Campaigns: campaigns, ABTests: abtest.New(db, sendWorker, abtest.Options{Now: now}), SMTPServers: smtpSrv,
+	var aiSvc *ai.Service
+	if opts.AI != nil {
+		aiSvc = ai.NewService(db, *opts.AI)
+	}
+	p, err := portal.New(&services.Set{DB: db, AI: aiSvc, Integrations: integrations, Imports: imports.New(db), Box: box, Log: log, Mail: mail, Webhooks: hooks, Campaigns: campaigns, ABTests: abtest.New(db, sendWorker, abtest.Options{Now: now}), SMTPServers: smtpSrv,
 		Appointments: appointment.New(db, appointment.Config{BaseURL: baseURL, Now: now}),
 		Sequences:    sequence.New(db, nil, campaigns, mail, sendWorker, sequence.Options{Now: now}),
-		Inbox:        inbox.New(db, inbox.Config{Box: box, Guard: smtpSrv, Opener: mail, Timeout: 5 * time.Second, Log: log})}, portal.Config{BaseURL: baseURL, Now: now, UpgradeURL: opts.UpgradeURL})
+		Inbox:        inbox.New(db, inbox.Config{Box: box, Guard: smtpSrv, Opener: mail, Timeout: 5 * time.Second, Log: log}), Tokens: mustTokens(tb)}, portal.Config{BaseURL: baseURL, Now: now, UpgradeURL: opts.UpgradeURL})
 	if err != nil {
 		tb.Fatal(err)
 	}

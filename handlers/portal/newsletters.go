@@ -225,12 +225,20 @@ func (p *Portal) testNewsletter(w http.ResponseWriter, r *http.Request, c store.
 	results, err := p.campaigns.TestNewsletter(r.Context(), accountID(r), c.ID, splitList(f.TestTo))
 	if err != nil {
 		if p.newsletterErrors(r, err, &f) {
+			if isHTMX(r) && f.Errors["to"] != "" {
+				p.render(w, r, http.StatusUnprocessableEntity, views.TestResultsSlot(nil, f.Errors["to"]))
+				return nil
+			}
 			return p.rerenderNewsletterForm(w, r, f)
 		}
 		return err
 	}
 	for _, res := range results {
 		f.TestResults = append(f.TestResults, views.TestMailResult{Email: res.Email, Sent: res.Sent, Error: res.Error})
+	}
+	if isHTMX(r) { // the outcome next to the button; the draft is saved
+		p.render(w, r, http.StatusOK, views.TestResultsSlot(f.TestResults, ""))
+		return nil
 	}
 	f.Preview = p.preview(r, c, f.PreviewEmail)
 	p.renderNewsletterForm(w, r, http.StatusOK, f)
@@ -283,6 +291,9 @@ func applyPreviewInput(c *store.Campaign, in store.NewsletterInput) {
 		if s.src != nil {
 			*s.dst = *s.src
 		}
+	}
+	if store.IsRichText(c.HTML) { // the preview shows what the store would keep
+		c.HTML = store.SanitizeRichText(c.HTML)
 	}
 	if in.ListIDs != nil {
 		c.ListIDs = *in.ListIDs
@@ -592,13 +603,20 @@ func (p *Portal) newsletterForm(r *http.Request, c store.Campaign) (views.Newsle
 		TrackOpens: c.TrackOpens, TrackClicks: c.TrackClicks, Errors: map[string]string{}, CanSend: p.campaigns != nil,
 		CanABTest: viewer(r).Plan.Require("ab_tests") == nil,
 	}
+	var err error
 	if c.Markdown == "" && (c.HTML != "" || c.Text != "") {
 		f.Format, f.Content = views.FormatHTML, c.HTML
+	}
+	f.Rich = editorRich(f.Format, f.Content, c.HTML)
+	if store.IsRichText(c.HTML) {
+		f.Format, f.Content = views.FormatRichText, f.Rich
+	}
+	if f.AI, err = p.aiAssistant(r); err != nil {
+		return f, err
 	}
 	if c.ID != 0 {
 		f.Title, f.Action = sprintf(t.EditTitle, c.Name), views.NewsletterURL(c.ID, "")
 	}
-	var err error
 	if f.Segments, _, err = p.db.Segments(r.Context(), accountID(r), store.Page{Page: 1, PerPage: maxPickerLists}); err != nil {
 		return f, err
 	}
@@ -630,11 +648,7 @@ func readNewsletterForm(r *http.Request, f *views.NewsletterForm) store.Newslett
 	f.Name = strings.TrimSpace(form.Get("name"))
 	f.Subject = form.Get("subject")
 	f.Preheader = form.Get("preheader")
-	f.Format = views.FormatMarkdown
-	if form.Get("format") == views.FormatHTML {
-		f.Format = views.FormatHTML
-	}
-	f.Content = strings.ReplaceAll(form.Get("content"), "\r\n", "\n")
+	f.Format, f.Content, f.Rich = readEditorContent(form, "content", "format")
 	f.FromName = form.Get("from_name")
 	f.ReplyTo = form.Get("reply_to")
 	f.TrackOpens = slices.Contains(form["tracking"], "opens")
@@ -690,12 +704,7 @@ func readNewsletterForm(r *http.Request, f *views.NewsletterForm) store.Newslett
 		// Optional: a new draft is named after its subject, a saved one keeps its name.
 		in.Name = nil
 	}
-	empty, content := "", f.Content
-	if f.Format == views.FormatHTML {
-		in.HTML, in.Markdown = &content, &empty
-	} else {
-		in.Markdown, in.HTML, in.Text = &content, &empty, &empty
-	}
+	in.HTML, in.Markdown, in.Text = editorInput(f.Format, f.Content, f.Rich)
 	return in
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/abtest"
+	"github.com/rundbrief/rundbrief/store/ai"
 	"github.com/rundbrief/rundbrief/store/appointment"
 	"github.com/rundbrief/rundbrief/store/bulk"
 	"github.com/rundbrief/rundbrief/store/campaign"
@@ -78,6 +79,9 @@ type Portal struct {
 	integrations *integration.Service
 	inbox        *inbox.Service
 	sequences    *sequence.Service // story emails and sequences (issue 20)
+	// tokens signs the public URLs of the editor's images (issue 24).
+	tokens *mailer.Tokens
+	ai     *ai.Service // the editor's AI assistant; nil: unavailable
 }
 
 // New returns the portal over the shared services (s.Box is required);
@@ -96,7 +100,7 @@ func New(s *services.Set, cfg Config) (*Portal, error) {
 	}
 	p := &Portal{db: s.DB, box: s.Box, log: s.Log, baseURL: strings.TrimRight(cfg.BaseURL, "/"), now: cfg.Now, upgradeURL: cfg.UpgradeURL,
 		mail: s.Mail, webhooks: s.Webhooks, campaigns: s.Campaigns, abTests: s.ABTests, smtpServers: s.SMTPServers, imports: s.Imports, bulk: bk,
-		appointments: s.Appointments, integrations: s.Integrations, inbox: s.Inbox, sequences: s.Sequences}
+		appointments: s.Appointments, integrations: s.Integrations, inbox: s.Inbox, sequences: s.Sequences, tokens: s.Tokens, ai: s.AI}
 	secure := strings.HasPrefix(p.baseURL, "https://")
 
 	p.sessions = scs.New()
@@ -198,6 +202,9 @@ func (p *Portal) Routes(r chi.Router) {
 			r.Post("/lists/{id}/members/{contact_id}/remove", p.handle(p.removeMember))
 
 			// Newsletters (issue 7): drafts, preview, test mails, sending.
+			// The shared mail editor: image upload of its rich-text mode (issue 24).
+			r.Post("/editor/images", p.handle(p.uploadEditorImage))
+			r.Post("/editor/ai", p.needFeature("ai", p.editorAI))
 			r.Get("/newsletters", p.handle(p.listNewsletters))
 			r.Get("/newsletters/new", p.handle(p.newNewsletter))
 			r.Post("/newsletters/new", p.handle(p.createNewsletter))
@@ -293,6 +300,7 @@ func (p *Portal) Routes(r chi.Router) {
 			r.Get("/ab-tests", p.needAB(p.listABTests))
 			r.Get("/ab-tests/new", p.needAB(p.newABForm))
 			r.Post("/ab-tests/new", p.needAB(p.createABTest))
+			r.Post("/ab-tests/preview", p.needAB(p.previewABTest))
 			r.Get("/ab-tests/{id}", p.needAB(p.showABTest))
 			r.Post("/ab-tests/{id}/winner", p.needAB(p.setABWinner))
 			r.Post("/ab-tests/{id}/stop", p.needAB(p.stopABTest))

@@ -94,6 +94,9 @@ func (p *Public) Routes(r chi.Router) {
 		r.Post("/book/cancel/{token}", p.handle(p.cancelBookingPost))
 	})
 
+	// Images of the rich-text editor in mails (issue 24): signed, cacheable.
+	r.Get(mailer.ImagePath+"{account}/{id}/{mac}/{name}", p.image)
+
 	// Payment providers' calls (issue 23): no key, verified with each
 	// provider's own signature scheme; bodies at most 256 KB.
 	r.Post("/hooks/{provider}/{token}", p.inbound)
