@@ -265,15 +265,34 @@ func portalLink(base, href string) (string, bool) {
 	return p, true
 }
 
-// routeOf is the path with its numeric segments replaced, /contacts/{id}.
+// routeOf is the path with its numeric segments replaced, /contacts/{id}, and
+// query values holding digits replaced too: a calendar's ?datum=2026-12-01
+// links to the next month without end, and one month looks as the next does.
 func routeOf(p string) string {
-	segs := strings.Split(p, "/")
+	path, query, _ := strings.Cut(p, "?")
+	segs := strings.Split(path, "/")
 	for i, s := range segs {
 		if s != "" && strings.Trim(s, "0123456789") == "" {
 			segs[i] = "{id}"
 		}
 	}
-	return strings.Join(segs, "/")
+	route := strings.Join(segs, "/")
+	if query == "" {
+		return route
+	}
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return route + "?" + query
+	}
+	for k, vs := range q {
+		for i, v := range vs {
+			if strings.ContainsAny(v, "0123456789") {
+				vs[i] = "{v}"
+			}
+		}
+		q[k] = vs
+	}
+	return route + "?" + q.Encode()
 }
 
 // navHrefs are the paths of the sidebar's entries.
