@@ -578,8 +578,9 @@ func (db *DB) AnalyticsTimeseries(ctx context.Context, accountID int64, p Period
 }
 
 // NewsletterStatistics is what GET /newsletters/{id}/stats and the portal's
-// statistics page show: the recipients by status (counted live; Sent and
-// Failed of Engagement are those counts), the engagement and its days.
+// statistics page show: the recipients by status (from the maintained
+// counters, see maintainedRecipientCounts; Sent and Failed of Engagement are
+// those counts), the engagement and its days.
 type NewsletterStatistics struct {
 	Campaign Campaign
 	Counts   RecipientCounts
@@ -595,7 +596,7 @@ func (db *DB) NewsletterStats(ctx context.Context, accountID, id int64) (Newslet
 		return NewsletterStatistics{}, err
 	}
 	st := NewsletterStatistics{Campaign: c}
-	if st.Counts, err = db.CampaignRecipientCounts(ctx, accountID, id); err != nil {
+	if st.Counts, err = db.maintainedRecipientCounts(ctx, c); err != nil {
 		return NewsletterStatistics{}, err
 	}
 	sum, err := summarize(ctx, db, accountID, []Campaign{c})
@@ -604,6 +605,7 @@ func (db *DB) NewsletterStats(ctx context.Context, accountID, id int64) (Newslet
 	}
 	st.Engagement = sum[0].Engagement
 	st.Sent, st.Failed = st.Counts.Sent, st.Counts.Failed
+	st.Counts.Opened, st.Counts.Clicked = st.Opens, st.Clicks
 	if st.Days, err = db.CampaignDays(ctx, accountID, id); err != nil {
 		return NewsletterStatistics{}, err
 	}
