@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -21,4 +22,61 @@ func countUpTo(ctx context.Context, q sqlx.QueryerContext, from, cond string, ar
 		return limit, true, nil
 	}
 	return n, false, nil
+}
+
+// ContactCount is the number of contacts a filter matches, as CountContacts
+// reports it: exact, or (AtLeast) more than N.
+type ContactCount struct {
+	N       int
+	AtLeast bool
+}
+
+const countTagged = `SELECT coalesce(sum(contacts), 0)::bigint FROM contact_tag_counts WHERE account_id = $1 AND tag = $2`
+
+const countListMembers = `SELECT ` + listMembers + ` FROM lists l WHERE l.account_id = $1 AND l.id = $2`
+
+// CountContacts counts the contacts a filter matches (issue 24: under 100 ms
+// with a million contacts). The filters a counter is maintained for are read
+// off it, exactly, whatever their size: no filter (the account's contact
+// counter), only a list (its member counter) and only a tag (the tag counts,
+// contact_tag_counts). Any other filter is counted up to limit, like the
+// listings (countUpTo): an exact count walks every match. ErrNotFound for an
+// unknown list.
+func (db *DB) CountContacts(ctx context.Context, accountID int64, f ContactFilter, limit int) (ContactCount, error) {
+	if err := f.Validate(); err != nil {
+		return ContactCount{}, err
+	}
+	tag := strings.TrimSpace(f.Tag)
+	rest := f.Status != "" || strings.TrimSpace(f.Query) != "" || f.UpdatedAfter != nil || f.hasConditions()
+	var (
+		q    string
+		args []any
+	)
+	switch {
+	case rest:
+	case f.ListID == 0 && tag == "":
+		q, args = `SELECT coalesce(`+contactTotal+`, 0)`, []any{accountID}
+	case tag == "":
+		q, args = countListMembers, []any{accountID, f.ListID}
+	case f.ListID == 0:
+		q, args = countTagged, []any{accountID, tag}
+	}
+	if q != "" {
+		var n int64
+		if err := db.GetContext(ctx, &n, q, args...); err != nil {
+			return ContactCount{}, notFound("count contacts", err)
+		}
+		return ContactCount{N: int(max(n, 0))}, nil
+	}
+	if f.ListID != 0 {
+		if _, err := db.List(ctx, accountID, f.ListID); err != nil {
+			return ContactCount{}, err
+		}
+	}
+	cond, args := exportWhere(accountID, f, false)
+	n, more, err := countUpTo(ctx, db, "contacts c", cond, args, limit)
+	if err != nil {
+		return ContactCount{}, fmt.Errorf("store: count contacts: %w", err)
+	}
+	return ContactCount{N: n, AtLeast: more}, nil
 }

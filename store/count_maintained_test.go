@@ -2,10 +2,13 @@ package store_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/rundbrief/rundbrief/store"
+	"github.com/rundbrief/rundbrief/store/dbtest"
 )
 
 // TestNewsletterStatsMaintainedCounts: the statistics' recipient counts come
@@ -64,4 +67,70 @@ func TestNewsletterStatsMaintainedCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("retrying")
+}
+
+// TestCountContactsMaintained: CountContacts reads the filters a counter is
+// maintained for (none, only a list, only a tag) off the counters, equal to
+// the exact count (Contacts' total) after creates, changes and a deletion;
+// every other filter is counted up to the limit, exactly below it and as
+// "more than" the limit above it.
+func TestCountContactsMaintained(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	acct := newAccount(t, db, "business")
+	a := mkList(t, db, acct, "A", false)
+	b := mkList(t, db, acct, "B", false)
+	var del int64
+	for i := range 30 {
+		in := store.ContactInput{Email: fmt.Sprintf("k%02d@example.com", i), LastName: str("Schmidt")}
+		if i%2 == 0 {
+			in.ListIDs = []int64{a.ID}
+		}
+		if i%3 == 0 {
+			in.Tags = []string{"vip"}
+		}
+		res := upsert(t, db, acct, in)
+		if i == 6 {
+			del = res.Contact.ID
+		}
+	}
+	// A change of tags and a deletion (a vip member of A) move the counters.
+	upsert(t, db, acct, store.ContactInput{Email: "k01@example.com", Tags: []string{"vip"}})
+	if err := db.DeleteContact(ctx, acct, apiActor, del); err != nil {
+		t.Fatal(err)
+	}
+	exact := func(f store.ContactFilter) int {
+		t.Helper()
+		_, n, err := db.Contacts(ctx, acct, f, store.Page{Page: 1, PerPage: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, f := range []store.ContactFilter{{}, {ListID: a.ID}, {ListID: b.ID}, {Tag: "vip"}, {Tag: " vip "}, {Tag: "nie"},
+		{ListID: a.ID, Tag: "vip"}, {Status: "subscribed"}, {Query: "schmidt"}} {
+		got, err := db.CountContacts(ctx, acct, f, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := exact(f); got.N != want || got.AtLeast {
+			t.Errorf("%+v: %+v, want exactly %d", f, got, want)
+		}
+	}
+	// The maintained counts are not capped; the others are.
+	if got, _ := db.CountContacts(ctx, acct, store.ContactFilter{Tag: "vip"}, 3); got.N != exact(store.ContactFilter{Tag: "vip"}) || got.AtLeast {
+		t.Errorf("tag count capped: %+v", got)
+	}
+	if got, _ := db.CountContacts(ctx, acct, store.ContactFilter{}, 3); got.N != 29 || got.AtLeast {
+		t.Errorf("account count capped: %+v", got)
+	}
+	if got, _ := db.CountContacts(ctx, acct, store.ContactFilter{Query: "schmidt"}, 10); got.N != 10 || !got.AtLeast {
+		t.Errorf("search count: %+v, want more than 10", got)
+	}
+	if _, err := db.CountContacts(ctx, acct, store.ContactFilter{ListID: a.ID + b.ID + 1000}, 10); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("unknown list: %v", err)
+	}
+	if _, err := db.CountContacts(ctx, acct, store.ContactFilter{ListID: a.ID + b.ID + 1000, Status: "subscribed"}, 10); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("unknown list, filtered: %v", err)
+	}
 }
