@@ -134,3 +134,42 @@ func TestCountContactsMaintained(t *testing.T) {
 		t.Errorf("unknown list, filtered: %v", err)
 	}
 }
+
+// TestCampaignAudienceUpTo: the send confirmation's capped audience equals
+// the exact one (CampaignAudience) below the cap, for lists and for a
+// segment, and stops at the cap above it, each of queued and skipped on its
+// own.
+func TestCampaignAudienceUpTo(t *testing.T) {
+	ctx := context.Background()
+	e := newCampaignEnv(t)
+	// Lists A and B: u1, u2, u3, u6 queued, u5 skipped (blocked), u4 not subscribed.
+	c := e.ready(t)
+	seg, err := e.db.CreateSegment(ctx, e.acct, apiActor, store.SegmentInput{Name: str("Alle"), Filter: &store.ContactFilter{Query: "example.com"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	segmented := e.newsletter(t, store.NewsletterInput{Subject: str("Hallo"), Markdown: str("Text"), SegmentID: &seg.ID, ListIDs: &[]int64{e.b.ID}})
+	none := e.newsletter(t, store.NewsletterInput{Subject: str("Hallo"), Markdown: str("Text")})
+	for _, n := range []store.Campaign{c, segmented, none} {
+		exact, err := e.db.CampaignAudience(ctx, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.db.CampaignAudienceUpTo(ctx, n, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := (store.AudienceCount{Queued: exact.Queued, Skipped: exact.Skipped}); got != want {
+			t.Errorf("campaign %d: %+v, want %+v", n.ID, got, want)
+		}
+	}
+	if got, _ := e.db.CampaignAudienceUpTo(ctx, c, 3); got != (store.AudienceCount{Queued: 3, QueuedAtLeast: true, Skipped: 1}) {
+		t.Errorf("cap 3: %+v", got)
+	}
+	if got, _ := e.db.CampaignAudienceUpTo(ctx, c, 4); got != (store.AudienceCount{Queued: 4, Skipped: 1}) {
+		t.Errorf("cap 4 (exactly at the cap): %+v", got)
+	}
+	if got, _ := e.db.CampaignAudienceUpTo(ctx, c, 0); got != (store.AudienceCount{QueuedAtLeast: true, SkippedAtLeast: true}) {
+		t.Errorf("cap 0: %+v", got)
+	}
+}
