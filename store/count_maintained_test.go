@@ -173,3 +173,32 @@ func TestCampaignAudienceUpTo(t *testing.T) {
 		t.Errorf("cap 0: %+v", got)
 	}
 }
+
+// TestCampaignRecipientsUpTo: the recipient table's capped total equals the
+// exact one below the cap and is "more than" the cap above it; the page is
+// the same either way.
+func TestCampaignRecipientsUpTo(t *testing.T) {
+	ctx := context.Background()
+	e := newCampaignEnv(t)
+	c := e.ready(t)
+	if _, _, err := e.db.StartNewsletter(ctx, e.acct, apiActor, c.ID, store.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	skipped := store.RecipientFilter{Status: store.RecipientSkipped}
+	for _, f := range []store.RecipientFilter{{}, skipped} {
+		rows, total, err := e.db.CampaignRecipients(ctx, e.acct, c.ID, f, store.Page{Page: 1, PerPage: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, n, more, err := e.db.CampaignRecipientsUpTo(ctx, e.acct, c.ID, f, store.Page{Page: 1, PerPage: 2}, 100)
+		if err != nil || n != total || more || len(got) != len(rows) || got[0].ID != rows[0].ID {
+			t.Errorf("%+v: %d %v %v, want %d", f, n, more, err, total)
+		}
+	}
+	if _, n, more, err := e.db.CampaignRecipientsUpTo(ctx, e.acct, c.ID, store.RecipientFilter{}, store.Page{Page: 1, PerPage: 2}, 3); err != nil || n != 3 || !more {
+		t.Errorf("capped at 3 of 5: %d %v %v", n, more, err)
+	}
+	if _, _, _, err := e.db.CampaignRecipientsUpTo(ctx, newAccount(t, e.db, "business"), c.ID, store.RecipientFilter{}, store.Page{Page: 1, PerPage: 2}, 3); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("another account's campaign: %v", err)
+	}
+}
