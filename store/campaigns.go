@@ -313,6 +313,36 @@ func (db *DB) CampaignRecipientCounts(ctx context.Context, accountID, campaignID
 	return rc, nil
 }
 
+// selectUnfinishedCounts counts the recipients a campaign has not finished
+// with, through the partial indexes of migration 00028 (pending, waiting): a
+// sent campaign has none, a sending one only what is left.
+const selectUnfinishedCounts = `SELECT
+  (SELECT count(*) FROM campaign_recipients WHERE campaign_id = $1 AND account_id = $2 AND pending AND status = 'queued') AS queued,
+  (SELECT count(*) FROM campaign_recipients WHERE campaign_id = $1 AND account_id = $2 AND pending AND status = 'sending') AS sending,
+  (SELECT count(*) FROM campaign_recipients WHERE campaign_id = $1 AND account_id = $2 AND waiting) AS waiting`
+
+// maintainedRecipientCounts is CampaignRecipientCounts without reading every
+// recipient (issue 24: a newsletter to 333,000 took over a second): sent,
+// failed and skipped are the campaign's maintained counters (c as read, with
+// its stripes, campaign_counts), the unfinished recipients (queued, sending,
+// and waiting for an A/B test's winner) are counted through their partial
+// indexes, and the total is their sum: every recipient is in exactly one of
+// these statuses. Opened and Clicked are left to the caller (the engagement
+// counters of campaign_stats have them).
+func (db *DB) maintainedRecipientCounts(ctx context.Context, c Campaign) (RecipientCounts, error) {
+	var u struct {
+		Queued  int64 `db:"queued"`
+		Sending int64 `db:"sending"`
+		Waiting int64 `db:"waiting"`
+	}
+	if err := db.GetContext(ctx, &u, selectUnfinishedCounts, c.ID, c.AccountID); err != nil {
+		return RecipientCounts{}, fmt.Errorf("store: recipient counts: %w", err)
+	}
+	rc := RecipientCounts{Queued: u.Queued, Sending: u.Sending, Sent: c.SentCount, Failed: c.FailedCount, Skipped: c.SkippedCount}
+	rc.Total = rc.Queued + rc.Sending + u.Waiting + rc.Sent + rc.Failed + rc.Skipped
+	return rc, nil
+}
+
 // LinkInput is a tracked link of a campaign, in document order.
 type LinkInput struct {
 	URL string

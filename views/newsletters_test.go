@@ -238,6 +238,19 @@ func TestNewsletterSendPage(t *testing.T) {
 	if form.AttrOr("method", "") != "post" || form.Find(`[data-testid="send-confirm-button"]`).Length() != 1 {
 		t.Error("no confirmation form")
 	}
+	if tid(doc, "send-count-note").Length() != 0 {
+		t.Error("an exact count is noted as capped")
+	}
+
+	// A count stopped at its cap says "more than", never the cap as the number.
+	doc = render(t, views.NewsletterSendPage(shell("owner"), views.NewsletterSend{Newsletter: c, Queued: 10000, QueuedAtLeast: true,
+		Skipped: 10000, SkippedAtLeast: true, Lists: []store.List{{ID: 1, Name: "Kunden"}}, Server: "Standard des Kontos"}))
+	if got := text(tid(doc, "send-count")); got != "Mehr als 10.000 Empfänger" {
+		t.Errorf("capped count %q", got)
+	}
+	if !strings.Contains(text(tid(doc, "send-skipped")), "Mehr als 10.000 gesperrte") || tid(doc, "send-count-note").Length() != 1 {
+		t.Error("capped skipped count or its note not shown")
+	}
 
 	doc = render(t, views.NewsletterSendPage(shell("owner"), views.NewsletterSend{Newsletter: c,
 		Problems: map[string]string{"subject": "Bitte einen Betreff angeben."}}))

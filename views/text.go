@@ -551,6 +551,9 @@ type NewslettersText struct {
 	SendTitle        string // %s: name
 	SendLead         string
 	SendCount        string // %s: number of recipients
+	SendCountMore    string // %s: the count's cap, more recipients than that
+	SendCountNote    string // a capped count: the send counts exactly
+	SendSkippedMore  string // %s: the count's cap, more blocked addresses
 	SendSkipped      string // %s: blocked addresses
 	SendLists        string
 	SendSubject      string
@@ -1349,6 +1352,9 @@ func German() Text {
 			SendTitle:        "„%s“ jetzt versenden?",
 			SendLead:         "Bitte prüfen Sie die Angaben. Der Versand beginnt sofort und lässt sich nur pausieren, nicht zurücknehmen.",
 			SendCount:        "%s Empfänger",
+			SendCountMore:    "Mehr als %s Empfänger",
+			SendCountNote:    "Gezählt wurde bis zu dieser Zahl; der Versand stellt die genaue Zahl fest und nennt sie danach in der Statistik.",
+			SendSkippedMore:  "Mehr als %s gesperrte Adressen werden übersprungen.",
 			SendSkipped:      "%s gesperrte Adressen werden übersprungen.",
 			SendLists:        "Listen",
 			SendSubject:      "Betreff",

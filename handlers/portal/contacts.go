@@ -93,6 +93,11 @@ func (p *Portal) segmentFilter(r *http.Request, f *views.ContactFilter, sf *stor
 // before it renders; the exact number follows through htmx (countContacts).
 const contactCountCap = 1000
 
+// contactExactCap is how far countContacts counts a filter no counter is
+// maintained for (store.CountContacts): beyond, it says "more than" this
+// many, which at a million contacts keeps the count under 100 ms (issue 24).
+const contactExactCap = 10_000
+
 // listContacts is the contact table: search, filter, pages. htmx requests get
 // views.ContactSection alone. A filter's matches are counted up to
 // contactCountCap only, so that the page renders fast for any account; the
@@ -160,12 +165,17 @@ func (p *Portal) countContacts(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	page := queryPage(r)
-	_, total, err := p.db.Contacts(r.Context(), accountID(r), sf, store.Page{Page: 1, PerPage: 1})
+	// Counted at least past the page, so that a "more than" still knows
+	// the page's rows and whether a next one follows.
+	n, err := p.db.CountContacts(r.Context(), accountID(r), sf, max(contactExactCap, page*contactsPerPage+1))
 	if err != nil {
 		return err
 	}
-	pager := views.Pager{Page: page, PerPage: contactsPerPage, Total: total, Target: "#contacts",
+	pager := views.Pager{Page: page, PerPage: contactsPerPage, Total: n.N, AtLeast: n.AtLeast, Target: "#contacts",
 		URL: func(n int) string { return f.URL("/contacts", n) }}
+	if n.AtLeast {
+		pager.Shown, pager.More = min(contactsPerPage, max(n.N-(page-1)*contactsPerPage, 0)), n.N > page*contactsPerPage
+	}
 	p.render(w, r, http.StatusOK, views.Pagination(pager))
 	return nil
 }

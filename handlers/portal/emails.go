@@ -127,16 +127,23 @@ func (p *Portal) showEmail(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// recipientCountCap is how far the recipient tables count their rows.
+const recipientCountCap = 10_000
+
 // recipientsOf is one page of a campaign's recipients under the ?outcome=
 // filter (opened, clicked, failed, skipped), for its detail page at path.
 func (p *Portal) recipientsOf(r *http.Request, campaignID int64, path, target string) (views.RecipientTable, error) {
 	f, outcome := recipientFilter(r.URL.Query().Get("outcome"))
 	page := queryPage(r)
-	rows, total, err := p.db.CampaignRecipients(r.Context(), accountID(r), campaignID, f, store.Page{Page: page, PerPage: emailsPerPage})
+	// Counted past the page only (issue 24: a send to 333,000), so that a
+	// "more than" still knows the page's rows and whether a next one follows.
+	rows, total, atLeast, err := p.db.CampaignRecipientsUpTo(r.Context(), accountID(r), campaignID, f,
+		store.Page{Page: page, PerPage: emailsPerPage}, max(recipientCountCap, page*emailsPerPage+1))
 	if err != nil {
 		return views.RecipientTable{}, err
 	}
 	return views.RecipientTable{Path: path, Outcome: outcome, Rows: rows, Pager: views.Pager{Page: page, PerPage: emailsPerPage, Total: total,
+		AtLeast: atLeast, Shown: len(rows), More: total > page*emailsPerPage,
 		Target: target, URL: func(n int) string { return pageURL(path, url.Values{"outcome": {outcome}}, n) }}}, nil
 }
 

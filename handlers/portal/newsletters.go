@@ -345,8 +345,13 @@ func (p *Portal) preview(r *http.Request, c store.Campaign, email string) views.
 	return out
 }
 
+// audienceCountCap is how far the send confirmation counts the recipients:
+// beyond, it says "more than" this many (issue 24: a newsletter to 333,000
+// counted them all for three seconds); the send queues them all exactly.
+const audienceCountCap = 10_000
+
 // sendConfirmation asks before the send, with the number of recipients the send
-// will queue (store.NewsletterAudience counts by the send's own rule).
+// will queue (store.CampaignAudienceUpTo counts by the send's own rule).
 func (p *Portal) sendConfirmation(w http.ResponseWriter, r *http.Request) error {
 	c, err := p.newsletter(r)
 	if err != nil {
@@ -410,7 +415,7 @@ func (p *Portal) sendNewsletter(w http.ResponseWriter, r *http.Request) error {
 // campaign's own ReadyErrors), whom it reaches and through which route.
 func (p *Portal) newsletterSend(r *http.Request, c store.Campaign) (views.NewsletterSend, error) {
 	v := views.NewsletterSend{Newsletter: c, Problems: c.ReadyErrors(), Checks: mailer.CheckContent(c)}
-	aud, err := p.db.CampaignAudience(r.Context(), c) // the segment's or the lists' audience
+	aud, err := p.db.CampaignAudienceUpTo(r.Context(), c, audienceCountCap) // the segment's or the lists' audience
 	if err != nil {
 		return v, err
 	}
@@ -419,7 +424,7 @@ func (p *Portal) newsletterSend(r *http.Request, c store.Campaign) (views.Newsle
 		return v, err
 	}
 	v.NoPostalAddress = slices.Contains(warnings, store.WarningNoPostalAddress)
-	v.Queued, v.Skipped = aud.Queued, aud.Skipped
+	v.Queued, v.Skipped, v.QueuedAtLeast, v.SkippedAtLeast = aud.Queued, aud.Skipped, aud.QueuedAtLeast, aud.SkippedAtLeast
 	if (len(c.ListIDs) > 0 || c.SegmentID != nil) && v.Queued == 0 && len(v.Problems) == 0 {
 		v.Problems = map[string]string{"list_ids": views.TextFor(r.Context()).Newsletters.SendNoRecipients}
 	}
