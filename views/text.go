@@ -3151,6 +3151,9 @@ type EditorAIText struct {
 	Title, Lead, SubjectIdeas, PreheaderIdeas, Improve, Shorten, Fix string
 	Credit, Cost, Apply, ApplyContent, Suggestion, NoContent         string
 	NoCredit, Unavailable                                            string
+	// RateLimited refuses a request over the account's AI budget of the
+	// minute (store.AIRateLimit); %d is the seconds to wait.
+	RateLimited string
 }
 
 func germanEditor() EditorText {
@@ -3183,6 +3186,7 @@ func germanEditor() EditorText {
 			NoContent:      "Schreiben Sie zuerst einen Inhalt, den der Assistent bearbeiten kann.",
 			NoCredit:       "Das KI-Guthaben ist aufgebraucht. Laden Sie es auf, um den Assistenten weiter zu nutzen.",
 			Unavailable:    "Der KI-Dienst ist gerade nicht erreichbar. Es wurde nichts berechnet.",
+			RateLimited:    "Zu viele KI-Anfragen in dieser Minute. Bitte versuchen Sie es in %d Sekunden noch einmal. Es wurde nichts berechnet.",
 		},
 	}
 }

@@ -123,6 +123,36 @@ func readEditorContent(form url.Values, name, formatName string) (format, conten
 	return format, strings.ReplaceAll(form.Get(name), "\r\n", "\n"), form.Get(name + "_rich")
 }
 
+// editorFormatName is the name of the format choice of the editor with prefix.
+func editorFormatName(prefix string) string { return views.EditorFormatName(prefix) }
+
+// readMailEditor reads the editor of the mail forms that had a plain HTML
+// textarea before (single emails, story emails, sequence days, templates):
+// as readEditorContent, but a post without a format choice (an older form,
+// a script) is HTML, as it always was.
+func readMailEditor(form url.Values, name, prefix string) (format, content, rich string) {
+	if _, ok := form[editorFormatName(prefix)]; !ok {
+		return views.FormatHTML, strings.ReplaceAll(form.Get(name), "\r\n", "\n"), ""
+	}
+	return readEditorContent(form, name, editorFormatName(prefix))
+}
+
+// mailEditorFormat is the format and the rich-text HTML a stored mail's html
+// and markdown open with in the editor, and the source shown in the
+// Markdown/HTML textarea.
+func mailEditorFormat(html, markdown string) (format, content, rich string) {
+	format, content = views.FormatHTML, html
+	if markdown != "" || html == "" { // a new mail starts in Markdown, as a newsletter
+
+		format, content = views.FormatMarkdown, markdown
+	}
+	rich = editorRich(format, content, html)
+	if store.IsRichText(html) {
+		format, content = views.FormatRichText, rich
+	}
+	return format, content, rich
+}
+
 // editorInput is the content of the mail input for what the editor holds:
 // html, markdown and text, each set (an empty string clears it). Rich text is
 // stored as HTML with its marker, which the store sanitises.
