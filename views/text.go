@@ -311,7 +311,7 @@ type SendCheckText struct {
 // EmailsText holds the single-email pages.
 type EmailsText struct {
 	Title, Lead, New, NewTitle, NewLead, Caption, EmptyTitle, EmptyBody                     string
-	Subject, Status, Sent, Created, To, ToHint, ToLists, ToMore, Content, ContentHint       string // ToMore %s: first addresses, %d: the rest
+	Subject, Status, Sent, Created, To, ToHint, ToLists, ToMore, Content                    string // ToMore %s: first addresses, %d: the rest
 	Type, TypeHint, ScheduleAt, ScheduleHint, Send, Cancel, Outcome, OutcomeLine, LastError string // OutcomeLine %d sent, failed, skipped
 	Recipients, Address, SentAt, OpenedAt, ClickedAt, OutcomeFilter                         string
 	NoRecipientsTitle, NoRecipientsBody                                                     string
@@ -803,7 +803,7 @@ type ABText struct {
 type SequencesText struct {
 	StoryTitle, StoryLead, StorySettings, StorySettingsLead, StorySummary  string
 	StoryEmails, Day, Gap, SentCount, Drafts, NoDrafts, ScheduleNext       string
-	SendNow, NewStory, Subject, Content, ContentHint, CreateDraft          string
+	SendNow, NewStory, Subject, Content, CreateDraft                       string
 	SendTime, SendTimeHint, Weekdays, Lists, FromName, ReplyTo, Save, Back string
 	Saved, Title, Lead, EmptyTitle, EmptyBody, Name, Status, Trigger       string
 	DaysCol, ParticipantsCol, New, Create, SequenceSendTimeHint            string
@@ -1785,8 +1785,7 @@ func German() Text {
 			ToHint:            "Eine Adresse pro Zeile oder durch Komma getrennt; höchstens 1.000.",
 			ToLists:           "Listen und Kontakte",
 			ToMore:            "%s und %d weitere",
-			Content:           "Inhalt (HTML)",
-			ContentHint:       "Platzhalter wie {{vorname}} werden je Empfänger ersetzt.",
+			Content:           "Inhalt",
 			Type:              "Art",
 			TypeHint:          "Transaktionale E-Mails gehen auch an gesperrte Adressen und ohne Austragen-Zeile: nur für Belege, Bestätigungen und Passwörter.",
 			ScheduleAt:        "Zeitpunkt",
@@ -2013,7 +2012,6 @@ func German() Text {
 			NewStory:             "Neue Story-E-Mail",
 			Subject:              "Betreff",
 			Content:              "Inhalt (HTML)",
-			ContentHint:          "Platzhalter wie {{vorname}} sind erlaubt; Abmeldezeile und Impressum werden ergänzt.",
 			CreateDraft:          "Entwurf anlegen",
 			SendTime:             "Uhrzeit",
 			SendTimeHint:         "Deutsche Zeit (Europe/Berlin).",

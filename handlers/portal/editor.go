@@ -137,22 +137,6 @@ func readMailEditor(form url.Values, name, prefix string) (format, content, rich
 	return readEditorContent(form, name, editorFormatName(prefix))
 }
 
-// mailEditorFormat is the format and the rich-text HTML a stored mail's html
-// and markdown open with in the editor, and the source shown in the
-// Markdown/HTML textarea.
-func mailEditorFormat(html, markdown string) (format, content, rich string) {
-	format, content = views.FormatHTML, html
-	if markdown != "" || html == "" { // a new mail starts in Markdown, as a newsletter
-
-		format, content = views.FormatMarkdown, markdown
-	}
-	rich = editorRich(format, content, html)
-	if store.IsRichText(html) {
-		format, content = views.FormatRichText, rich
-	}
-	return format, content, rich
-}
-
 // editorInput is the content of the mail input for what the editor holds:
 // html, markdown and text, each set (an empty string clears it). Rich text is
 // stored as HTML with its marker, which the store sanitises.
@@ -171,19 +155,53 @@ func editorInput(format, content, rich string) (html, markdown, text *string) {
 	return &empty, &content, &empty
 }
 
-// editorRich is the HTML the rich-text mode opens with when the content is in
-// another format: the HTML itself, or the Markdown rendered, so that
-// switching to rich text keeps what was written.
-func editorRich(format, content, html string) string {
-	switch {
-	case store.IsRichText(html):
-		return store.RichTextBody(html)
-	case format == views.FormatHTML:
-		return content
-	case strings.TrimSpace(content) != "":
-		if out, err := mailer.MarkdownToHTML(content); err == nil {
-			return out
-		}
+// editorRich is views.EditorRich: the HTML the rich-text mode opens with.
+func editorRich(format, content, html string) string { return views.EditorRich(format, content, html) }
+
+// postedMailEditor reads the editor (field "html") of a mail form posted
+// with prefix: the editor as typed, for showing the form again, and the
+// content for the store: html (rich text with its marker, which the store
+// sanitises in resolveContentTx) and markdown, one of them empty.
+func postedMailEditor(form url.Values, prefix string) (e views.ContentEditor, html, markdown string) {
+	format, content, rich := readMailEditor(form, "html", prefix)
+	h, md, _ := editorInput(format, content, rich)
+	if rich == "" {
+		rich = editorRich(format, content, "")
 	}
-	return ""
+	return views.ContentEditor{Name: "html", Prefix: prefix, Format: format, Content: content, Rich: rich}, *h, *md
+}
+
+// storedMailEditor is the editor (field "html") of a stored mail's html and
+// markdown: rich text opens in the rich-text mode again.
+func storedMailEditor(prefix, html, markdown string) views.ContentEditor {
+	return views.StoredMailEditor(prefix, html, markdown)
+}
+
+// previewHTML is what the live preview shows of a posted html: rich text
+// sanitised as the store will keep it.
+func previewHTML(html string) string {
+	if store.IsRichText(html) {
+		return store.SanitizeRichText(html)
+	}
+	return html
+}
+
+// editorExtras are what a mail form's editor offers besides the content: the
+// account's custom fields for the placeholder picker, and the AI assistant
+// (disabled on plans without ai) posting the editor's field and prefix.
+func (p *Portal) editorExtras(r *http.Request, e views.ContentEditor) ([]store.ContactField, views.AIAssistantView, error) {
+	fields, err := p.db.ContactFields(r.Context(), accountID(r))
+	if err != nil {
+		return nil, views.AIAssistantView{}, err
+	}
+	a, err := p.aiAssistant(r)
+	a.Name, a.Prefix = e.Name, e.Prefix
+	return fields, a, err
+}
+
+// editorExtrasOf is editorExtras for a page with several editors, each of
+// which sets its own field name and prefix on the assistant.
+func (p *Portal) editorExtrasOf(r *http.Request) (views.EditorExtras, error) {
+	fields, a, err := p.editorExtras(r, views.ContentEditor{})
+	return views.EditorExtras{Fields: fields, AI: a}, err
 }
