@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rundbrief/rundbrief/mailer/smtptest"
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/dbtest"
-	"github.com/rundbrief/rundbrief/mailer/smtptest"
 )
 
 // richPost is a rich-text post of the shared editor (field "html") with a
