@@ -2482,7 +2482,7 @@ func German() Text {
 			KindStart:         "Vorlage",
 			Subject:           "Betreff",
 			Preheader:         "Vorschautext",
-			HTML:              "HTML",
+			HTML:              "Inhalt",
 			HTMLHint:          "Mit {{inhalt}} wird die Vorlage zum Layout: der Inhalt jeder Mail erscheint an dieser Stelle. {{impressum}}, {{firma}} und {{abmelde_link}} werden beim Versand gefüllt.",
 			Delete:            "Löschen",
 			Save:              "Speichern",

@@ -160,4 +160,34 @@ func TestMailFormsRichText(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantSanitised(t, "edited day", strings.Replace(days[0].HTML, "Hallo neu,", "Hallo", 1))
+
+	// Template: rich text sanitised by the store, Markdown stored as HTML;
+	// the picker offers the custom field; no assistant (a template is no mail).
+	wantEditor(t, c.get("/templates/new"), "template", false)
+	r = c.post("/templates/new", url.Values{"name": {"Reich"}, "key": {"reich"}, "format": {"richtext"}, "html_rich": {richPost}})
+	if r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("template: %d\n%s", r.StatusCode, r.Body)
+	}
+	var tplID int64
+	if _, err := fmt.Sscanf(r.Header.Get("Location"), "/templates/%d", &tplID); err != nil {
+		t.Fatal(err)
+	}
+	tp, err := s.db.Template(ctx, acct.ID, tplID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSanitised(t, "template", tp.HTML)
+	if _, ok := c.get(r.Header.Get("Location")).find("format-richtext").Attr("checked"); !ok {
+		t.Error("the template does not open in rich-text mode")
+	}
+	r = c.post("/templates/new", url.Values{"name": {"Md"}, "key": {"md"}, "format": {"markdown"}, "html": {"**Hallo** {{inhalt}}"}})
+	if r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("markdown template: %d\n%s", r.StatusCode, r.Body)
+	}
+	if _, err := fmt.Sscanf(r.Header.Get("Location"), "/templates/%d", &tplID); err != nil {
+		t.Fatal(err)
+	}
+	if tp, err = s.db.Template(ctx, acct.ID, tplID); err != nil || !strings.Contains(tp.HTML, "<strong>Hallo</strong>") {
+		t.Errorf("markdown template stored %q %v", tp.HTML, err)
+	}
 }
