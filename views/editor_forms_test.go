@@ -45,6 +45,7 @@ func TestMailFormsUseTheEditor(t *testing.T) {
 		check("story", render(t, views.StoryEditPage(views.Shell{}, views.StoryEditForm{ID: 1, Editor: ed, AI: a, Errors: map[string]string{}})), "", ai)
 		check("new story", render(t, views.StoryCalendarPage(views.Shell{}, views.StoryCalendar{Editor: ed, AI: a, Errors: map[string]string{}})), "", ai)
 		day := store.SequenceDay{ID: 7, Position: 1, HTML: `<div class="rb-richtext"><p>Tag</p></div>`}
+		check("template", render(t, views.TemplateEditorPage(views.Shell{}, views.TemplateForm{Editor: ed, Errors: map[string]string{}})), "", false)
 		check("day", render(t, views.SequenceDayItem(store.Sequence{ID: 3}, day, true, true, nil, views.EditorExtras{Fields: fields, AI: a})), "day7", ai)
 	}
 }
