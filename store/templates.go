@@ -83,6 +83,10 @@ func (in *TemplateInput) Normalize(create bool) error {
 	normLine(errs, "subject", in.Subject, maxSubjectLen)
 	normLine(errs, "preheader", in.Preheader, maxPreheaderLen)
 	if in.HTML != nil {
+		if IsRichText(*in.HTML) { // written in the rich-text editor: sanitised as every mail's
+			clean := SanitizeRichText(*in.HTML)
+			in.HTML = &clean
+		}
 		if !utf8.ValidString(*in.HTML) {
 			errs.Add("html", "Der Inhalt ist kein gültiges UTF-8.")
 		}

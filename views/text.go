@@ -311,7 +311,7 @@ type SendCheckText struct {
 // EmailsText holds the single-email pages.
 type EmailsText struct {
 	Title, Lead, New, NewTitle, NewLead, Caption, EmptyTitle, EmptyBody                     string
-	Subject, Status, Sent, Created, To, ToHint, ToLists, ToMore, Content, ContentHint       string // ToMore %s: first addresses, %d: the rest
+	Subject, Status, Sent, Created, To, ToHint, ToLists, ToMore, Content                    string // ToMore %s: first addresses, %d: the rest
 	Type, TypeHint, ScheduleAt, ScheduleHint, Send, Cancel, Outcome, OutcomeLine, LastError string // OutcomeLine %d sent, failed, skipped
 	Recipients, Address, SentAt, OpenedAt, ClickedAt, OutcomeFilter                         string
 	NoRecipientsTitle, NoRecipientsBody                                                     string
@@ -806,7 +806,7 @@ type ABText struct {
 type SequencesText struct {
 	StoryTitle, StoryLead, StorySettings, StorySettingsLead, StorySummary  string
 	StoryEmails, Day, Gap, SentCount, Drafts, NoDrafts, ScheduleNext       string
-	SendNow, NewStory, Subject, Content, ContentHint, CreateDraft          string
+	SendNow, NewStory, Subject, Content, CreateDraft                       string
 	SendTime, SendTimeHint, Weekdays, Lists, FromName, ReplyTo, Save, Back string
 	Saved, Title, Lead, EmptyTitle, EmptyBody, Name, Status, Trigger       string
 	DaysCol, ParticipantsCol, New, Create, SequenceSendTimeHint            string
@@ -1791,8 +1791,7 @@ func German() Text {
 			ToHint:            "Eine Adresse pro Zeile oder durch Komma getrennt; höchstens 1.000.",
 			ToLists:           "Listen und Kontakte",
 			ToMore:            "%s und %d weitere",
-			Content:           "Inhalt (HTML)",
-			ContentHint:       "Platzhalter wie {{vorname}} werden je Empfänger ersetzt.",
+			Content:           "Inhalt",
 			Type:              "Art",
 			TypeHint:          "Transaktionale E-Mails gehen auch an gesperrte Adressen und ohne Austragen-Zeile: nur für Belege, Bestätigungen und Passwörter.",
 			ScheduleAt:        "Zeitpunkt",
@@ -2019,7 +2018,6 @@ func German() Text {
 			NewStory:             "Neue Story-E-Mail",
 			Subject:              "Betreff",
 			Content:              "Inhalt (HTML)",
-			ContentHint:          "Platzhalter wie {{vorname}} sind erlaubt; Abmeldezeile und Impressum werden ergänzt.",
 			CreateDraft:          "Entwurf anlegen",
 			SendTime:             "Uhrzeit",
 			SendTimeHint:         "Deutsche Zeit (Europe/Berlin).",
@@ -2490,7 +2488,7 @@ func German() Text {
 			KindStart:         "Vorlage",
 			Subject:           "Betreff",
 			Preheader:         "Vorschautext",
-			HTML:              "HTML",
+			HTML:              "Inhalt",
 			HTMLHint:          "Mit {{inhalt}} wird die Vorlage zum Layout: der Inhalt jeder Mail erscheint an dieser Stelle. {{impressum}}, {{firma}} und {{abmelde_link}} werden beim Versand gefüllt.",
 			Delete:            "Löschen",
 			Save:              "Speichern",
@@ -3157,6 +3155,9 @@ type EditorAIText struct {
 	Title, Lead, SubjectIdeas, PreheaderIdeas, Improve, Shorten, Fix string
 	Credit, Cost, Apply, ApplyContent, Suggestion, NoContent         string
 	NoCredit, Unavailable                                            string
+	// RateLimited refuses a request over the account's AI budget of the
+	// minute (store.AIRateLimit); %d is the seconds to wait.
+	RateLimited string
 }
 
 func germanEditor() EditorText {
@@ -3189,6 +3190,7 @@ func germanEditor() EditorText {
 			NoContent:      "Schreiben Sie zuerst einen Inhalt, den der Assistent bearbeiten kann.",
 			NoCredit:       "Das KI-Guthaben ist aufgebraucht. Laden Sie es auf, um den Assistenten weiter zu nutzen.",
 			Unavailable:    "Der KI-Dienst ist gerade nicht erreichbar. Es wurde nichts berechnet.",
+			RateLimited:    "Zu viele KI-Anfragen in dieser Minute. Bitte versuchen Sie es in %d Sekunden noch einmal. Es wurde nichts berechnet.",
 		},
 	}
 }

@@ -2,25 +2,20 @@ package api
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/ai"
 )
 
-// aiRateLimit is the account-wide budget of the AI endpoints per minute. It comes on
-// top of the key's own limit and is shared by all keys and processes of the account,
-// because every AI call costs money.
-const aiRateLimit = 30
-
-// aiLimited counts a request against the account's AI budget before h runs: 429
-// with Retry-After once the budget of the minute is spent. Every attempt counts,
-// also one that fails validation, as with the key's limit.
+// aiLimited counts a request against the account's AI budget (store.HitAI,
+// shared with the portal's editor assistant) before h runs: 429 with
+// Retry-After once the budget of the minute is spent. It comes on top of the
+// key's own limit. Every attempt counts, also one that fails validation, as
+// with the key's limit.
 func (a *API) aiLimited(h handlerFunc) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		now := a.cfg.Now()
-		acct := accountID(r)
-		res, err := a.db.Hit(r.Context(), acct, "ai:"+strconv.FormatInt(acct, 10), aiRateLimit, now)
+		res, err := a.db.HitAI(r.Context(), accountID(r), now)
 		if err != nil {
 			return err
 		}

@@ -123,6 +123,20 @@ func readEditorContent(form url.Values, name, formatName string) (format, conten
 	return format, strings.ReplaceAll(form.Get(name), "\r\n", "\n"), form.Get(name + "_rich")
 }
 
+// editorFormatName is the name of the format choice of the editor with prefix.
+func editorFormatName(prefix string) string { return views.EditorFormatName(prefix) }
+
+// readMailEditor reads the editor of the mail forms that had a plain HTML
+// textarea before (single emails, story emails, sequence days, templates):
+// as readEditorContent, but a post without a format choice (an older form,
+// a script) is HTML, as it always was.
+func readMailEditor(form url.Values, name, prefix string) (format, content, rich string) {
+	if _, ok := form[editorFormatName(prefix)]; !ok {
+		return views.FormatHTML, strings.ReplaceAll(form.Get(name), "\r\n", "\n"), ""
+	}
+	return readEditorContent(form, name, editorFormatName(prefix))
+}
+
 // editorInput is the content of the mail input for what the editor holds:
 // html, markdown and text, each set (an empty string clears it). Rich text is
 // stored as HTML with its marker, which the store sanitises.
@@ -141,19 +155,53 @@ func editorInput(format, content, rich string) (html, markdown, text *string) {
 	return &empty, &content, &empty
 }
 
-// editorRich is the HTML the rich-text mode opens with when the content is in
-// another format: the HTML itself, or the Markdown rendered, so that
-// switching to rich text keeps what was written.
-func editorRich(format, content, html string) string {
-	switch {
-	case store.IsRichText(html):
-		return store.RichTextBody(html)
-	case format == views.FormatHTML:
-		return content
-	case strings.TrimSpace(content) != "":
-		if out, err := mailer.MarkdownToHTML(content); err == nil {
-			return out
-		}
+// editorRich is views.EditorRich: the HTML the rich-text mode opens with.
+func editorRich(format, content, html string) string { return views.EditorRich(format, content, html) }
+
+// postedMailEditor reads the editor (field "html") of a mail form posted
+// with prefix: the editor as typed, for showing the form again, and the
+// content for the store: html (rich text with its marker, which the store
+// sanitises in resolveContentTx) and markdown, one of them empty.
+func postedMailEditor(form url.Values, prefix string) (e views.ContentEditor, html, markdown string) {
+	format, content, rich := readMailEditor(form, "html", prefix)
+	h, md, _ := editorInput(format, content, rich)
+	if rich == "" {
+		rich = editorRich(format, content, "")
 	}
-	return ""
+	return views.ContentEditor{Name: "html", Prefix: prefix, Format: format, Content: content, Rich: rich}, *h, *md
+}
+
+// storedMailEditor is the editor (field "html") of a stored mail's html and
+// markdown: rich text opens in the rich-text mode again.
+func storedMailEditor(prefix, html, markdown string) views.ContentEditor {
+	return views.StoredMailEditor(prefix, html, markdown)
+}
+
+// previewHTML is what the live preview shows of a posted html: rich text
+// sanitised as the store will keep it.
+func previewHTML(html string) string {
+	if store.IsRichText(html) {
+		return store.SanitizeRichText(html)
+	}
+	return html
+}
+
+// editorExtras are what a mail form's editor offers besides the content: the
+// account's custom fields for the placeholder picker, and the AI assistant
+// (disabled on plans without ai) posting the editor's field and prefix.
+func (p *Portal) editorExtras(r *http.Request, e views.ContentEditor) ([]store.ContactField, views.AIAssistantView, error) {
+	fields, err := p.db.ContactFields(r.Context(), accountID(r))
+	if err != nil {
+		return nil, views.AIAssistantView{}, err
+	}
+	a, err := p.aiAssistant(r)
+	a.Name, a.Prefix = e.Name, e.Prefix
+	return fields, a, err
+}
+
+// editorExtrasOf is editorExtras for a page with several editors, each of
+// which sets its own field name and prefix on the assistant.
+func (p *Portal) editorExtrasOf(r *http.Request) (views.EditorExtras, error) {
+	fields, a, err := p.editorExtras(r, views.ContentEditor{})
+	return views.EditorExtras{Fields: fields, AI: a}, err
 }

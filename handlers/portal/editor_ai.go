@@ -5,7 +5,9 @@ import (
 	"errors"
 	"maps"
 	"net/http"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/rundbrief/rundbrief/store"
@@ -24,6 +26,14 @@ var editorAIActions = map[string]string{
 	ai.ActionSubjectIdeas: "subject", ai.ActionPreheader: "preheader",
 	ai.ActionImprove: "content", ai.ActionShorten: "content", ai.ActionFix: "content",
 }
+
+// editorNames are the content fields' names of the mail forms: "content"
+// (newsletters) and "html" (single emails, story emails, sequence days,
+// templates, which kept the name of their former textarea).
+var editorNames = map[string]bool{"content": true, "html": true}
+
+// editorPrefix is what a ContentEditor's Prefix may be.
+var editorPrefix = regexp.MustCompile(`^[a-z0-9-]{0,32}$`)
 
 // aiAssistant is the assistant of a mail form: on plans with the feature ai,
 // with the account's remaining credit.
@@ -51,8 +61,28 @@ func (p *Portal) editorAI(w http.ResponseWriter, r *http.Request) error {
 	if !ok {
 		return errBadForm
 	}
-	res := views.AIAssistantResult{Action: action, Target: target}
-	format, content, rich := readEditorContent(form, "content", "format")
+	name, prefix := form.Get("ai_name"), form.Get("ai_prefix")
+	if name == "" {
+		name = "content"
+	}
+	if !editorNames[name] || !editorPrefix.MatchString(prefix) {
+		return errBadForm
+	}
+	res := views.AIAssistantResult{Action: action, Target: target, Prefix: prefix}
+	// The account's AI budget of the minute, the same as the API's (every
+	// attempt counts there too), before anything is charged.
+	now := p.now()
+	lim, err := p.db.HitAI(r.Context(), accountID(r), now)
+	if err != nil {
+		return err
+	}
+	if !lim.Allowed {
+		w.Header().Set("Retry-After", strconv.Itoa(lim.RetryAfter(now)))
+		res.Error = sprintf(t.Editor.AI.RateLimited, lim.RetryAfter(now))
+		p.render(w, r, http.StatusTooManyRequests, views.AIAssistantAnswer(res))
+		return nil
+	}
+	format, content, rich := readEditorContent(form, name, editorFormatName(prefix))
 	in := ai.Input{Action: action, Subject: strings.TrimSpace(form.Get("subject")), Scope: "newsletter"}
 	switch format {
 	case views.FormatRichText:

@@ -42,13 +42,18 @@ func (p *Portal) listEmails(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (p *Portal) newEmail(w http.ResponseWriter, r *http.Request) error {
-	p.renderEmailForm(w, r, http.StatusOK, views.EmailForm{TrackOpens: true, TrackClicks: true, Errors: map[string]string{}})
-	return nil
+	return p.renderEmailForm(w, r, http.StatusOK, views.EmailForm{Editor: storedMailEditor("", "", ""), TrackOpens: true, TrackClicks: true,
+		Errors: map[string]string{}})
 }
 
-func (p *Portal) renderEmailForm(w http.ResponseWriter, r *http.Request, status int, f views.EmailForm) {
+func (p *Portal) renderEmailForm(w http.ResponseWriter, r *http.Request, status int, f views.EmailForm) error {
+	var err error
+	if f.Editor.Fields, f.AI, err = p.editorExtras(r, f.Editor); err != nil {
+		return err
+	}
 	s := p.shell(r, views.TextFor(r.Context()).Emails.NewTitle, views.NavEmails)
 	p.render(w, r, status, views.EmailFormPage(s, f))
+	return nil
 }
 
 // sendEmail sends or schedules a single email as POST /v1/emails/send does.
@@ -58,19 +63,20 @@ func (p *Portal) sendEmail(w http.ResponseWriter, r *http.Request) error {
 	}
 	t := views.TextFor(r.Context())
 	f := views.EmailForm{
-		To: r.PostFormValue("to"), Subject: r.PostFormValue("subject"), HTML: r.PostFormValue("html"),
+		To: r.PostFormValue("to"), Subject: r.PostFormValue("subject"), Preheader: r.PostFormValue("preheader"),
 		Type: r.PostFormValue("type"), ScheduleAt: strings.TrimSpace(r.PostFormValue("scheduled_at")),
 		TrackOpens: r.PostFormValue("track_opens") != "", TrackClicks: r.PostFormValue("track_clicks") != "",
 		Errors: map[string]string{},
 	}
-	in := store.EmailInput{To: splitAddresses(f.To), Subject: f.Subject, HTML: f.HTML, Type: f.Type,
-		TrackOpens: f.TrackOpens, TrackClicks: f.TrackClicks}
+	var html, markdown string
+	f.Editor, html, markdown = postedMailEditor(r.PostForm, "")
+	in := store.EmailInput{To: splitAddresses(f.To), Subject: f.Subject, Preheader: f.Preheader, HTML: html, Markdown: markdown,
+		Type: f.Type, TrackOpens: f.TrackOpens, TrackClicks: f.TrackClicks}
 	if f.ScheduleAt != "" {
 		at, ok := parseLocalTime(f.ScheduleAt)
 		if !ok {
 			f.Errors["scheduled_at"] = t.Newsletters.ScheduleInvalid
-			p.renderEmailForm(w, r, http.StatusUnprocessableEntity, f)
-			return nil
+			return p.renderEmailForm(w, r, http.StatusUnprocessableEntity, f)
 		}
 		in.ScheduledAt = &at
 	}
@@ -81,12 +87,10 @@ func (p *Portal) sendEmail(w http.ResponseWriter, r *http.Request) error {
 	var le *store.LimitError
 	switch {
 	case fieldErrors(err, f.Errors):
-		p.renderEmailForm(w, r, http.StatusUnprocessableEntity, f)
-		return nil
+		return p.renderEmailForm(w, r, http.StatusUnprocessableEntity, f)
 	case errors.As(err, &le):
 		f.Alert = sprintf(t.Newsletters.LimitReached, le.Max)
-		p.renderEmailForm(w, r, http.StatusConflict, f)
-		return nil
+		return p.renderEmailForm(w, r, http.StatusConflict, f)
 	case err != nil:
 		return err
 	}

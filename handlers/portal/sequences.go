@@ -36,11 +36,15 @@ func (p *Portal) needSequences(h func(http.ResponseWriter, *http.Request) error)
 }
 
 func (p *Portal) storyCalendar(w http.ResponseWriter, r *http.Request) error {
-	return p.renderStoryCalendar(w, r, http.StatusOK, views.StoryCalendar{Errors: map[string]string{}})
+	return p.renderStoryCalendar(w, r, http.StatusOK, views.StoryCalendar{Errors: map[string]string{}, Editor: storedMailEditor("", "", "")})
 }
 
 func (p *Portal) renderStoryCalendar(w http.ResponseWriter, r *http.Request, status int, c views.StoryCalendar) error {
 	ctx := r.Context()
+	var err error
+	if c.Editor.Fields, c.AI, err = p.editorExtras(r, c.Editor); err != nil {
+		return err
+	}
 	settings, err := p.db.StorySettingsOf(ctx, accountID(r))
 	if err != nil {
 		return err
@@ -93,8 +97,10 @@ func (p *Portal) createStory(w http.ResponseWriter, r *http.Request) error {
 	if err := parseFormMax(w, r, maxNewsletterForm); err != nil {
 		return err
 	}
-	c := views.StoryCalendar{Errors: map[string]string{}, Subject: r.PostFormValue("subject"), HTML: r.PostFormValue("html")}
-	_, err = svc.CreateStoryEmail(r.Context(), accountID(r), actor(r), store.NewsletterInput{Subject: &c.Subject, HTML: &c.HTML})
+	c := views.StoryCalendar{Errors: map[string]string{}, Subject: r.PostFormValue("subject")}
+	var html, markdown string
+	c.Editor, html, markdown = postedMailEditor(r.PostForm, "")
+	_, err = svc.CreateStoryEmail(r.Context(), accountID(r), actor(r), store.NewsletterInput{Subject: &c.Subject, HTML: &html, Markdown: &markdown})
 	if fieldErrors(err, c.Errors) {
 		return p.renderStoryCalendar(w, r, http.StatusUnprocessableEntity, c)
 	}
@@ -157,11 +163,15 @@ func (p *Portal) storyEditForm(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return p.renderStoryEdit(w, r, http.StatusOK, views.StoryEditForm{ID: c.ID, Status: c.Status, Subject: c.Subject,
-		Preheader: c.Preheader, HTML: c.HTML, Locked: !storyEditable(c), Saved: r.URL.Query().Get("saved") == "1",
+		Preheader: c.Preheader, Editor: storedMailEditor("", c.HTML, c.Markdown), Locked: !storyEditable(c), Saved: r.URL.Query().Get("saved") == "1",
 		Errors: map[string]string{}})
 }
 
 func (p *Portal) renderStoryEdit(w http.ResponseWriter, r *http.Request, status int, f views.StoryEditForm) error {
+	var err error
+	if f.Editor.Fields, f.AI, err = p.editorExtras(r, f.Editor); err != nil {
+		return err
+	}
 	s := p.shell(r, views.TextFor(r.Context()).Sequences.EditStory, views.NavStoryEmails)
 	p.render(w, r, status, views.StoryEditPage(s, f))
 	return nil
@@ -182,9 +192,11 @@ func (p *Portal) saveStory(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	f := views.StoryEditForm{ID: id, Subject: r.PostFormValue("subject"), Preheader: r.PostFormValue("preheader"),
-		HTML: r.PostFormValue("html"), Errors: map[string]string{}}
+		Errors: map[string]string{}}
+	var html, markdown string
+	f.Editor, html, markdown = postedMailEditor(r.PostForm, "")
 	_, err = svc.UpdateStoryEmail(r.Context(), accountID(r), actor(r), id, store.NewsletterInput{Subject: &f.Subject,
-		Preheader: &f.Preheader, HTML: &f.HTML})
+		Preheader: &f.Preheader, HTML: &html, Markdown: &markdown})
 	if err == nil {
 		http.Redirect(w, r, fmt.Sprintf("/story-emails/%d?saved=1", id), http.StatusSeeOther)
 		return nil
@@ -222,8 +234,9 @@ func (p *Portal) previewStory(w http.ResponseWriter, r *http.Request) error {
 	if err := parseFormMax(w, r, maxNewsletterForm); err != nil {
 		return err
 	}
-	c.Subject, c.Preheader, c.HTML = r.PostFormValue("subject"), r.PostFormValue("preheader"), r.PostFormValue("html")
-	c.Markdown, c.Text = "", ""
+	c.Subject, c.Preheader = r.PostFormValue("subject"), r.PostFormValue("preheader")
+	_, c.HTML, c.Markdown = postedMailEditor(r.PostForm, "")
+	c.HTML, c.Text = previewHTML(c.HTML), ""
 	p.render(w, r, http.StatusOK, views.NewsletterPreviewFrame(p.preview(r, c, "")))
 	return nil
 }
@@ -392,9 +405,13 @@ func (p *Portal) renderBuilder(w http.ResponseWriter, r *http.Request, status in
 	if err != nil {
 		return err
 	}
+	x, err := p.editorExtrasOf(r)
+	if err != nil {
+		return err
+	}
 	s := p.shell(r, q.Name, views.NavSequences)
 	p.render(w, r, status, views.SequenceBuilderPage(s, views.SequenceBuilder{Sequence: q, Days: days, Participants: parts,
-		Funnel: funnel, Alert: alert, Errors: errs}))
+		Funnel: funnel, Alert: alert, Errors: errs, Extras: x}))
 	return nil
 }
 
@@ -440,14 +457,21 @@ func (p *Portal) deactivateSequence(r *http.Request, svc *sequence.Service, id i
 	return "", err
 }
 
-// dayForm reads a day's fields; empty fields are not given.
-func dayForm(r *http.Request) store.DayInput {
+// dayForm reads a day's fields, its content from the editor with prefix;
+// fields not posted are not given.
+func dayForm(r *http.Request, prefix string) store.DayInput {
 	var in store.DayInput
-	for name, dst := range map[string]**string{"subject": &in.Content.Subject, "preheader": &in.Content.Preheader, "html": &in.Content.HTML} {
+	for name, dst := range map[string]**string{"subject": &in.Content.Subject, "preheader": &in.Content.Preheader} {
 		if vs, ok := r.PostForm[name]; ok {
 			v := vs[0]
 			*dst = &v
 		}
+	}
+	_, hasHTML := r.PostForm["html"]
+	_, hasRich := r.PostForm["html_rich"]
+	if hasHTML || hasRich {
+		_, html, markdown := postedMailEditor(r.PostForm, prefix)
+		in.Content.HTML, in.Content.Markdown = &html, &markdown
 	}
 	if v := strings.TrimSpace(r.PostFormValue("delay_days")); v != "" {
 		if n, err := strconv.Atoi(v); err == nil {
@@ -461,7 +485,7 @@ func dayForm(r *http.Request) store.DayInput {
 }
 
 func (p *Portal) addDay(r *http.Request, svc *sequence.Service, id int64) (string, error) {
-	_, err := svc.CreateDay(r.Context(), accountID(r), actor(r), id, dayForm(r))
+	_, err := svc.CreateDay(r.Context(), accountID(r), actor(r), id, dayForm(r, ""))
 	return "", err
 }
 
@@ -481,7 +505,7 @@ func (p *Portal) editDay(w http.ResponseWriter, r *http.Request) error {
 	if err := parseFormMax(w, r, maxNewsletterForm); err != nil {
 		return err
 	}
-	d, err := svc.UpdateDay(r.Context(), accountID(r), actor(r), id, dayID, dayForm(r))
+	d, err := svc.UpdateDay(r.Context(), accountID(r), actor(r), id, dayID, dayForm(r, "day"+strconv.FormatInt(dayID, 10)))
 	errs := map[string]string{}
 	if !isHTMX(r) {
 		if text, ok := seqRefusal(err); ok {
@@ -507,7 +531,11 @@ func (p *Portal) editDay(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p.render(w, r, status, views.SequenceDayItem(q, d, d.Position == 1, int64(d.Position) == q.DaysCount, errs))
+	x, err := p.editorExtrasOf(r)
+	if err != nil {
+		return err
+	}
+	p.render(w, r, status, views.SequenceDayItem(q, d, d.Position == 1, int64(d.Position) == q.DaysCount, errs, x))
 	return nil
 }
 
@@ -575,7 +603,9 @@ func (p *Portal) previewDay(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	c := store.Campaign{AccountID: accountID(r), Kind: store.KindSequence, Type: store.TypeNewsletter,
-		Subject: r.PostFormValue("subject"), Preheader: r.PostFormValue("preheader"), HTML: r.PostFormValue("html")}
+		Subject: r.PostFormValue("subject"), Preheader: r.PostFormValue("preheader")}
+	_, c.HTML, c.Markdown = postedMailEditor(r.PostForm, r.URL.Query().Get("prefix"))
+	c.HTML = previewHTML(c.HTML)
 	p.render(w, r, http.StatusOK, views.NewsletterPreviewFrame(p.preview(r, c, "")))
 	return nil
 }

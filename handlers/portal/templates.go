@@ -14,6 +14,7 @@ import (
 	"github.com/a-h/templ"
 	"github.com/go-chi/chi/v5"
 
+	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/views"
 )
@@ -65,8 +66,19 @@ func (p *Portal) newTemplateForm(w http.ResponseWriter, r *http.Request) error {
 	t := views.TextFor(r.Context()).Templates
 	f := views.TemplateForm{Title: t.NewTitle, Action: "/templates/new", Errors: map[string]string{},
 		HTML: "<!DOCTYPE html>\n<html lang=\"de\">\n<body>\n{{inhalt}}\n<p>{{impressum}}</p>\n</body>\n</html>\n"}
+	f.Editor = storedMailEditor("", f.HTML, "")
 	f.Preview = p.templatePreview(r, store.Template{HTML: f.HTML}, t.SampleContent)
-	p.render(w, r, http.StatusOK, views.TemplateEditorPage(p.shell(r, f.Title, views.NavTemplates), f))
+	return p.renderTemplateForm(w, r, http.StatusOK, f)
+}
+
+// renderTemplateForm shows the template editor with the account's custom
+// fields in the placeholder picker.
+func (p *Portal) renderTemplateForm(w http.ResponseWriter, r *http.Request, status int, f views.TemplateForm) error {
+	var err error
+	if f.Editor.Fields, err = p.db.ContactFields(r.Context(), accountID(r)); err != nil {
+		return err
+	}
+	p.render(w, r, status, views.TemplateEditorPage(p.shell(r, f.Title, views.NavTemplates), f))
 	return nil
 }
 
@@ -74,7 +86,18 @@ func readTemplateForm(r *http.Request, f *views.TemplateForm) store.TemplateInpu
 	form := r.PostForm
 	f.Key, f.Name = strings.TrimSpace(form.Get("key")), strings.TrimSpace(form.Get("name"))
 	f.Subject, f.Preheader = form.Get("subject"), form.Get("preheader")
-	f.HTML = strings.ReplaceAll(form.Get("html"), "\r\n", "\n")
+	var markdown string
+	f.Editor, f.HTML, markdown = postedMailEditor(form, "")
+	if markdown != "" {
+		// A template has HTML only: Markdown is stored as the HTML it renders
+		// to, and opens as HTML again.
+		if h, err := mailer.MarkdownToHTML(markdown); err == nil {
+			f.HTML = h
+		}
+	}
+	if store.IsRichText(f.HTML) {
+		f.HTML = store.SanitizeRichText(f.HTML) // the store sanitises it too; the preview shows what it keeps
+	}
 	return store.TemplateInput{Key: &f.Key, Name: &f.Name, Subject: &f.Subject, Preheader: &f.Preheader, HTML: &f.HTML}
 }
 
@@ -109,7 +132,9 @@ func (p *Portal) templateFormErrors(w http.ResponseWriter, r *http.Request, err 
 	}
 	f.Preview = p.templatePreview(r, store.Template{Subject: f.Subject, Preheader: f.Preheader, HTML: f.HTML, Name: f.Name},
 		views.TextFor(r.Context()).Templates.SampleContent)
-	p.render(w, r, http.StatusUnprocessableEntity, views.TemplateEditorPage(p.shell(r, f.Title, views.NavTemplates), *f))
+	if err := p.renderTemplateForm(w, r, http.StatusUnprocessableEntity, *f); err != nil {
+		p.log.Error("portal: template form", "err", err)
+	}
 	return true
 }
 
@@ -127,9 +152,9 @@ func (p *Portal) editTemplateForm(w http.ResponseWriter, r *http.Request) error 
 	t := views.TextFor(r.Context()).Templates
 	f := views.TemplateForm{ID: tp.ID, Title: sprintf(t.EditTitle, tp.Name), Action: views.TemplateURL(tp.ID, ""),
 		Key: tp.Key, Name: tp.Name, Subject: tp.Subject, Preheader: tp.Preheader, HTML: tp.HTML, Errors: map[string]string{}}
+	f.Editor = storedMailEditor("", tp.HTML, "")
 	f.Preview = p.templatePreview(r, tp, t.SampleContent)
-	p.render(w, r, http.StatusOK, views.TemplateEditorPage(p.shell(r, f.Title, views.NavTemplates), f))
-	return nil
+	return p.renderTemplateForm(w, r, http.StatusOK, f)
 }
 
 func (p *Portal) saveTemplate(w http.ResponseWriter, r *http.Request) error {
