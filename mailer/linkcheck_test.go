@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
@@ -120,5 +121,28 @@ func TestCheckableLinks(t *testing.T) {
 	got := mailer.CheckableLinks(c, "https://rundbrief.example/")
 	if want := []string{"https://a.example/x", "http://b.example/"}; !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// TestCheckLinksDNSAndTimeout: a name that does not resolve and a server that
+// does not answer in time are told apart.
+func TestCheckLinksDNSAndTimeout(t *testing.T) {
+	slow := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	t.Cleanup(slow.Close)
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if host, _, _ := net.SplitHostPort(addr); host == "nirgends.invalid" {
+			return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+		}
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	rep := mailer.CheckLinks(ctx, mailer.NewLinkClient(dial), []string{"https://nirgends.invalid/", slow.URL + "/"})
+	got := problems(rep)
+	if p := got["https://nirgends.invalid/"]; p.Reason != mailer.LinkDNS {
+		t.Errorf("dns: %+v", p)
+	}
+	if p := got[slow.URL+"/"]; p.Reason != mailer.LinkTimeout {
+		t.Errorf("timeout: %+v", p)
 	}
 }
