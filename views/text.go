@@ -94,6 +94,9 @@ type Text struct {
 	Fields     FieldsText
 	Changes    ChangesText
 	SMTPErrors SMTPErrorsText
+	// LinkCheck: the send confirmation's check of the links that answer
+	// (issue 24, germanLinkCheck at the end of this file).
+	LinkCheck LinkCheckText
 	// Segments holds saved filters, bulk actions on contacts and the
 	// contact table's sorting (issue 24, segmentsText below).
 	Segments SegmentsText
@@ -1200,6 +1203,7 @@ func German() Text {
 		Fields:       germanFields(),
 		Changes:      germanChanges(),
 		SMTPErrors:   germanSMTPErrors(),
+		LinkCheck:    germanLinkCheck(),
 		Inbox:        germanInbox(),
 		Editor:       germanEditor(),
 		APIDocs: APIDocsText{
@@ -3192,5 +3196,32 @@ func germanEditor() EditorText {
 			Unavailable:    "Der KI-Dienst ist gerade nicht erreichbar. Es wurde nichts berechnet.",
 			RateLimited:    "Zu viele KI-Anfragen in dieser Minute. Bitte versuchen Sie es in %d Sekunden noch einmal. Es wurde nichts berechnet.",
 		},
+	}
+}
+
+// LinkCheckText holds the send confirmation's link check (mailer.CheckLinks):
+// which links of the content do not answer, and why.
+type LinkCheckText struct {
+	Loading, None, AllOK, Failed, Omitted string // AllOK %d; Failed %d of %d; Omitted %d
+	Reasons                               map[string]string
+	Status                                string // Status %d: the HTTP status
+}
+
+func germanLinkCheck() LinkCheckText {
+	return LinkCheckText{
+		Loading: "Links werden geprüft …",
+		None:    "Keine Links zum Prüfen im Inhalt.",
+		AllOK:   "Alle %d Links antworten.",
+		Failed:  "%d von %d Links antworten nicht:",
+		Omitted: "%d weitere Links wurden nicht geprüft (höchstens 20 pro Prüfung).",
+		Reasons: map[string]string{
+			"dns":       "Der Hostname lässt sich nicht auflösen.",
+			"refused":   "Die Verbindung wurde abgelehnt.",
+			"timeout":   "Keine Antwort innerhalb von 5 Sekunden.",
+			"redirects": "Mehr als 5 Weiterleitungen.",
+			"blocked":   "Die Adresse ist nicht öffentlich erreichbar (localhost oder privates Netz).",
+			"failed":    "Die Verbindung ist fehlgeschlagen.",
+		},
+		Status: "Der Server antwortet mit dem Fehler %d.",
 	}
 }

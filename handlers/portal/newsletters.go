@@ -13,6 +13,7 @@ import (
 
 	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
+	"github.com/rundbrief/rundbrief/store/webhook"
 	"github.com/rundbrief/rundbrief/views"
 )
 
@@ -435,6 +436,30 @@ func (p *Portal) newsletterSend(r *http.Request, c store.Campaign) (views.Newsle
 		return v, err
 	}
 	return v, nil
+}
+
+// newsletterLinks is the send confirmation's check of the links that answer,
+// which the page loads after itself (htmx). The links are asked through the
+// SMTP servers' guard (RUNDBRIEF_SMTP_ALLOW_PRIVATE), checked on every
+// connection, redirects included: otherwise a newsletter's links would let an
+// account probe the operator's own network. The product's own addresses are
+// not asked.
+func (p *Portal) newsletterLinks(w http.ResponseWriter, r *http.Request) error {
+	c, err := p.newsletter(r)
+	if err != nil {
+		return err
+	}
+	var own []string
+	if p.baseURL != "" {
+		own = append(own, p.baseURL+"/")
+	}
+	dial := webhook.NewGuard(false, nil).DialContext // without the SMTP service: nothing private
+	if p.smtpServers != nil {
+		dial = p.smtpServers.DialContext
+	}
+	rep := mailer.CheckLinks(r.Context(), mailer.NewLinkClient(dial), mailer.CheckableLinks(c, own...))
+	p.render(w, r, http.StatusOK, views.NewsletterLinkCheck(rep))
+	return nil
 }
 
 func (p *Portal) renderSend(w http.ResponseWriter, r *http.Request, status int, v views.NewsletterSend) {

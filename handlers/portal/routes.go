@@ -213,6 +213,7 @@ func (p *Portal) Routes(r chi.Router) {
 			r.Post("/newsletters/{id}", p.handle(p.saveNewsletter))
 			r.Get("/newsletters/{id}/send", p.handle(p.sendConfirmation))
 			r.Post("/newsletters/{id}/send", p.handle(p.sendNewsletter))
+			r.Get("/newsletters/{id}/send/links", p.handle(p.newsletterLinks)) // the send confirmation's link check, loaded after it
 			r.Get("/newsletters/{id}/progress", p.handle(p.newsletterProgress))
 			r.Post("/newsletters/{id}/unschedule", p.handle(p.newsletterAction(p.unscheduleNewsletter, func(t views.Text) string { return t.Newsletters.UnscheduledFlash })))
 			r.Post("/newsletters/{id}/pause", p.handle(p.newsletterAction(p.pauseNewsletter, func(t views.Text) string { return t.Newsletters.PausedFlash })))
