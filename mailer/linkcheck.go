@@ -17,7 +17,6 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/rundbrief/rundbrief/store"
-	"github.com/rundbrief/rundbrief/store/webhook"
 )
 
 // Limits of the link check: it runs while the send confirmation waits, so it
@@ -184,8 +183,10 @@ func ask(ctx context.Context, client *http.Client, method, link string) (int, er
 // linkReason sorts a request's error into a LinkProblem reason.
 func linkReason(err error) string {
 	var (
-		dns     *net.DNSError
-		blocked *webhook.BlockedAddressError
+		dns *net.DNSError
+		// The outbound guard's refusal (store/webhook.BlockedAddressError),
+		// recognised by its method so that the mailer need not import it.
+		blocked interface{ BlockedAddress() bool }
 	)
 	switch {
 	case errors.Is(err, errTooManyRedirects):

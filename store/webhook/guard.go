@@ -29,6 +29,10 @@ func (e *BlockedAddressError) Error() string {
 	return fmt.Sprintf("webhook: address %s is not public", e.Addr)
 }
 
+// BlockedAddress marks the error for packages that must recognise a refused
+// address without importing this one (the mailer's link check).
+func (e *BlockedAddressError) BlockedAddress() bool { return true }
+
 // PublicAddr reports whether a is a publicly routable unicast address that a
 // webhook may be sent to. It refuses the unspecified, loopback, private (RFC
 // 1918, fc00::/7), link-local, CGNAT (100.64.0.0/10), multicast, broadcast,
