@@ -102,11 +102,17 @@ RETURNING xmax = 0 AS inserted`
 const markClicked = `UPDATE campaign_recipients SET clicked_at = $2 WHERE id = $1 AND clicked_at IS NULL`
 
 // addStatsEngagement adds opens and clicks to a campaign's and its account's
-// day, in the shard of the recipient (see migrations/00011_campaign_stats.sql).
+// day, in the shard of the recipient (see migrations/00011_campaign_stats.sql),
+// and first opens and clicks to the campaign's hour (campaign_hours, migration
+// 00038); a click that is not a recipient's first leaves the hour alone.
 const addStatsEngagement = `WITH a AS (
   INSERT INTO account_stats AS s (account_id, day, shard, opens, clicks, total_clicks) VALUES ($1, $3, $4, $5, $6, $7)
   ON CONFLICT (account_id, day, shard) DO UPDATE SET opens = s.opens + EXCLUDED.opens, clicks = s.clicks + EXCLUDED.clicks,
     total_clicks = s.total_clicks + EXCLUDED.total_clicks
+), h AS (
+  INSERT INTO campaign_hours AS s (account_id, campaign_id, hour, shard, opens, clicks)
+  SELECT $1, $2, $8, $4, $5, $6 WHERE $5::bigint + $6::bigint > 0
+  ON CONFLICT (campaign_id, hour, shard) DO UPDATE SET opens = s.opens + EXCLUDED.opens, clicks = s.clicks + EXCLUDED.clicks
 )
 INSERT INTO campaign_stats AS s (account_id, campaign_id, day, shard, opens, clicks, total_clicks)
 VALUES ($1, $2, $3, $4, $5, $6, $7)
@@ -114,10 +120,12 @@ ON CONFLICT (campaign_id, day, shard) DO UPDATE SET opens = s.opens + EXCLUDED.o
   total_clicks = s.total_clicks + EXCLUDED.total_clicks`
 
 // addEngagement counts a first open (opens), a recipient's first click
-// (clicks) and a counted click (total) on the campaign's Berlin day of at.
+// (clicks) and a counted click (total) on the campaign's Berlin day of at, and
+// the first open and click on its hour. Callers pass the at they stored as
+// opened_at or clicked_at, so the hour is date_trunc('hour') of that column.
 func addEngagement(ctx context.Context, tx *sqlx.Tx, accountID, campaignID, recipientID int64, at time.Time, opens, clicks, total int) error {
 	if _, err := tx.ExecContext(ctx, addStatsEngagement, accountID, campaignID, Day(at), recipientID%statsShards,
-		opens, clicks, total); err != nil {
+		opens, clicks, total, at.Truncate(time.Hour)); err != nil {
 		return fmt.Errorf("store: campaign stats: %w", err)
 	}
 	return nil
