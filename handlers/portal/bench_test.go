@@ -88,6 +88,8 @@ FROM (SELECT count(*) AS n FROM campaign_recipients WHERE campaign_id = $2) k WH
 		`INSERT INTO campaign_stats (account_id, campaign_id, day, sent, opens, clicks, total_clicks)
 SELECT $1, $2, (now() - interval '2 days')::date, count(*), count(opened_at), count(clicked_at), count(clicked_at)
 FROM campaign_recipients WHERE campaign_id = $2`,
+		`INSERT INTO campaign_hours (account_id, campaign_id, hour, opens, clicks)
+SELECT $1, $2, date_trunc('hour', now() - interval '1 day'), count(opened_at), count(clicked_at) FROM campaign_recipients WHERE campaign_id = $2`,
 		`ANALYZE campaign_recipients`,
 	} {
 		args := []any{acct.ID, sent.ID, seed.lists[0]}
