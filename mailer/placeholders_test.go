@@ -609,3 +609,65 @@ func TestRenderDoesNotAllocate(t *testing.T) {
 		t.Errorf("Render allocates %v times per call, want 0", allocs)
 	}
 }
+
+// One compiled template remembers the date it rendered last; it must still
+// turn over at midnight in Berlin, on the short and the long day of the
+// daylight-saving changes too, and go back when a send's clock goes back.
+func TestDateOfOneTemplateFollowsTheClock(t *testing.T) {
+	tmpl := Compile("{{datum}}", KindText, CompileOptions{})
+	tests := []struct {
+		now  time.Time
+		want string
+	}{
+		{time.Date(2026, 3, 28, 22, 59, 59, 0, time.UTC), "28.03.2026"}, // 23:59:59 CET
+		{time.Date(2026, 3, 28, 23, 0, 0, 0, time.UTC), "29.03.2026"},   // midnight; the day has 23 hours
+		{time.Date(2026, 3, 29, 21, 59, 59, 0, time.UTC), "29.03.2026"}, // 23:59:59 CEST
+		{time.Date(2026, 3, 29, 22, 0, 0, 0, time.UTC), "30.03.2026"},
+		{time.Date(2026, 10, 24, 22, 0, 0, 0, time.UTC), "25.10.2026"}, // midnight CEST; the day has 25 hours
+		{time.Date(2026, 10, 25, 22, 59, 59, 0, time.UTC), "25.10.2026"},
+		{time.Date(2026, 10, 25, 23, 0, 0, 0, time.UTC), "26.10.2026"},
+		{time.Date(2026, 3, 28, 12, 0, 0, 0, time.UTC), "28.03.2026"}, // back again
+	}
+	for _, tt := range tests {
+		var buf bytes.Buffer
+		if err := tmpl.Render(&buf, &Values{Now: tt.now}); err != nil {
+			t.Fatal(err)
+		}
+		if got := buf.String(); got != tt.want {
+			t.Errorf("{{datum}} at %v = %q, want %q", tt.now, got, tt.want)
+		}
+	}
+}
+
+// Baking the sender joins the literals around the baked values; what a
+// recipient gets must not change.
+func TestBakeSenderRendersTheSame(t *testing.T) {
+	src := `<html><body><p>{{firma}} grüßt {{vorname}}</p><p>{{impressum}}</p><p>{{company}}</p></body></html>`
+	id := Identity{Company: "Beispiel & Co", Imprint: "Beispiel & Co\nMusterweg 2\n10115 Berlin"}
+	v := &Values{Recipient: Recipient{FirstName: "Erika"}, Sender: id}
+	plain := Compile(src, KindHTML, CompileOptions{AppendUnsubscribe: true})
+	baked := Compile(src, KindHTML, CompileOptions{AppendUnsubscribe: true})
+	baked.BakeSender(id)
+	var want, got bytes.Buffer
+	if err := plain.Render(&want, v); err != nil {
+		t.Fatal(err)
+	}
+	if err := baked.Render(&got, v); err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != want.String() {
+		t.Errorf("baked = %q\nwant    %q", got.String(), want.String())
+	}
+	literals := 0
+	for i, s := range baked.segs {
+		if s.name == "" {
+			literals++
+			if i > 0 && baked.segs[i-1].name == "" {
+				t.Errorf("segments %d and %d are both literals: not joined", i-1, i)
+			}
+		}
+	}
+	if literals == 0 {
+		t.Error("no literal segments at all")
+	}
+}
