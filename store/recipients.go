@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 )
 
@@ -78,26 +79,44 @@ SELECT q.id, coalesce(q.contact_id, 0), q.email, q.attempts, coalesce(q.variant,
 FROM claimed q LEFT JOIN contacts c ON c.id = q.contact_id AND c.account_id = $5
 ORDER BY q.id`
 
+// claimPlan keeps the claim on an ordered scan of the queue index that stops
+// after the batch. Right after a send queued its recipients the statistics
+// still say the campaign is tiny, and the planner then prefers a bitmap scan:
+// it reads every pending row after the cursor and sorts them to return the
+// first batch, so each claim cost as much as the whole rest of the queue
+// (125 ms for 100 of 15,000, some 60 µs of PostgreSQL CPU per mail over a
+// send of 20,000). Without bitmap scans the ordered index scan is the only
+// plan that needs no sort, and it stays the cheapest with any statistics.
+// SET LOCAL ends with the claim's transaction.
+const claimPlan = `SET LOCAL enable_bitmapscan = off`
+
 // ClaimRecipients claims up to limit due recipients of a campaign with ids
 // above after, leasing them for lease: until then no other worker takes them;
 // afterwards they are claimable again. dst is reused (reset to length 0).
 func (db *DB) ClaimRecipients(ctx context.Context, accountID, campaignID, after int64, limit int, lease time.Duration, dst []QueuedRecipient) ([]QueuedRecipient, error) {
 	dst = dst[:0]
-	rows, err := db.QueryContext(ctx, claimRecipients, campaignID, after, limit, lease.Milliseconds(), accountID)
-	if err != nil {
-		return dst, fmt.Errorf("store: claim recipients: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var r QueuedRecipient
-		if err := rows.Scan(&r.ID, &r.ContactID, &r.Email, &r.Attempts, &r.Variant, &r.FirstName, &r.LastName,
-			&r.Address, &r.Zip, &r.City, &r.Phone, &r.Note, &r.CustomFields, &r.Blocked); err != nil {
-			return dst, fmt.Errorf("store: claim recipients: %w", err)
+	err := db.WithTx(ctx, func(tx *sqlx.Tx) error {
+		dst = dst[:0] // a retried transaction starts over
+		if _, err := tx.ExecContext(ctx, claimPlan); err != nil {
+			return err
 		}
-		dst = append(dst, r)
-	}
-	if err := rows.Err(); err != nil {
-		return dst, fmt.Errorf("store: claim recipients: %w", err)
+		rows, err := tx.QueryContext(ctx, claimRecipients, campaignID, after, limit, lease.Milliseconds(), accountID)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var r QueuedRecipient
+			if err := rows.Scan(&r.ID, &r.ContactID, &r.Email, &r.Attempts, &r.Variant, &r.FirstName, &r.LastName,
+				&r.Address, &r.Zip, &r.City, &r.Phone, &r.Note, &r.CustomFields, &r.Blocked); err != nil {
+				return err
+			}
+			dst = append(dst, r)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return dst[:0], fmt.Errorf("store: claim recipients: %w", err)
 	}
 	return dst, nil
 }
