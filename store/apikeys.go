@@ -335,7 +335,30 @@ func (db *DB) Authenticate(ctx context.Context, key string) (Principal, error) {
 	if p, ok := db.keys.get(hash); ok {
 		return p, nil
 	}
-	gen := db.keys.generation()
+	f, lead, gen := db.keys.join(hash)
+	if !lead {
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return Principal{}, fmt.Errorf("store: authenticate: %w", ctx.Err())
+		}
+		if p, ok := db.keys.shared(f); ok {
+			return p, nil
+		}
+		// The look-up failed or predates a key change: look up anew.
+		return db.lookUpKey(ctx, hash, db.keys.generation())
+	}
+	if f == nil {
+		return db.lookUpKey(ctx, hash, gen)
+	}
+	p, err := db.lookUpKey(ctx, hash, gen)
+	db.keys.land(hash, f, p, err)
+	return p, err
+}
+
+// lookUpKey reads the principal of a key's hash and caches it under gen
+// (unless the cache was flushed since gen was taken).
+func (db *DB) lookUpKey(ctx context.Context, hash []byte, gen uint64) (Principal, error) {
 	start := time.Now()
 	var row struct {
 		KeyHash []byte `db:"key_hash"`
