@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"net/netip"
 	"net/url"
@@ -351,9 +352,15 @@ func (db *DB) Authenticate(ctx context.Context, key string) (Principal, error) {
 	if f == nil {
 		return db.lookUpKey(ctx, hash, gen)
 	}
-	p, err := db.lookUpKey(ctx, hash, gen)
-	db.keys.land(hash, f, p, err)
-	return p, err
+	return db.leadLookUp(ctx, hash, f, gen)
+}
+
+// leadLookUp runs the look-up that concurrent misses of the key wait for and
+// lands it however it ends, so that no waiter is left behind.
+func (db *DB) leadLookUp(ctx context.Context, hash []byte, f *keyFlight, gen uint64) (p Principal, err error) {
+	err = errors.New("store: authenticate: look-up did not finish")
+	defer func() { db.keys.land(hash, f, p, err) }()
+	return db.lookUpKey(ctx, hash, gen)
 }
 
 // lookUpKey reads the principal of a key's hash and caches it under gen
