@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"net/netip"
 	"net/url"
@@ -335,7 +336,36 @@ func (db *DB) Authenticate(ctx context.Context, key string) (Principal, error) {
 	if p, ok := db.keys.get(hash); ok {
 		return p, nil
 	}
-	gen := db.keys.generation()
+	f, lead, gen := db.keys.join(hash)
+	if !lead {
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return Principal{}, fmt.Errorf("store: authenticate: %w", ctx.Err())
+		}
+		if p, ok := db.keys.shared(f); ok {
+			return p, nil
+		}
+		// The look-up failed or predates a key change: look up anew.
+		return db.lookUpKey(ctx, hash, db.keys.generation())
+	}
+	if f == nil {
+		return db.lookUpKey(ctx, hash, gen)
+	}
+	return db.leadLookUp(ctx, hash, f, gen)
+}
+
+// leadLookUp runs the look-up that concurrent misses of the key wait for and
+// lands it however it ends, so that no waiter is left behind.
+func (db *DB) leadLookUp(ctx context.Context, hash []byte, f *keyFlight, gen uint64) (p Principal, err error) {
+	err = errors.New("store: authenticate: look-up did not finish")
+	defer func() { db.keys.land(hash, f, p, err) }()
+	return db.lookUpKey(ctx, hash, gen)
+}
+
+// lookUpKey reads the principal of a key's hash and caches it under gen
+// (unless the cache was flushed since gen was taken).
+func (db *DB) lookUpKey(ctx context.Context, hash []byte, gen uint64) (Principal, error) {
 	start := time.Now()
 	var row struct {
 		KeyHash []byte `db:"key_hash"`

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"strings"
 	"sync"
@@ -246,5 +247,77 @@ func TestPlanChangeIsSeenAtOnce(t *testing.T) {
 	}
 	if err := db.SetPlan(ctx, acct, "gold"); err == nil {
 		t.Error("unknown plan accepted")
+	}
+}
+
+// Requests that find their key missing from the cache at the same moment (as
+// every second, when its entry expires) wait for one look-up instead of
+// running one each, and all get the principal it read.
+func TestConcurrentKeyMissesShareOneLookUp(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	url := dbtest.URL(t)
+	db, other := dbtest.Open(t, url), dbtest.Open(t, url)
+	acct := newAccount(t, db, "business")
+	k, full, err := db.CreateKey(ctx, acct, store.KeySettings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = db.ListenNotifications(ctx, url, nil) }()
+	// The cache serves once the listener has acknowledged the key generation.
+	for acked := false; !acked; {
+		if err := other.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM key_cache_acks)`).Scan(&acked); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// Hold the look-ups up on a lock of a table they read.
+	tx, err := other.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, `LOCK TABLE users IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	const callers = 8
+	errs := make(chan error, callers)
+	for range callers {
+		go func() {
+			p, err := db.Authenticate(ctx, full)
+			if err == nil && p.Key.ID != k.ID {
+				err = fmt.Errorf("principal of key %d, want %d", p.Key.ID, k.ID)
+			}
+			errs <- err
+		}()
+	}
+	waiting := func() int {
+		t.Helper()
+		var n int
+		if err := other.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity
+WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'SELECT k.key_hash%'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for waiting() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no look-up reached the database")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond) // time for the other callers to start theirs, if they would
+	if n := waiting(); n != 1 {
+		t.Errorf("%d look-ups of one key at once, want 1", n)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	for range callers {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
 	}
 }

@@ -106,6 +106,10 @@ func (t EventTime) appendJSON(b []byte) []byte {
 	return append(b, '"')
 }
 
+// AppendJSONString appends s as a JSON string the way encoding/json writes it
+// (the API's envelopes written by hand use it).
+func AppendJSONString(b []byte, s string) []byte { return appendJSONString(b, s) }
+
 // appendJSONString appends s as a JSON string the way encoding/json does:
 // HTML-safe (<, > and & escaped), invalid UTF-8 replaced, U+2028 and U+2029
 // escaped.

@@ -38,6 +38,21 @@ type keyCache struct {
 	enabled bool   // the listener is connected and has acknowledged
 	lost    uint64 // bumped whenever the listener loses its connection
 	entries map[[32]byte]cachedPrincipal
+	// flights are the look-ups of keys missing from the cache now running,
+	// so that the requests that find a key expired at once (16 at a time in
+	// the contact benchmarks, every second) wait for one query instead of
+	// each running its own: those queries were a tenth of PostgreSQL's CPU
+	// per GET of a contact.
+	flights map[[32]byte]*keyFlight
+}
+
+// keyFlight is one running look-up of a key; done closes when p and err are set.
+type keyFlight struct {
+	done  chan struct{}
+	gen   uint64    // the cache generation when the look-up began
+	start time.Time // when it began
+	p     Principal
+	err   error
 }
 
 type cachedPrincipal struct {
@@ -46,7 +61,56 @@ type cachedPrincipal struct {
 }
 
 func newKeyCache() *keyCache {
-	return &keyCache{entries: make(map[[32]byte]cachedPrincipal)}
+	return &keyCache{entries: make(map[[32]byte]cachedPrincipal), flights: make(map[[32]byte]*keyFlight)}
+}
+
+// join returns the running look-up of hash to wait for (lead false), or
+// starts one that the caller runs and must land (lead true), with the
+// generation its query must be cached under. While the cache does not serve
+// (no listener) every caller looks up on its own (f nil): a result shared
+// from a query that began before the caller came could then predate a key
+// change of another process that nobody here was told about.
+func (c *keyCache) join(hash []byte) (f *keyFlight, lead bool, gen uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.enabled {
+		return nil, true, c.gen
+	}
+	if f := c.flights[[32]byte(hash)]; f != nil {
+		return f, false, c.gen
+	}
+	f = &keyFlight{done: make(chan struct{}), gen: c.gen, start: time.Now()}
+	c.flights[[32]byte(hash)] = f
+	return f, true, c.gen
+}
+
+// land ends a look-up started by join and wakes its waiters.
+func (c *keyCache) land(hash []byte, f *keyFlight, p Principal, err error) {
+	c.mu.Lock()
+	if c.flights[[32]byte(hash)] == f {
+		delete(c.flights, [32]byte(hash))
+	}
+	c.mu.Unlock()
+	f.p, f.err = p, err
+	close(f.done)
+}
+
+// shared is the result of a look-up waited for, if the caller may take it:
+// only a key found, only if no flush came between the look-up's start and
+// now, and only within KeyCacheTTL of its start, as a cache entry. A flush is
+// how a key change reaches this process (changeKeys returns only after it,
+// or KeyCacheTTL after its commit): a waiter that came after a change must
+// not get a principal read before it.
+func (c *keyCache) shared(f *keyFlight) (Principal, bool) {
+	if f.err != nil || time.Since(f.start) >= KeyCacheTTL {
+		return Principal{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != f.gen || !c.enabled {
+		return Principal{}, false
+	}
+	return f.p, true
 }
 
 func (c *keyCache) get(hash []byte) (Principal, bool) {

@@ -37,7 +37,30 @@ func newPagination(p store.Page, total int) *pagination {
 
 // writeData answers status with data in the success envelope.
 func writeData(w http.ResponseWriter, r *http.Request, status int, data any) error {
+	if d, ok := data.(jsonAppender); ok {
+		return writeAppendedOne(w, r, status, d)
+	}
 	return writeEnvelope(w, status, envelope{Data: data, Meta: meta{RequestID: requestID(r.Context())}})
+}
+
+// writeAppendedOne writes the envelope of one item that appends its own JSON
+// (a contact by GET, POST or PATCH) by hand: through json.Marshal, the item's
+// MarshalJSON output was scanned and copied once more and the envelope
+// marshalled by reflection, some tenth of the server's CPU per GET of a
+// contact. The request id is appended as a JSON string; it is ours (req_ and
+// base32), but appendJSONString escapes it as json.Marshal would anyway.
+func writeAppendedOne(w http.ResponseWriter, r *http.Request, status int, d jsonAppender) error {
+	b := make([]byte, 0, 1024)
+	b = append(b, `{"data":`...)
+	b, err := d.AppendJSON(b)
+	if err != nil {
+		return err
+	}
+	b = append(b, `,"meta":{"request_id":`...)
+	b = store.AppendJSONString(b, requestID(r.Context()))
+	b = append(b, "}}"...)
+	writeBody(w, status, b)
+	return nil
 }
 
 // writeList answers 200 with one page of items and its pagination.

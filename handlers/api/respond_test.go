@@ -46,3 +46,33 @@ func TestWriteListOfAppenders(t *testing.T) {
 		}
 	}
 }
+
+// One item that appends its own JSON (a contact) is written exactly as the
+// envelope through json.Marshal, with its status and length; a request id
+// that needs escaping is escaped as json.Marshal escapes it.
+func TestWriteDataOfAppender(t *testing.T) {
+	t.Parallel()
+	at := store.EventTime(time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC))
+	item := store.ContactData{ID: 2, Email: "b@example.com", FirstName: "<Bea & Co>", Tags: []string{"vip"},
+		CustomFields: store.CustomFields{"n": json.Number("2")}, Lists: []store.ListRef{{ID: 4, Name: "Kunden", Color: "#000000"}},
+		DOIConfirmedAt: &at, CreatedAt: at, UpdatedAt: at}
+	for _, id := range []string{"req_test", `req_"<odd>"`} {
+		req := httptest.NewRequest("GET", "/v1/contacts/2", nil)
+		req = req.WithContext(context.WithValue(req.Context(), ctxRequestID, id))
+		rec := httptest.NewRecorder()
+		if err := writeData(rec, req, 201, item); err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.Marshal(envelope{Data: item, Meta: meta{RequestID: id}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rec.Body.String(); got != string(want) {
+			t.Errorf("request id %q:\n got %s\nwant %s", id, got, want)
+		}
+		if rec.Code != 201 || rec.Header().Get("Content-Length") != strconv.Itoa(len(want)) ||
+			rec.Header().Get("Content-Type") != "application/json; charset=utf-8" {
+			t.Errorf("request id %q: status %d, headers %v", id, rec.Code, rec.Header())
+		}
+	}
+}
