@@ -2,12 +2,15 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 )
 
@@ -137,6 +140,51 @@ SELECT st.n > 0 AS fresh,
     AND require_account_contacts($1, (SELECT count(*) FROM ins)) AS ok
 FROM st`
 
+// purchaseReadSQL is readUnlockedSQL for one buyer ($1-$3), with, on every
+// row, how many of the purchase's items ($6) of order $5 of integration $4
+// are recorded already: all of them, and the call is a replay that only needs
+// its log entry. "(account_id = $1) IS TRUE" keeps the count on the items'
+// unique key whatever the statistics were when the generic plan was made.
+const purchaseReadSQL = `SELECT r.*, (SELECT count(*) FROM integration_orders o
+  WHERE o.integration_id = $4 AND o.order_id = $5 AND o.product = ANY ($6::text[]) AND (o.account_id = $1) IS TRUE) AS recorded
+FROM (` + readUnlockedSQL + `) r`
+
+// readPurchase reads what readUnlocked reads for the buyer of a purchase, and
+// how many of its items are recorded already.
+func (db *DB) readPurchase(ctx context.Context, i Integration, email, orderID string, products pq.StringArray) (readSet, map[string]bool, time.Time, int, error) {
+	s := readSet{lockedSet: lockedSet{byEmail: map[string]*lockedContact{}, byID: map[int64]*lockedContact{}}, version: map[int64]int64{}}
+	blocked := map[string]bool{}
+	var now time.Time
+	var recorded int
+	rows, err := db.cachedStmt(purchaseReadSQL).QueryContext(ctx, i.AccountID, pq.StringArray{email}, pq.Int64Array{},
+		i.ID, orderID, products)
+	if err != nil {
+		return s, nil, now, 0, fmt.Errorf("store: read purchase: %w", err)
+	}
+	defer rows.Close()
+	dest := make([]any, 0, 22)
+	for rows.Next() {
+		r := &lockedContact{}
+		var version int64
+		dest = append(appendContactDest(dest[:0], &r.Contact), &r.Lists, &version, &now, &recorded)
+		if err := rows.Scan(dest...); err != nil {
+			return s, nil, now, 0, fmt.Errorf("store: read purchase: %w", err)
+		}
+		if r.ID == 0 {
+			if r.Email != "" {
+				blocked[r.Email] = true
+			}
+			continue
+		}
+		s.add(r)
+		s.version[r.ID] = version
+	}
+	if err := rows.Err(); err != nil {
+		return s, nil, now, 0, fmt.Errorf("store: read purchase: %w", err)
+	}
+	return s, blocked, now, recorded, nil
+}
+
 // applyPurchaseOptimistic applies a purchase as purchaseSQL (see above) and
 // reports whether it did; false (with no error) leaves the call to the locked
 // path: a purchase that is not plain, or whose statement failed because what
@@ -154,9 +202,18 @@ func (db *DB) applyPurchaseOptimistic(ctx context.Context, ig InboundIntegration
 		lists[l.ID] = l
 		listIDs = append(listIDs, l.ID)
 	}
-	read, blocked, now, err := db.readUnlocked(ctx, i.AccountID, []string{ev.Email}, nil)
+	orderID := clip(ev.OrderID, maxOrderIDLen)
+	read, blocked, now, recorded, err := db.readPurchase(ctx, i, ev.Email, orderID, products)
 	if err != nil {
 		return "", false, err
+	}
+	if recorded == len(products) {
+		// A replay: every item is recorded (and stays so), nothing changes.
+		call.Status = IntegrationDuplicate
+		if err := logIntegrationEvent(ctx, stmtExecer{db.cachedStmt(insertIntegrationEvent)}, call); err != nil {
+			return "", false, err
+		}
+		return IntegrationDuplicate, true, nil
 	}
 	cur := read.byEmail[ev.Email]
 
@@ -244,7 +301,7 @@ func (db *DB) applyPurchaseOptimistic(ctx context.Context, ig InboundIntegration
 	}
 	actor := Actor{Type: ActorSystem}
 	var fresh, ok bool
-	err = db.cachedStmt(purchaseSQL).QueryRowContext(ctx, i.AccountID, i.ID, i.Provider, clip(ev.OrderID, maxOrderIDLen),
+	err = db.cachedStmt(purchaseSQL).QueryRowContext(ctx, i.AccountID, i.ID, i.Provider, orderID,
 		products, amounts, currency, ev.Email, call.ReceivedAt,
 		clip(call.EventType, 200), clip(call.ProviderEventID, 200), clip(call.Error, 1000), clip(call.Payload, maxEventPayload),
 		clip(call.ContentType, 200), string(b), evIDs, evNames, payloads, actor.Type, actor.idOrNil(),
@@ -263,4 +320,13 @@ func (db *DB) applyPurchaseOptimistic(ctx context.Context, ig InboundIntegration
 		return IntegrationProcessed, true, nil
 	}
 	return IntegrationDuplicate, true, nil
+}
+
+// stmtExecer runs a prepared statement where a query and its arguments are
+// expected; the query is the statement's own.
+type stmtExecer struct{ s *sqlx.Stmt }
+
+// ExecContext runs the statement with args.
+func (e stmtExecer) ExecContext(ctx context.Context, _ string, args ...any) (sql.Result, error) {
+	return e.s.ExecContext(ctx, args...)
 }
