@@ -62,7 +62,7 @@ import (
 // all the account's contacts on every call. It returns whether the items were new
 // (processed) or all recorded before (duplicate: only the log is written).
 const purchaseSQL = `WITH cid AS (
-  SELECT CASE WHEN $28::bigint > 0 THEN $28::bigint ELSE nextval(pg_get_serial_sequence('contacts', 'id')) END AS id
+  SELECT CASE WHEN $28::bigint > 0 THEN $28::bigint ELSE nextval('contacts_id_seq') END AS id
 ), ord AS (
   INSERT INTO integration_orders (account_id, integration_id, provider, order_id, product, amount, currency, email,
     contact_id, created_at)
