@@ -143,11 +143,27 @@ FROM st`
 // purchaseReadSQL is readUnlockedSQL for one buyer ($1-$3), with, on every
 // row, how many of the purchase's items ($6) of order $5 of integration $4
 // are recorded already: all of them, and the call is a replay that only needs
-// its log entry. "(account_id = $1) IS TRUE" keeps the count on the items'
-// unique key whatever the statistics were when the generic plan was made.
-const purchaseReadSQL = `SELECT r.*, (SELECT count(*) FROM integration_orders o
-  WHERE o.integration_id = $4 AND o.order_id = $5 AND o.product = ANY ($6::text[]) AND (o.account_id = $1) IS TRUE) AS recorded
-FROM (` + readUnlockedSQL + `) r`
+// its log entry, so the buyer is not read at all then (the row with an empty
+// email alone comes back). "(account_id = $1) IS TRUE" keeps the count on the
+// items' unique key whatever the statistics were when the generic plan was
+// made.
+const purchaseReadSQL = `WITH rec AS (
+  SELECT count(*) AS n FROM integration_orders o
+  WHERE o.integration_id = $4 AND o.order_id = $5 AND o.product = ANY ($6::text[]) AND (o.account_id = $1) IS TRUE
+), l AS (
+  SELECT ` + contactColumns + `, ` + contactLists + `, c.xmin::text::bigint AS version
+  FROM contacts c WHERE c.account_id = $1 AND (c.email = ANY($2) OR c.id = ANY($3))
+    AND (SELECT n FROM rec) < cardinality($6::text[])
+)
+SELECT l.*, now()::timestamptz(0), (SELECT n FROM rec) FROM l
+UNION ALL
+SELECT 0, $1, e.email, '', '', '', '', '', '', '', '{}'::text[], '', '', '{}'::jsonb, NULL::timestamptz, NULL::timestamptz,
+  now(), now(), '{}'::text[], 0, now()::timestamptz(0), (SELECT n FROM rec)
+FROM (
+  SELECT b.email FROM blocked_addresses b WHERE b.account_id = $1 AND b.email = ANY($2::text[] || ARRAY(SELECT l.email FROM l))
+    AND (SELECT n FROM rec) < cardinality($6::text[])
+  UNION ALL SELECT ''
+) e`
 
 // readPurchase reads what readUnlocked reads for the buyer of a purchase, and
 // how many of its items are recorded already.
