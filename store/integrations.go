@@ -594,7 +594,7 @@ func productTag(product string) string {
 // transaction block (applyPurchaseOptimistic); what that cannot apply as read
 // takes the locked path, one transaction that locks what it changes.
 func (db *DB) ApplyOrder(ctx context.Context, ig InboundIntegration, ev ProviderEvent, call IntegrationEvent) (string, error) {
-	if err := db.prepare(ctx, db.generic, append(writePathStatements(), recordOrder, finishOrder, purchaseSQL, purchaseReadSQL, insertIntegrationEvent)...); err != nil {
+	if err := db.prepare(ctx, db.generic, append(writePathStatements(), recordOrder, finishOrder, purchaseSQL, purchaseReadSQL)...); err != nil {
 		return "", err
 	}
 	i := ig.Integration

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 )
 
@@ -142,14 +140,19 @@ FROM st`
 
 // purchaseReadSQL is readUnlockedSQL for one buyer ($1-$3), with, on every
 // row, how many of the purchase's items ($6) of order $5 of integration $4
-// are recorded already: all of them, and the call is a replay that only needs
-// its log entry, so the buyer is not read at all then (the row with an empty
-// email alone comes back). "(account_id = $1) IS TRUE" keeps the count on the
+// are recorded already: all of them, and the call is a replay, which this
+// statement logs as duplicate ($7-$13: event type, provider event id, email,
+// error, payload, content type, received at) without reading the buyer (the
+// row with an empty email alone comes back), so a replay is one statement. "(account_id = $1) IS TRUE" keeps the count on the
 // items' unique key whatever the statistics were when the generic plan was
 // made.
 const purchaseReadSQL = `WITH rec AS (
   SELECT count(*) AS n FROM integration_orders o
   WHERE o.integration_id = $4 AND o.order_id = $5 AND o.product = ANY ($6::text[]) AND (o.account_id = $1) IS TRUE
+), lg AS (
+  INSERT INTO integration_events (account_id, integration_id, status, event_type, provider_event_id, order_id, email, error,
+    payload, content_type, received_at)
+  SELECT $1, $4, 'duplicate', $7, $8, $5, $9, $10, $11, $12, $13 FROM rec WHERE rec.n = cardinality($6::text[])
 ), l AS (
   SELECT ` + contactColumns + `, ` + contactLists + `, c.xmin::text::bigint AS version
   FROM contacts c WHERE c.account_id = $1 AND (c.email = ANY($2) OR c.id = ANY($3))
@@ -166,14 +169,16 @@ FROM (
 ) e`
 
 // readPurchase reads what readUnlocked reads for the buyer of a purchase, and
-// how many of its items are recorded already.
-func (db *DB) readPurchase(ctx context.Context, i Integration, email, orderID string, products pq.StringArray) (readSet, map[string]bool, time.Time, int, error) {
+// how many of its items are recorded already; when all are, it has logged the
+// call as duplicate.
+func (db *DB) readPurchase(ctx context.Context, i Integration, email, orderID string, products pq.StringArray, call IntegrationEvent) (readSet, map[string]bool, time.Time, int, error) {
 	s := readSet{lockedSet: lockedSet{byEmail: map[string]*lockedContact{}, byID: map[int64]*lockedContact{}}, version: map[int64]int64{}}
 	blocked := map[string]bool{}
 	var now time.Time
 	var recorded int
 	rows, err := db.cachedStmt(purchaseReadSQL).QueryContext(ctx, i.AccountID, pq.StringArray{email}, pq.Int64Array{},
-		i.ID, orderID, products)
+		i.ID, orderID, products, clip(call.EventType, 200), clip(call.ProviderEventID, 200), clip(email, 320),
+		clip(call.Error, 1000), clip(call.Payload, maxEventPayload), clip(call.ContentType, 200), call.ReceivedAt)
 	if err != nil {
 		return s, nil, now, 0, fmt.Errorf("store: read purchase: %w", err)
 	}
@@ -219,16 +224,13 @@ func (db *DB) applyPurchaseOptimistic(ctx context.Context, ig InboundIntegration
 		listIDs = append(listIDs, l.ID)
 	}
 	orderID := clip(ev.OrderID, maxOrderIDLen)
-	read, blocked, now, recorded, err := db.readPurchase(ctx, i, ev.Email, orderID, products)
+	read, blocked, now, recorded, err := db.readPurchase(ctx, i, ev.Email, orderID, products, call)
 	if err != nil {
 		return "", false, err
 	}
 	if recorded == len(products) {
-		// A replay: every item is recorded (and stays so), nothing changes.
-		call.Status = IntegrationDuplicate
-		if err := logIntegrationEvent(ctx, stmtExecer{db.cachedStmt(insertIntegrationEvent)}, call); err != nil {
-			return "", false, err
-		}
+		// A replay: every item is recorded (and stays so), nothing changes;
+		// the read logged it.
 		return IntegrationDuplicate, true, nil
 	}
 	cur := read.byEmail[ev.Email]
@@ -336,13 +338,4 @@ func (db *DB) applyPurchaseOptimistic(ctx context.Context, ig InboundIntegration
 		return IntegrationProcessed, true, nil
 	}
 	return IntegrationDuplicate, true, nil
-}
-
-// stmtExecer runs a prepared statement where a query and its arguments are
-// expected; the query is the statement's own.
-type stmtExecer struct{ s *sqlx.Stmt }
-
-// ExecContext runs the statement with args.
-func (e stmtExecer) ExecContext(ctx context.Context, _ string, args ...any) (sql.Result, error) {
-	return e.s.ExecContext(ctx, args...)
 }
