@@ -251,10 +251,43 @@ type InboundIntegration struct {
 	Integration
 	PlanAllows bool   `db:"plan_allows"`
 	UpgradeURL string `db:"upgrade_url"`
+	// Lists are those of the integration's lists that exist, in id order:
+	// what a purchase joins, read with the integration so that the purchase
+	// needs no round trip for them (ApplyOrder).
+	Lists integrationLists `db:"lists"`
+}
+
+// integrationLists are lists as selectIntegrationByToken encodes them: one
+// "id,double_opt_in,color,name" text each (a name may hold commas, so it comes
+// last).
+type integrationLists []listInfo
+
+// Scan reads the encoded lists.
+func (l *integrationLists) Scan(src any) error {
+	var raw pq.StringArray
+	if err := raw.Scan(src); err != nil {
+		return fmt.Errorf("store: integration lists: %w", err)
+	}
+	out := make(integrationLists, 0, len(raw))
+	for _, s := range raw {
+		f := strings.SplitN(s, ",", 4)
+		if len(f) != 4 {
+			return fmt.Errorf("store: integration lists: malformed %q", s)
+		}
+		id, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return fmt.Errorf("store: integration lists: %w", err)
+		}
+		out = append(out, listInfo{ID: id, DoubleOptIn: f[1] == "true", Color: f[2], Name: f[3]})
+	}
+	*l = out
+	return nil
 }
 
 const selectIntegrationByToken = `SELECT i.id, i.account_id, i.provider, i.name, i.token, i.secret_sealed, i.list_ids, i.tags,
-  i.active, i.created_at, i.updated_at, 'integrations' = ANY (p.features) AS plan_allows, p.upgrade_url
+  i.active, i.created_at, i.updated_at, 'integrations' = ANY (p.features) AS plan_allows, p.upgrade_url,
+  ARRAY(SELECT l.id::text || ',' || l.double_opt_in::text || ',' || l.color || ',' || l.name
+    FROM lists l WHERE l.account_id = i.account_id AND l.id = ANY (i.list_ids) ORDER BY l.id) AS lists
 FROM integrations i JOIN accounts a ON a.id = i.account_id JOIN plans p ON p.name = a.plan
 WHERE i.token = $1 AND i.provider = $2 AND a.blocked_at IS NULL`
 
@@ -556,39 +589,63 @@ func productTag(product string) string {
 // A refund marks the order's items refunded and tags the buyer refunded; a
 // repeat finds nothing to change (duplicate); a buyer who is no contact is
 // ignored.
-func (db *DB) ApplyOrder(ctx context.Context, i Integration, ev ProviderEvent, call IntegrationEvent) (string, error) {
-	if err := db.prepare(ctx, db.generic, append(writePathStatements(), recordOrder, finishOrder)...); err != nil {
+//
+// A purchase is first tried optimistically, as one statement outside a
+// transaction block (applyPurchaseOptimistic); what that cannot apply as read
+// takes the locked path, one transaction that locks what it changes.
+func (db *DB) ApplyOrder(ctx context.Context, ig InboundIntegration, ev ProviderEvent, call IntegrationEvent) (string, error) {
+	if err := db.prepare(ctx, db.generic, append(writePathStatements(), recordOrder, finishOrder, purchaseSQL, purchaseReadSQL)...); err != nil {
 		return "", err
 	}
+	i := ig.Integration
 	call.AccountID, call.IntegrationID = i.AccountID, i.ID
 	call.EventType, call.ProviderEventID, call.OrderID, call.Email = ev.EventType, ev.ProviderEventID, ev.OrderID, ev.Email
+	if ev.Kind != OrderRefund {
+		status, ok, err := db.applyPurchaseOptimistic(ctx, ig, ev, call)
+		if err != nil || ok {
+			return status, err
+		}
+	}
 	var status string
+	var created bool
 	err := retryTxOn(ctx, db.generic, func(tx *sqlx.Tx) error {
 		var err error
 		if ev.Kind == OrderRefund {
 			status, err = applyRefund(ctx, preparedTx{Tx: tx, db: db}, i, ev, call)
 		} else {
-			status, err = applyPurchase(ctx, preparedTx{Tx: tx, db: db}, i, ev, call)
+			status, created, err = applyPurchase(ctx, preparedTx{Tx: tx, db: db}, i, ev, call)
 		}
 		return err
 	})
 	if err != nil {
 		return "", err
 	}
+	if created {
+		db.contactsGrew(1, false)
+	}
 	return status, nil
 }
 
-func applyPurchase(ctx context.Context, tx preparedTx, i Integration, ev ProviderEvent, call IntegrationEvent) (string, error) {
+// orderItems are the products of a purchase (clipped, each once: the unique
+// key would refuse a statement with one twice) and their amounts.
+func orderItems(ev ProviderEvent) (pq.StringArray, pq.Float64Array) {
 	products := make(pq.StringArray, 0, len(ev.Items))
 	amounts := make(pq.Float64Array, 0, len(ev.Items))
 	for _, it := range ev.Items {
 		p := clip(strings.TrimSpace(it.Product), maxProductLen)
 		if slices.Contains(products, p) {
-			continue // one row per product: the unique key would refuse the statement
+			continue
 		}
 		products = append(products, p)
 		amounts = append(amounts, it.Amount)
 	}
+	return products, amounts
+}
+
+// applyPurchase applies a purchase in tx and reports whether it created the
+// buyer's contact.
+func applyPurchase(ctx context.Context, tx preparedTx, i Integration, ev ProviderEvent, call IntegrationEvent) (string, bool, error) {
+	products, amounts := orderItems(ev)
 	var items []struct {
 		ID        int64         `db:"id"`
 		Product   string        `db:"product"`
@@ -601,10 +658,10 @@ func applyPurchase(ctx context.Context, tx preparedTx, i Integration, ev Provide
 		products, amounts, strings.ToUpper(ev.Currency), ev.Email, call.ReceivedAt,
 		clip(call.EventType, 200), clip(call.ProviderEventID, 200), clip(call.Error, 1000), clip(call.Payload, maxEventPayload),
 		clip(call.ContentType, 200), i.ListIDs); err != nil {
-		return "", fmt.Errorf("store: record order: %w", err)
+		return "", false, fmt.Errorf("store: record order: %w", err)
 	}
 	if len(items) == 0 {
-		return IntegrationDuplicate, nil
+		return IntegrationDuplicate, false, nil
 	}
 
 	in := ContactInput{Email: ev.Email, Tags: slices.Clone([]string(i.Tags))}
@@ -630,14 +687,14 @@ func applyPurchase(ctx context.Context, tx preparedTx, i Integration, ev Provide
 	in.ListIDs = target.ListIDs
 	op := &contactOp{in: in, newSource: SourceIntegration}
 	if err := op.in.Normalize(); err != nil {
-		return "", err
+		return "", false, err
 	}
 	if err := applyOps(ctx, tx, i.AccountID, Actor{Type: ActorSystem}, []*contactOp{op}, false); err != nil {
-		return "", err
+		return "", false, err
 	}
 	res, err := op.result()
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	contact := res.Contact.Data()
 	events := make([]Event, len(items))
@@ -651,12 +708,12 @@ func applyPurchase(ctx context.Context, tx preparedTx, i Integration, ev Provide
 	}
 	evIDs, names, payloads, err := eventArgs(events)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	if _, err := tx.ExecContext(ctx, finishOrder, i.AccountID, evIDs, names, payloads, res.Contact.ID, ids); err != nil {
-		return "", fmt.Errorf("store: finish order: %w", err)
+		return "", false, fmt.Errorf("store: finish order: %w", err)
 	}
-	return IntegrationProcessed, nil
+	return IntegrationProcessed, res.Created, nil
 }
 
 const refundOrder = `UPDATE integration_orders SET refunded_at = $4

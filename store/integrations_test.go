@@ -2,6 +2,9 @@ package store_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,5 +39,145 @@ func TestPurgeIntegrationEvents(t *testing.T) {
 	other := newAccount(t, db, "business")
 	if _, _, err := db.IntegrationEvents(ctx, other, ig.ID, store.Page{Page: 1, PerPage: 10}); err != store.ErrNotFound {
 		t.Fatalf("other account: %v", err)
+	}
+}
+
+// newShop creates a generic integration of a new business account whose
+// purchases join the given lists, and returns it as an inbound call finds it.
+func newShop(t *testing.T, db *store.DB, lists ...store.ListInput) store.InboundIntegration {
+	t.Helper()
+	ctx := context.Background()
+	acct := newAccount(t, db, "business")
+	var ids []int64
+	for _, in := range lists {
+		l, err := db.CreateList(ctx, acct, store.Actor{Type: store.ActorSystem}, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, l.ID)
+	}
+	ig, err := db.CreateIntegration(ctx, nil, acct, store.Actor{Type: store.ActorSystem},
+		store.IntegrationSettings{Provider: store.ProviderGeneric, Name: "Shop", Active: true, ListIDs: ids, Tags: []string{"kunde"}}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := db.IntegrationByToken(ctx, ig.Provider, ig.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Lists) != len(ids) {
+		t.Fatalf("lists of the integration: %+v", in.Lists)
+	}
+	return in
+}
+
+func purchase(order, email string, products ...string) store.ProviderEvent {
+	ev := store.ProviderEvent{Kind: store.OrderPurchase, EventType: "order.completed", OrderID: order, Email: email,
+		FirstName: "Erika", Currency: "eur"}
+	for _, p := range products {
+		ev.Items = append(ev.Items, store.OrderItem{Product: p, Amount: 10})
+	}
+	return ev
+}
+
+func scalar(t *testing.T, db *store.DB, query string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	if err := db.GetContext(context.Background(), &n, query, args...); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// Concurrent purchases of one new buyer (different orders) race for the
+// contact: one creates it, the others find their statement's check failing
+// and take the locked path. Every order counts once, the contact, its list
+// membership and every counter exactly once.
+func TestApplyOrderConcurrentBuyer(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	ig := newShop(t, db, store.ListInput{Name: ptr("Kunden")})
+	const calls = 12
+	var wg sync.WaitGroup
+	statuses := make([]string, calls)
+	errs := make([]error, calls)
+	for n := range calls {
+		wg.Go(func() {
+			statuses[n], errs[n] = db.ApplyOrder(ctx, ig, purchase(fmt.Sprintf("O-%d", n), "neu@example.com", "Kurs"),
+				store.IntegrationEvent{ReceivedAt: time.Now()})
+		})
+	}
+	wg.Wait()
+	for n := range calls {
+		if errs[n] != nil || statuses[n] != store.IntegrationProcessed {
+			t.Fatalf("call %d: %q %v", n, statuses[n], errs[n])
+		}
+	}
+	acct, list := ig.AccountID, ig.Lists[0].ID
+	checks := []struct {
+		name  string
+		query string
+		want  int64
+	}{
+		{"contacts", `SELECT count(*) FROM contacts WHERE account_id = $1`, 1},
+		{"orders with the contact", `SELECT count(*) FROM integration_orders o JOIN contacts c ON c.id = o.contact_id WHERE o.account_id = $1`, calls},
+		{"order.completed", `SELECT count(*) FROM events WHERE account_id = $1 AND name = 'order.completed'`, calls},
+		{"contact.created", `SELECT count(*) FROM events WHERE account_id = $1 AND name = 'contact.created'`, 1},
+		{"list.joined", `SELECT count(*) FROM events WHERE account_id = $1 AND name = 'list.joined'`, 1},
+		{"processed", `SELECT count(*) FROM integration_events WHERE account_id = $1 AND status = 'processed'`, calls},
+		{"contact counter", `SELECT u.contacts + coalesce((SELECT sum(contacts) FROM account_contact_counts s WHERE s.account_id = u.account_id), 0) FROM account_usage u WHERE u.account_id = $1`, 1},
+		{"contact days", `SELECT coalesce(sum(contacts), 0) FROM contact_days WHERE account_id = $1`, 1},
+		{"tag kunde", `SELECT coalesce(sum(contacts), 0) FROM contact_tag_counts WHERE account_id = $1 AND tag = 'kunde'`, 1},
+		{"tag product", `SELECT coalesce(sum(contacts), 0) FROM contact_tag_counts WHERE account_id = $1 AND tag = 'product:Kurs'`, 1},
+	}
+	for _, c := range checks {
+		if got := scalar(t, db, c.query, acct); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
+	}
+	if l, err := db.List(ctx, acct, list); err != nil || l.MemberCount != 1 {
+		t.Fatalf("list members: %+v %v", l, err)
+	}
+}
+
+// What the one-statement purchase does not apply as read goes the locked
+// way with the same outcome: a list with double opt-in (the buyer gets a
+// confirmation), and an order whose items were recorded in part.
+func TestApplyOrderLockedCases(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	doi := true
+	ig := newShop(t, db, store.ListInput{Name: ptr("Newsletter"), DoubleOptIn: &doi})
+	call := store.IntegrationEvent{ReceivedAt: time.Now()}
+	if st, err := db.ApplyOrder(ctx, ig, purchase("D-1", "doi@example.com", "Kurs"), call); err != nil || st != store.IntegrationProcessed {
+		t.Fatalf("purchase onto a double opt-in list: %q %v", st, err)
+	}
+	c, err := db.ContactByEmail(ctx, ig.AccountID, "doi@example.com")
+	if err != nil || c.Status != store.StatusPending || c.Source != store.SourceIntegration {
+		t.Fatalf("buyer on a double opt-in list: %+v %v", c, err)
+	}
+	if n := scalar(t, db, `SELECT count(*) FROM doi_tokens WHERE account_id = $1 AND contact_id = $2`, ig.AccountID, c.ID); n != 1 {
+		t.Fatalf("confirmations: %d", n)
+	}
+
+	// Item A first, then A and B together: only B is new.
+	if st, err := db.ApplyOrder(ctx, ig, purchase("M-1", "multi@example.com", "A"), call); err != nil || st != store.IntegrationProcessed {
+		t.Fatalf("item A: %q %v", st, err)
+	}
+	if st, err := db.ApplyOrder(ctx, ig, purchase("M-1", "multi@example.com", "A", "B"), call); err != nil || st != store.IntegrationProcessed {
+		t.Fatalf("items A and B: %q %v", st, err)
+	}
+	if st, err := db.ApplyOrder(ctx, ig, purchase("M-1", "multi@example.com", "B", "A"), call); err != nil || st != store.IntegrationDuplicate {
+		t.Fatalf("replay of A and B: %q %v", st, err)
+	}
+	if n := scalar(t, db, `SELECT count(*) FROM events WHERE account_id = $1 AND name = 'order.completed' AND payload->'order'->>'order_id' = 'M-1'`, ig.AccountID); n != 2 {
+		t.Fatalf("order.completed of M-1: %d, want 2", n)
+	}
+	m, err := db.ContactByEmail(ctx, ig.AccountID, "multi@example.com")
+	if err != nil || !slices.Contains(m.Tags, "product:A") || !slices.Contains(m.Tags, "product:B") {
+		t.Fatalf("buyer of A and B: %+v %v", m, err)
+	}
+	if n := scalar(t, db, `SELECT count(*) FROM integration_events WHERE account_id = $1 AND status = 'duplicate'`, ig.AccountID); n != 1 {
+		t.Fatalf("duplicates logged: %d", n)
 	}
 }

@@ -210,7 +210,7 @@ func (s *Service) Receive(ctx context.Context, provider, token string, in Inboun
 	if strings.TrimSpace(ev.OrderID) == "" {
 		return ignore("Das Ereignis nennt keine Bestellnummer.")
 	}
-	status, err := s.db.ApplyOrder(ctx, ig.Integration, ev, call)
+	status, err := s.db.ApplyOrder(ctx, ig, ev, call)
 	var le *store.LimitError
 	var ve *store.ValidationError
 	switch {
