@@ -131,10 +131,21 @@ func NewDB(t testing.TB) *store.DB {
 	return Open(t, URL(t))
 }
 
+// cheapPasswords is the argon2id cost of the password hashes that pools opened
+// by Open make: the smallest argon2id allows. Tests create an account (and so
+// a hash) nearly each, and at the production cost (64 MiB, three passes) the
+// hashing alone took a fifth of a CPU second per account. Sign-in, password
+// checks and their failures behave the same at any cost: a hash carries its
+// parameters.
+func cheapPasswords() store.PasswordParams {
+	return store.PasswordParams{Time: 1, Memory: 8, Threads: 1}
+}
+
 // Open opens one more pool on a database made by URL, closed when the test ends.
+// Its password hashes are cheap (cheapPasswords).
 func Open(t testing.TB, dbURL string) *store.DB {
 	t.Helper()
-	db, err := store.Open(context.Background(), dbURL)
+	db, err := store.Open(context.Background(), dbURL, store.PasswordCost(cheapPasswords()))
 	if err != nil {
 		t.Fatal(err)
 	}
