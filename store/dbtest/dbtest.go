@@ -39,12 +39,13 @@ var env struct {
 }
 
 // Main prepares the server and the migrated template, runs the tests and cleans up.
-// Call it from TestMain: func TestMain(m *testing.M) { dbtest.Main(m) }.
-func Main(m *testing.M) {
+// Call it from TestMain: func TestMain(m *testing.M) { dbtest.Main(m) }. m may
+// wrap the *testing.M (webtest.Closing) to clean up after the tests.
+func Main(m interface{ Run() int }) {
 	os.Exit(run(m))
 }
 
-func run(m *testing.M) int {
+func run(m interface{ Run() int }) int {
 	ctx := context.Background()
 	adminURL := os.Getenv("TEST_DATABASE_URL")
 	throwaway := adminURL == ""
