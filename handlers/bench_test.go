@@ -25,7 +25,7 @@ import (
 	"github.com/rundbrief/rundbrief/store/services"
 )
 
-func TestMain(m *testing.M) { dbtest.Main(m) }
+func TestMain(m *testing.M) { dbtest.Main(webtest.Closing(m)) }
 
 // server is a running application over loopback with its workers, as `serve` wires it.
 type server struct {

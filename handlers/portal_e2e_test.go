@@ -90,12 +90,14 @@ func (b *tab) read(step string, a chromedp.Action[string]) string {
 }
 
 // grantClipboard lets the pages of origin use the clipboard, so that tests can
-// read what a copy button copied.
+// read what a copy button copied. The grant holds in the tab's own browser
+// context (webtest.Browser gives each test one).
 func (b *tab) grantClipboard(origin string) {
 	b.t.Helper()
 	for _, perm := range []string{"clipboard-read", "clipboard-write"} {
 		if _, err := chromedp.CallBrowser(b.ctx, browser.SetPermission, browser.SetPermissionParams{
 			Permission: &browser.PermissionDescriptor{Name: perm}, Setting: browser.PermissionSettingGranted, Origin: origin,
+			BrowserContextID: chromedp.FromContext(b.ctx).BrowserContextID,
 		}); err != nil {
 			b.t.Fatalf("grant %s: %v", perm, err)
 		}

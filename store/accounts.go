@@ -82,7 +82,7 @@ func (db *DB) CreateAccount(ctx context.Context, in NewAccount) (CreatedAccount,
 	if err := errs.Err(); err != nil {
 		return CreatedAccount{}, err
 	}
-	hash, err := HashPassword(in.Password)
+	hash, err := hashPassword(db.passwords, in.Password)
 	if err != nil {
 		return CreatedAccount{}, err
 	}

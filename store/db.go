@@ -50,6 +50,12 @@ type DB struct {
 	// contactStats analyses the contact table in the background when writes
 	// outgrew its statistics (contacts_stats.go).
 	contactStats contactStats
+	// passwords are the costs of new password hashes (PasswordCost).
+	passwords PasswordParams
+	// dummyHash is checked for sign-ins of unknown addresses: dummyPasswordHash
+	// at the default costs, else one made once with the DB's own.
+	dummyHash     string
+	dummyHashOnce sync.Once
 }
 
 // preparedStmts holds the statements of the contact write path and the
@@ -85,7 +91,8 @@ const MinMaxConns = ListenerConns + 9
 type Option func(*openOptions)
 
 type openOptions struct {
-	maxConns int
+	maxConns  int
+	passwords PasswordParams
 }
 
 // MaxConns bounds all connections the DB opens to PostgreSQL together: its
@@ -94,6 +101,14 @@ type openOptions struct {
 // with "too many clients".
 func MaxConns(n int) Option {
 	return func(o *openOptions) { o.maxConns = n }
+}
+
+// PasswordCost sets the argon2id costs of the password hashes this DB makes
+// (accounts, users, password changes). For tests, which create hundreds of
+// accounts: the defaults cost about a fifth of a CPU second and 64 MiB per hash.
+// Production processes never pass it.
+func PasswordCost(p PasswordParams) Option {
+	return func(o *openOptions) { o.passwords = p }
 }
 
 // poolSizes splits a process's connection bound over the pools after the
@@ -155,7 +170,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 	}
 	limitPool(generic, genericConns)
 	return &DB{DB: db, relaxed: relaxed, generic: generic, keys: newKeyCache(),
-		listeners: make(chan struct{}, ListenerConns)}, nil
+		listeners: make(chan struct{}, ListenerConns), passwords: o.passwords}, nil
 }
 
 // limitPool bounds a pool to n connections, keeps them all when idle (a

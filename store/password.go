@@ -20,14 +20,36 @@ const (
 	argonKeyLen  = 32
 )
 
-// HashPassword returns an argon2id hash in the PHC string format.
+// PasswordParams are the argon2id costs of new password hashes; the zero value
+// means the defaults above. A hash carries its own parameters, so CheckPassword
+// verifies hashes of any cost.
+type PasswordParams struct {
+	Time    uint32 // passes over the memory
+	Memory  uint32 // KiB
+	Threads uint8
+}
+
+func (p PasswordParams) orDefault() PasswordParams {
+	if p == (PasswordParams{}) {
+		return PasswordParams{Time: argonTime, Memory: argonMemory, Threads: argonThreads}
+	}
+	return p
+}
+
+// HashPassword returns an argon2id hash in the PHC string format, with the
+// default costs.
 func HashPassword(password string) (string, error) {
+	return hashPassword(PasswordParams{}, password)
+}
+
+func hashPassword(p PasswordParams, password string) (string, error) {
+	p = p.orDefault()
 	salt := make([]byte, 16)
 	if _, err := rand.Read(salt); err != nil {
 		return "", fmt.Errorf("store: hash password: %w", err)
 	}
-	key := argon2.IDKey([]byte(password), salt, argonTime, argonMemory, argonThreads, argonKeyLen)
-	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, argonMemory, argonTime, argonThreads,
+	key := argon2.IDKey([]byte(password), salt, p.Time, p.Memory, p.Threads, argonKeyLen)
+	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, p.Memory, p.Time, p.Threads,
 		base64.RawStdEncoding.EncodeToString(salt), base64.RawStdEncoding.EncodeToString(key)), nil
 }
 

@@ -50,6 +50,20 @@ var (
 // no user has this hash.
 const dummyPasswordHash = "$argon2id$v=19$m=65536,t=3,p=2$jmXEORxm51S3h85NWvQJzw$z43ef6h1hrOpggZjYwYvKd4MdDbtKEEDEDKN6LHJUc4"
 
+// dummyPasswordHash is the hash checked for unknown addresses: one of the same
+// cost as the DB's own hashes, so that the two take equally long.
+func (db *DB) dummyPasswordHash() string {
+	db.dummyHashOnce.Do(func() {
+		db.dummyHash = dummyPasswordHash
+		if db.passwords != (PasswordParams{}) {
+			if h, err := hashPassword(db.passwords, "no user has this password"); err == nil {
+				db.dummyHash = h
+			}
+		}
+	})
+	return db.dummyHash
+}
+
 // CanManageKeys reports whether the user may see and change the account's API keys
 // and other admin settings.
 func (u User) CanManageKeys() bool { return u.Role == RoleOwner || u.Role == RoleAdmin }
@@ -92,7 +106,7 @@ func (db *DB) SignIn(ctx context.Context, c Credentials, now time.Time) (User, e
 		if err = notFound("sign in", err); !errors.Is(err, ErrNotFound) {
 			return User{}, err
 		}
-		known, row.PasswordHash = false, dummyPasswordHash
+		known, row.PasswordHash = false, db.dummyPasswordHash()
 	}
 	var accountID *int64
 	if known {
@@ -216,7 +230,7 @@ func (db *DB) createUser(ctx context.Context, accountID int64, in NewUser, after
 	if err := errs.Err(); err != nil {
 		return User{}, err
 	}
-	hash, err := HashPassword(in.Password)
+	hash, err := hashPassword(db.passwords, in.Password)
 	if err != nil {
 		return User{}, err
 	}
@@ -446,7 +460,7 @@ func (db *DB) ChangePassword(ctx context.Context, accountID, userID int64, c Pas
 	if _, err := db.ExecContext(ctx, deleteLoginAttempt, attempt); err != nil {
 		return fmt.Errorf("store: change password: %w", err)
 	}
-	hash, err := HashPassword(c.New)
+	hash, err := hashPassword(db.passwords, c.New)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/rundbrief/rundbrief/handlers/api/apitest"
 	"github.com/rundbrief/rundbrief/handlers/portal"
 	"github.com/rundbrief/rundbrief/handlers/public"
+	"github.com/rundbrief/rundbrief/handlers/webtest"
 	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/appointment"
@@ -29,7 +30,7 @@ import (
 	"github.com/rundbrief/rundbrief/store/services"
 )
 
-func TestMain(m *testing.M) { dbtest.Main(m) }
+func TestMain(m *testing.M) { dbtest.Main(webtest.Closing(m)) }
 
 // clock is real time plus an offset tests move forward (the fill time of a form).
 type clock struct{ offset atomic.Int64 }

@@ -94,7 +94,11 @@ func Start(ctx context.Context, dir string, opts Options) (*Cluster, error) {
 	}
 	conf := []string{"listen_addresses=''", "unix_socket_directories='" + c.socketDir + "'", "max_connections=" + strconv.Itoa(maxConns), "shared_buffers=128MB"}
 	if opts.Throwaway {
-		conf = append(conf, "fsync=off", "full_page_writes=off", "synchronous_commit=off")
+		conf = append(conf, "fsync=off", "full_page_writes=off", "synchronous_commit=off",
+			// Nothing replicates or archives a throwaway cluster: minimal WAL lets
+			// CREATE DATABASE … STRATEGY FILE_COPY (dbtest's copy per test) and bulk
+			// loads into new tables skip writing their data to the WAL.
+			"wal_level=minimal", "max_wal_senders=0")
 	}
 	o := ""
 	for _, s := range conf {
