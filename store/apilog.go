@@ -369,7 +369,9 @@ func (w *APILogWriter) write(ctx context.Context, rows []APILogEntry) ([]APILogE
 		return rows[:0], nil
 	}
 	if transient(err) {
-		w.unavailable(len(rows), err)
+		if ctx.Err() == nil { // a write cut short by shutdown is no outage: drain retries it
+			w.unavailable(len(rows), err)
+		}
 		return rows, err
 	}
 	written := make([]APILogEntry, 0, len(rows))
@@ -380,7 +382,9 @@ func (w *APILogWriter) write(ctx context.Context, rows []APILogEntry) ([]APILogE
 			written = append(written, e)
 		case transient(err):
 			w.touchKeys(ctx, written)
-			w.unavailable(len(rows)-i, err)
+			if ctx.Err() == nil {
+				w.unavailable(len(rows)-i, err)
+			}
 			return append(rows[:0], rows[i:]...), err
 		default:
 			w.countLost(1)

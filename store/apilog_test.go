@@ -1,8 +1,10 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -218,6 +220,34 @@ func TestAPILogWriterRunFlushesAtShutdown(t *testing.T) {
 	}
 	if rows := apiLogRows(t, db, acct); len(rows) != 2500 {
 		t.Fatalf("%d rows stored, want 2500", len(rows))
+	}
+}
+
+// A write cut short by the writer's own shutdown is retried by the drain; it
+// is no database outage and must not be logged as an error (two serve
+// processes stopping logged one, which their test reads as a failure).
+func TestAPILogWriterCancelledWriteIsNoOutage(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	acct := newAccount(t, db, "business")
+	var logs bytes.Buffer
+	w := store.NewAPILogWriter(db, slog.New(slog.NewTextHandler(&logs, nil)))
+	for i := range 10 {
+		w.Add(ctx, logEntry(acct, i))
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := w.Flush(cancelled); err == nil {
+		t.Fatal("a flush with a cancelled context reported no error")
+	}
+	if strings.Contains(logs.String(), "level=ERROR") {
+		t.Errorf("a cancelled write was logged as an error: %s", logs.String())
+	}
+	if err := w.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rows := apiLogRows(t, db, acct); len(rows) != 10 {
+		t.Fatalf("%d rows stored after the retry, want 10 (the cancelled write must keep them)", len(rows))
 	}
 }
 
