@@ -214,20 +214,7 @@ func (db *DB) applyOptimistic(ctx context.Context, accountID int64, actor Actor,
 			op.final = op.cur.Contact // a no-op: nothing to write
 			continue
 		}
-		n := &op.next
-		n.UpdatedAt = now
-		if op.created {
-			n.CreatedAt = now
-		}
-		switch {
-		case n.Status != StatusUnsubscribed:
-			n.UnsubscribedAt = nil
-		case n.UnsubscribedAt == nil:
-			n.UnsubscribedAt = &now
-		}
-		op.final = *n
-		finalLists(op, nil)
-		row := plainRow{contactRow: rowOf(*n), UnsubscribedAt: n.UnsubscribedAt, CreatedAt: n.CreatedAt, UpdatedAt: now}
+		row := finishPlain(op, nil, now)
 		if op.cur != nil {
 			row.Version = read.version[op.cur.ID]
 		}
@@ -386,4 +373,24 @@ func (db *DB) writePlain(ctx context.Context, accountID int64, actor Actor, prim
 		return nil, fmt.Errorf("store: write contacts: %w", err)
 	}
 	return written, nil
+}
+
+// finishPlain stamps an op's next state with now (created, updated, and the
+// unsubscribe time its status implies), makes it the op's final contact with
+// its lists, and returns the row the plain write statements store.
+func finishPlain(op *contactOp, lists map[int64]listInfo, now time.Time) plainRow {
+	n := &op.next
+	n.UpdatedAt = now
+	if op.created {
+		n.CreatedAt = now
+	}
+	switch {
+	case n.Status != StatusUnsubscribed:
+		n.UnsubscribedAt = nil
+	case n.UnsubscribedAt == nil:
+		n.UnsubscribedAt = &now
+	}
+	op.final = *n
+	finalLists(op, lists)
+	return plainRow{contactRow: rowOf(*n), UnsubscribedAt: n.UnsubscribedAt, CreatedAt: n.CreatedAt, UpdatedAt: now}
 }

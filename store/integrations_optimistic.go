@@ -266,20 +266,7 @@ func (db *DB) applyPurchaseOptimistic(ctx context.Context, ig InboundIntegration
 	}
 	var row plainRow
 	if write {
-		n := &op.next
-		n.UpdatedAt = now
-		if op.created {
-			n.CreatedAt = now
-		}
-		switch {
-		case n.Status != StatusUnsubscribed:
-			n.UnsubscribedAt = nil
-		case n.UnsubscribedAt == nil:
-			n.UnsubscribedAt = &now
-		}
-		op.final = *n
-		finalLists(op, lists)
-		row = plainRow{contactRow: rowOf(*n), UnsubscribedAt: n.UnsubscribedAt, CreatedAt: n.CreatedAt, UpdatedAt: now}
+		row = finishPlain(op, lists, now)
 	} else {
 		op.final = op.cur.Contact // nothing to change: the contact as read
 	}
