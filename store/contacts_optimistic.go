@@ -275,21 +275,33 @@ type readSet struct {
 // their row versions, which of their addresses (and of the given ones) are
 // blocked, and the database's clock.
 func (db *DB) readUnlocked(ctx context.Context, accountID int64, emails []string, ids []int64) (readSet, map[string]bool, time.Time, error) {
-	s := readSet{lockedSet: lockedSet{byEmail: map[string]*lockedContact{}, byID: map[int64]*lockedContact{}}, version: map[int64]int64{}}
-	blocked := map[string]bool{}
-	var now time.Time
 	rows, err := db.cachedStmt(readUnlockedSQL).QueryContext(ctx, accountID, pq.StringArray(emails), pq.Int64Array(ids))
+	if err != nil {
+		return readSet{}, nil, time.Time{}, fmt.Errorf("store: read contacts: %w", err)
+	}
+	defer rows.Close()
+	s, blocked, now, err := scanReadSet(rows)
 	if err != nil {
 		return s, nil, now, fmt.Errorf("store: read contacts: %w", err)
 	}
-	defer rows.Close()
-	dest := make([]any, 0, 21)
+	return s, blocked, now, nil
+}
+
+// scanReadSet reads the rows of readUnlockedSQL and of statements shaped
+// like it: a contact with its lists, row version and the database's clock per
+// row, and rows of id 0 naming a blocked address. extra are destinations of
+// further columns after the clock, the same in every row.
+func scanReadSet(rows *sql.Rows, extra ...any) (readSet, map[string]bool, time.Time, error) {
+	s := readSet{lockedSet: lockedSet{byEmail: map[string]*lockedContact{}, byID: map[int64]*lockedContact{}}, version: map[int64]int64{}}
+	blocked := map[string]bool{}
+	var now time.Time
+	dest := make([]any, 0, 21+len(extra))
 	for rows.Next() {
 		r := &lockedContact{}
 		var version int64
-		dest = append(appendContactDest(dest[:0], &r.Contact), &r.Lists, &version, &now)
+		dest = append(append(appendContactDest(dest[:0], &r.Contact), &r.Lists, &version, &now), extra...)
 		if err := rows.Scan(dest...); err != nil {
-			return s, nil, now, fmt.Errorf("store: read contacts: %w", err)
+			return s, nil, now, err
 		}
 		if r.ID == 0 {
 			if r.Email != "" {
@@ -301,7 +313,7 @@ func (db *DB) readUnlocked(ctx context.Context, accountID int64, emails []string
 		s.version[r.ID] = version
 	}
 	if err := rows.Err(); err != nil {
-		return s, nil, now, fmt.Errorf("store: read contacts: %w", err)
+		return s, nil, now, err
 	}
 	return s, blocked, now, nil
 }

@@ -172,35 +172,16 @@ FROM (
 // how many of its items are recorded already; when all are, it has logged the
 // call as duplicate.
 func (db *DB) readPurchase(ctx context.Context, i Integration, email, orderID string, products pq.StringArray, call IntegrationEvent) (readSet, map[string]bool, time.Time, int, error) {
-	s := readSet{lockedSet: lockedSet{byEmail: map[string]*lockedContact{}, byID: map[int64]*lockedContact{}}, version: map[int64]int64{}}
-	blocked := map[string]bool{}
-	var now time.Time
-	var recorded int
 	rows, err := db.cachedStmt(purchaseReadSQL).QueryContext(ctx, i.AccountID, pq.StringArray{email}, pq.Int64Array{},
 		i.ID, orderID, products, clip(call.EventType, 200), clip(call.ProviderEventID, 200), clip(email, 320),
 		clip(call.Error, 1000), clip(call.Payload, maxEventPayload), clip(call.ContentType, 200), call.ReceivedAt)
 	if err != nil {
-		return s, nil, now, 0, fmt.Errorf("store: read purchase: %w", err)
+		return readSet{}, nil, time.Time{}, 0, fmt.Errorf("store: read purchase: %w", err)
 	}
 	defer rows.Close()
-	dest := make([]any, 0, 22)
-	for rows.Next() {
-		r := &lockedContact{}
-		var version int64
-		dest = append(appendContactDest(dest[:0], &r.Contact), &r.Lists, &version, &now, &recorded)
-		if err := rows.Scan(dest...); err != nil {
-			return s, nil, now, 0, fmt.Errorf("store: read purchase: %w", err)
-		}
-		if r.ID == 0 {
-			if r.Email != "" {
-				blocked[r.Email] = true
-			}
-			continue
-		}
-		s.add(r)
-		s.version[r.ID] = version
-	}
-	if err := rows.Err(); err != nil {
+	var recorded int
+	s, blocked, now, err := scanReadSet(rows, &recorded)
+	if err != nil {
 		return s, nil, now, 0, fmt.Errorf("store: read purchase: %w", err)
 	}
 	return s, blocked, now, recorded, nil
