@@ -355,5 +355,6 @@ func sortedFieldKeys(m map[string]json.RawMessage) []string {
 // with the keys contacts are written with (HandleFieldEvents); serve runs it
 // among the workers, and any number of processes share it.
 func (db *DB) NewFieldConsumer(opts ConsumerOptions) *Consumer {
+	opts.Names = []string{EventContactCreated, EventContactUpdated} // what HandleFieldEvents reads
 	return db.NewConsumer(OutboxConsumerFields, HandleFieldEvents, opts)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 )
 
 // How the outbox is followed (see migrations/00018_outbox_consumers.sql):
@@ -66,6 +67,12 @@ type ConsumerOptions struct {
 	Drained func(events int)
 	// Log receives Run's errors; nil: slog.Default().
 	Log *slog.Logger
+	// Names, when set, are the only event names the handler acts on: the
+	// others are passed over in PostgreSQL (their rows are read there, not
+	// sent), and the cursor moves past them all the same. A newsletter writes
+	// an email.sent per recipient, which consumers of contact events would
+	// otherwise fetch and decode only to drop. nil: every event.
+	Names []string
 }
 
 func (o *ConsumerOptions) defaults() {
@@ -88,6 +95,7 @@ type Consumer struct {
 	name   string
 	handle ConsumerHandler
 	opts   ConsumerOptions
+	names  map[string]bool // opts.Names as a set; nil: every event
 
 	mu    sync.Mutex // guards own and ownAt
 	own   uint64     // the last outbox_horizon() read: true for good once read
@@ -98,7 +106,14 @@ type Consumer struct {
 // (and so holds back retention) on its first Drain or Step.
 func (db *DB) NewConsumer(name string, handle ConsumerHandler, opts ConsumerOptions) *Consumer {
 	opts.defaults()
-	return &Consumer{db: db, name: name, handle: handle, opts: opts}
+	c := &Consumer{db: db, name: name, handle: handle, opts: opts}
+	if opts.Names != nil {
+		c.names = make(map[string]bool, len(opts.Names))
+		for _, n := range opts.Names {
+			c.names[n] = true
+		}
+	}
+	return c
 }
 
 // Name is the consumer's name.
@@ -151,6 +166,27 @@ CROSS JOIN LATERAL (
 WHERE k.consumer = $1 AND k.account_id = $2
 ORDER BY e.xid, e.id`
 
+// selectNamedBatch is selectBatch for a consumer with Names ($5): of the
+// same window of at most $3 events it returns those named $5, and the
+// window's last event whatever its name (without its payload), which is
+// where the cursor moves. The window is the one selectBatch reads, so a batch
+// of passed-over events costs a scan of their index entries and rows in
+// PostgreSQL and one row on the wire.
+const selectNamedBatch = `SELECT e.id, e.account_id, e.public_id, e.name,
+  CASE WHEN e.name = ANY($5) THEN e.payload ELSE 'null' END AS payload, e.created_at, e.xid::text AS xid
+FROM outbox_cursors k
+CROSS JOIN LATERAL (
+  SELECT w.*, lead(w.id) OVER (ORDER BY w.xid, w.id) IS NULL AS last FROM (
+    SELECT e.id, e.account_id, e.public_id, e.name, e.payload, e.created_at, e.xid FROM events e
+    WHERE e.account_id = k.account_id AND (e.xid, e.id) > (k.last_xid, k.last_id)
+      AND e.xid < $4::xid8
+    ORDER BY e.xid, e.id
+    LIMIT $3
+  ) w
+) e
+WHERE k.consumer = $1 AND k.account_id = $2 AND (e.name = ANY($5) OR e.last)
+ORDER BY e.xid, e.id`
+
 // advanceCursor moves the cursor only forward; zero rows means the lock did
 // not hold and the transaction must not commit.
 const advanceCursor = `UPDATE outbox_cursors SET last_xid = $3::xid8, last_id = $4, advanced_at = now()
@@ -180,17 +216,22 @@ func (c *Consumer) step(ctx context.Context, horizon string) (int, bool, error) 
 			return fmt.Errorf("store: outbox %s: claim: %w", c.name, err)
 		}
 		claimed = true
-		var events []StoredEvent
-		if err := tx.SelectContext(ctx, &events, selectBatch, c.name, acct, c.opts.Batch, horizon); err != nil {
+		events, err := c.batch(ctx, tx, acct, horizon)
+		if err != nil {
 			return fmt.Errorf("store: outbox %s: events: %w", c.name, err)
 		}
 		if len(events) == 0 {
 			return nil // another process moved the cursor before we locked it
 		}
-		if err := c.handle(ctx, tx, events); err != nil {
-			return fmt.Errorf("store: outbox %s: handle account %d: %w", c.name, acct, err)
-		}
 		last := events[len(events)-1]
+		if c.names != nil && !c.names[last.Name] {
+			events = events[:len(events)-1] // only the window's end, for the cursor
+		}
+		if len(events) > 0 {
+			if err := c.handle(ctx, tx, events); err != nil {
+				return fmt.Errorf("store: outbox %s: handle account %d: %w", c.name, acct, err)
+			}
+		}
 		r, err := tx.ExecContext(ctx, advanceCursor, c.name, acct, last.XID, last.ID)
 		if err != nil {
 			return fmt.Errorf("store: outbox %s: advance: %w", c.name, err)
@@ -202,6 +243,20 @@ func (c *Consumer) step(ctx context.Context, horizon string) (int, bool, error) 
 		return nil
 	})
 	return n, claimed, err
+}
+
+// batch reads the events after the account's cursor below horizon: the
+// next window of at most Batch events, of which a consumer with Names gets its
+// own and the window's last one.
+func (c *Consumer) batch(ctx context.Context, tx *sqlx.Tx, acct int64, horizon string) ([]StoredEvent, error) {
+	var events []StoredEvent
+	var err error
+	if c.names == nil {
+		err = tx.SelectContext(ctx, &events, selectBatch, c.name, acct, c.opts.Batch, horizon)
+	} else {
+		err = tx.SelectContext(ctx, &events, selectNamedBatch, c.name, acct, c.opts.Batch, horizon, pq.StringArray(c.opts.Names))
+	}
+	return events, err
 }
 
 // Drain registers the consumer, creates missing cursors and steps until this

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,29 +23,10 @@ import (
 func BenchmarkOutboxNoopConsumer(b *testing.B) {
 	ctx := context.Background()
 	db := dbtest.NewDB(b)
-	var accts []int64
-	for i := range 4 {
-		res, err := db.CreateAccount(ctx, store.NewAccount{Name: "Bench", Email: "bench" + string(rune('a'+i)) + "@example.com", Plan: "business"})
-		if err != nil {
-			b.Fatal(err)
-		}
-		accts = append(accts, res.Account.ID)
-	}
-	const perTx = 500
-	for i := 0; i < b.N; i += perTx {
-		events := make([]store.Event, min(perTx, b.N-i))
-		for j := range events {
-			events[j] = store.Event{Name: store.EventContactUpdated, Data: map[string]any{
-				"contact": map[string]any{"id": i + j, "email": "leser@example.com"}, "changed": []string{"first_name"}}}
-		}
-		err := db.WithTx(ctx, func(tx *sqlx.Tx) error {
-			_, err := store.EmitAll(ctx, tx, accts[(i/perTx)%len(accts)], events)
-			return err
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
+	seedOutbox(b, db, 4, b.N, func(i int) store.Event {
+		return store.Event{Name: store.EventContactUpdated, Data: map[string]any{
+			"contact": map[string]any{"id": i, "email": "leser@example.com"}, "changed": []string{"first_name"}}}
+	})
 	seen := 0
 	c := db.NewConsumer("noop", func(_ context.Context, _ *sqlx.Tx, events []store.StoredEvent) error {
 		seen += len(events)
@@ -61,6 +43,69 @@ func BenchmarkOutboxNoopConsumer(b *testing.B) {
 	}
 	if n != b.N || seen != b.N {
 		b.Fatalf("consumed %d (handler saw %d), want %d", n, seen, b.N)
+	}
+	self, pg := dbtest.CPUTime(b, db)
+	perEvent := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 / float64(b.N) }
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")
+	b.ReportMetric(perEvent(self-self0+pg-pg0), "cpu_us/event")
+	b.ReportMetric(perEvent(pg-pg0), "pg_cpu_us/event")
+}
+
+// seedOutbox commits n events of accounts new accounts, made by event(i), in
+// transactions of 500 (as an import or a send writes them), the accounts in
+// turn.
+func seedOutbox(b *testing.B, db *store.DB, accounts, n int, event func(i int) store.Event) {
+	ctx := context.Background()
+	var accts []int64
+	for i := range accounts {
+		res, err := db.CreateAccount(ctx, store.NewAccount{Name: "Bench", Email: "bench" + string(rune('a'+i)) + "@example.com", Plan: "business"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		accts = append(accts, res.Account.ID)
+	}
+	const perTx = 500
+	for i := 0; i < n; i += perTx {
+		events := make([]store.Event, min(perTx, n-i))
+		for j := range events {
+			events[j] = event(i + j)
+		}
+		err := db.WithTx(ctx, func(tx *sqlx.Tx) error {
+			_, err := store.EmitAll(ctx, tx, accts[(i/perTx)%len(accts)], events)
+			return err
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkOutboxSendEventsPassedOver measures what a newsletter's
+// email.sent events cost a consumer that never handles them: b.N of them,
+// of one account, behind the contact-fields consumer of serve
+// (NewFieldConsumer), which acts on contact.created and contact.updated
+// only. It reports events/s and the CPU per event of this process and the
+// PostgreSQL backends together (cpu_us/event) and PostgreSQL's part.
+func BenchmarkOutboxSendEventsPassedOver(b *testing.B) {
+	ctx := context.Background()
+	db := dbtest.NewDB(b)
+	seedOutbox(b, db, 1, b.N, func(i int) store.Event {
+		return store.Event{Name: store.EventEmailSent, Data: map[string]any{"campaign_id": 1, "contact_id": i + 1,
+			"email": "leser" + strconv.Itoa(i) + "@example.com", "message_id": "<" + strconv.Itoa(i) + ".1@rundbrief.example>"}}
+	})
+	c := db.NewFieldConsumer(store.ConsumerOptions{})
+	self0, pg0 := dbtest.CPUTime(b, db)
+	b.ResetTimer()
+	start := time.Now()
+	if _, err := c.CatchUp(ctx); err != nil {
+		b.Fatal(err)
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	var behind int
+	if err := db.GetContext(ctx, &behind, `SELECT count(*) FROM events e JOIN outbox_cursors k
+  ON k.consumer = 'fields' AND k.account_id = e.account_id WHERE (e.xid, e.id) > (k.last_xid, k.last_id)`); err != nil || behind != 0 {
+		b.Fatalf("%d events left behind the cursor (%v)", behind, err)
 	}
 	self, pg := dbtest.CPUTime(b, db)
 	perEvent := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 / float64(b.N) }

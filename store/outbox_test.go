@@ -348,6 +348,68 @@ func TestConsumerHandlerErrorRollsBackItsCursor(t *testing.T) {
 	}
 }
 
+// TestConsumerNamesPassOverOtherEvents: a consumer with Names gets exactly
+// its events, in order, once, with their payloads, in windows whose last
+// event is often one it does not handle; its cursor still ends after the
+// last event, so nothing is offered again.
+func TestConsumerNamesPassOverOtherEvents(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	acct := newAccount(t, db, "business")
+	var events []store.Event
+	var want []string
+	for i := range 23 {
+		name := store.EventEmailSent
+		if i%5 == 2 {
+			name = store.EventContactCreated
+		}
+		if i%7 == 6 {
+			name = store.EventListJoined
+		}
+		events = append(events, store.Event{Name: name, Data: map[string]any{"n": i}})
+	}
+	ids := emit(t, db, acct, events...)
+	for i, e := range events {
+		if e.Name != store.EventEmailSent {
+			want = append(want, ids[i]+" "+e.Name+" "+strconv.Itoa(i))
+		}
+	}
+	// Every name and none at all pass the same way.
+	emit(t, db, acct, store.Event{Name: store.EventEmailSent, Data: map[string]any{"n": 23}})
+
+	var got []string
+	calls := 0
+	c := db.NewConsumer("named", func(_ context.Context, _ *sqlx.Tx, batch []store.StoredEvent) error {
+		calls++
+		for _, e := range batch {
+			var p struct{ N int }
+			if err := json.Unmarshal(e.Payload, &p); err != nil {
+				return err
+			}
+			got = append(got, e.PublicID+" "+e.Name+" "+strconv.Itoa(p.N))
+		}
+		return nil
+	}, store.ConsumerOptions{Batch: 4, Names: []string{store.EventContactCreated, store.EventListJoined}})
+	n, err := c.CatchUp(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != len(want) || !slices.Equal(got, want) {
+		t.Fatalf("handled %d events:\n%v\nwant %d:\n%v", n, got, len(want), want)
+	}
+	if calls >= 6 {
+		t.Errorf("handler called %d times for 6 windows, some without events of its own", calls)
+	}
+	var behind bool
+	if err := db.GetContext(ctx, &behind, `SELECT EXISTS (SELECT 1 FROM events e JOIN outbox_cursors k
+  ON k.consumer = 'named' AND k.account_id = e.account_id WHERE (e.xid, e.id) > (k.last_xid, k.last_id))`); err != nil || behind {
+		t.Fatalf("cursor left events behind it: %v (%v)", behind, err)
+	}
+	if n, err := c.CatchUp(ctx); err != nil || n != 0 {
+		t.Fatalf("a second round handled %d events (%v)", n, err)
+	}
+}
+
 // TestPurgeKeepsEventsUntilEveryConsumerPassed: retention deletes an event
 // once all registered consumers are past it, or after EventRetention.
 func TestPurgeKeepsEventsUntilEveryConsumerPassed(t *testing.T) {

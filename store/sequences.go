@@ -1549,6 +1549,12 @@ JOIN contacts c ON c.account_id = $1 AND c.id = x.contact AND c.status = 'subscr
 ORDER BY s.id, c.id
 ON CONFLICT (sequence_id, contact_id) DO NOTHING`
 
+// SequenceEventNames are the events HandleSequenceEvents acts on; its
+// consumer passes over the rest (ConsumerOptions.Names).
+func SequenceEventNames() []string {
+	return []string{EventContactCreated, EventContactUpdated, EventListJoined, EventContactUnsubscribed, EventContactDeleted}
+}
+
 // HandleSequenceEvents is the handler of the sequences consumer for one
 // account's batch of events: list.joined of a sequence's trigger list, and a
 // contact created or updated with a sequence's trigger tag, enrol the contact

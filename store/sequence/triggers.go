@@ -8,5 +8,6 @@ import "github.com/rundbrief/rundbrief/store"
 // the transaction that moves its cursor: each event is handled once, by one
 // process). serve runs it among the workers.
 func NewTriggerConsumer(db *store.DB, opts store.ConsumerOptions) *store.Consumer {
+	opts.Names = store.SequenceEventNames()
 	return db.NewConsumer(store.OutboxConsumerSequences, store.HandleSequenceEvents, opts)
 }
