@@ -100,8 +100,9 @@ type WorkerOptions struct {
 
 // The defaults and bounds of a Worker's lanes and claims
 // (RUNDBRIEF_SEND_LANES, RUNDBRIEF_SEND_BATCH_SIZE). Each lane holds up to a
-// batch of rows and one SMTP connection, and writes its outcomes on a
-// connection of the contact write path's pool, which bounds the lanes.
+// batch of rows and one SMTP connection, and claims its rows and writes their
+// outcomes on the send queue's connections (store.DB), which bound the lanes'
+// database work.
 const (
 	DefaultLanes     = 4
 	MaxLanes         = 16

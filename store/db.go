@@ -33,8 +33,16 @@ type DB struct {
 	// look-ups and inserts, and listings shaped so that their plans cannot
 	// depend on LIMIT and OFFSET (contactPageSQL, firstPageSQL, memberPageSQL).
 	generic *sqlx.DB
-	keys    *keyCache
-	stmts   stmtCache // the send queue's (recipients.go)
+	// queue is the send queue's pool (claims, leases, outcomes:
+	// recipients.go). Its sessions plan prepared statements once and without
+	// sequential or bitmap scans (queueSessions), so that its hot statements
+	// pay neither a parse nor a plan per call, and no plan made while the
+	// recipients table was nearly empty can later walk it: every one of them
+	// finds its rows through an index. It also keeps a large send from taking
+	// the connections requests need.
+	queue *sqlx.DB
+	keys  *keyCache
+	stmts stmtCache // the send queue's prepared statements (recipients.go)
 	// contactStmts are the contact write path's prepared statements.
 	contactStmts preparedStmts
 	// upserts combines concurrent single upserts into shared transactions
@@ -80,11 +88,11 @@ const DefaultMaxConns = 40
 const ListenerConns = 1
 
 // MinMaxConns is the smallest bound Open accepts: the listener plus nine
-// pool connections, which the split (poolSizes) turns into four for the main
-// pool, four for the contact write path and one for counters and logs. Below
-// that the dozen background workers of a serve process, which each take a
-// main-pool connection while they work, would keep requests waiting for most
-// of the time.
+// pool connections, which the split (poolSizes) turns into three for the main
+// pool, four for the contact write path, one for counters and logs and one for
+// the send queue. Below that the dozen background workers of a serve process,
+// which each take a main-pool connection while they work, would keep requests
+// waiting for most of the time.
 const MinMaxConns = ListenerConns + 9
 
 // Option tunes Open.
@@ -96,7 +104,7 @@ type openOptions struct {
 }
 
 // MaxConns bounds all connections the DB opens to PostgreSQL together: its
-// three pools and its listeners. Under load callers queue for a pooled
+// four pools and its listeners. Under load callers queue for a pooled
 // connection (database/sql's MaxOpenConns) instead of the server refusing one
 // with "too many clients".
 func MaxConns(n int) Option {
@@ -115,16 +123,33 @@ func PasswordCost(p PasswordParams) Option {
 // listeners' share. The main pool and the contact write path's generic pool
 // carry the requests (contact writes and listings go through generic, nearly
 // everything else and all background workers through the main pool) and get
-// two fifths each; the relaxed pool's statements are single short writes
+// two fifths each; out of the main pool's share, an eighth of the bound goes
+// to the send queue's pool, for the send lanes' claims and outcome writes,
+// which used to run on the main pool. The relaxed pool's statements are single short writes
 // (rate counters, sessions) and the API log's batched COPY, which queue well,
-// and it gets the last fifth. At the default of 40 that is 16, 16 and 7: the
+// and it gets the last fifth. At the default of 40 that is 12, 16, 7 and 4: the
 // contact benchmarks' 16 concurrent clients each find a connection in both
-// request pools.
-func poolSizes(maxConns int) (main, generic, relaxed int) {
+// request pools, and the default four send lanes' statements, a millisecond
+// each between a dozen milliseconds of SMTP, rarely wait for one.
+func poolSizes(maxConns int) (main, generic, relaxed, queue int) {
 	pools := maxConns - ListenerConns
 	relaxed = pools / 5
 	generic = (pools - relaxed) / 2
-	return pools - relaxed - generic, generic, relaxed
+	queue = max(1, pools/8)
+	return pools - relaxed - generic - queue, generic, relaxed, queue
+}
+
+// queueSessions gives the send queue's sessions their run-time settings (see
+// DB.queue). Without sequential scans a plan cannot read a campaign's
+// recipients from the start for a batch of them; without bitmap scans the
+// claim walks the queue index in id order and stops after its batch, where a
+// bitmap scan reads every pending row after the cursor and sorts them (a
+// plan the planner prefers while the statistics still call the campaign
+// tiny: 125 ms per claim of 100 with 15,000 left).
+func queueSessions(url string) string {
+	url = withParam(url, "plan_cache_mode", "force_generic_plan")
+	url = withParam(url, "enable_seqscan", "off")
+	return withParam(url, "enable_bitmapscan", "off")
 }
 
 // Open connects to PostgreSQL and checks the connection. It opens no more than
@@ -137,7 +162,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 	if o.maxConns < MinMaxConns {
 		return nil, fmt.Errorf("store: open: a bound of %d connections is too small: at least %d", o.maxConns, MinMaxConns)
 	}
-	mainConns, genericConns, relaxedConns := poolSizes(o.maxConns)
+	mainConns, genericConns, relaxedConns, queueConns := poolSizes(o.maxConns)
 	// No session compiles queries with JIT: it pays off for queries that run
 	// for seconds, which this service does not serve, and its cost follows the
 	// planner's estimate, which for a generic plan assumes LIMIT $n returns a
@@ -169,7 +194,15 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 		return nil, fmt.Errorf("store: open: %w", err)
 	}
 	limitPool(generic, genericConns)
-	return &DB{DB: db, relaxed: relaxed, generic: generic, keys: newKeyCache(),
+	queue, err := sqlx.Open("postgres", queueSessions(url))
+	if err != nil {
+		_ = db.Close()
+		_ = relaxed.Close()
+		_ = generic.Close()
+		return nil, fmt.Errorf("store: open: %w", err)
+	}
+	limitPool(queue, queueConns)
+	return &DB{DB: db, relaxed: relaxed, generic: generic, queue: queue, keys: newKeyCache(),
 		listeners: make(chan struct{}, ListenerConns), passwords: o.passwords}, nil
 }
 
@@ -192,7 +225,13 @@ func (db *DB) Close() error {
 	}
 	db.contactStmts.m = nil
 	db.contactStmts.mu.Unlock()
-	return errors.Join(append(errs, db.generic.Close(), db.relaxed.Close(), db.DB.Close())...)
+	db.stmts.mu.Lock()
+	for _, s := range db.stmts.m {
+		errs = append(errs, s.Close())
+	}
+	db.stmts.m = nil
+	db.stmts.mu.Unlock()
+	return errors.Join(append(errs, db.queue.Close(), db.generic.Close(), db.relaxed.Close(), db.DB.Close())...)
 }
 
 // prepare prepares the queries on pool (db.DB or db.generic) that are not
@@ -398,12 +437,13 @@ type PoolStats struct {
 	WaitDuration time.Duration
 }
 
-// PoolStats reports the use of the process's three pools by name: "main"
-// (everything by default), "relaxed" (rate counters and the API log) and
-// "generic" (the contact write path and listing).
+// PoolStats reports the use of the process's four pools by name: "main"
+// (everything by default), "relaxed" (rate counters and the API log),
+// "generic" (the contact write path and listing) and "queue" (the send
+// queue).
 func (db *DB) PoolStats() map[string]PoolStats {
-	out := make(map[string]PoolStats, 3)
-	for name, pool := range map[string]*sqlx.DB{"main": db.DB, "relaxed": db.relaxed, "generic": db.generic} {
+	out := make(map[string]PoolStats, 4)
+	for name, pool := range map[string]*sqlx.DB{"main": db.DB, "relaxed": db.relaxed, "generic": db.generic, "queue": db.queue} {
 		s := pool.Stats()
 		out[name] = PoolStats{MaxOpen: s.MaxOpenConnections, Open: s.OpenConnections, InUse: s.InUse, Idle: s.Idle,
 			WaitCount: s.WaitCount, WaitDuration: s.WaitDuration}

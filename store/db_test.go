@@ -16,23 +16,23 @@ func TestOpenSplitsTheConnectionBound(t *testing.T) {
 	ctx := context.Background()
 	url := dbtest.URL(t)
 	for _, c := range []struct {
-		opts                   []store.Option
-		main, generic, relaxed int
+		opts                          []store.Option
+		main, generic, relaxed, queue int
 	}{
-		{nil, 16, 16, 7}, // store.DefaultMaxConns
-		{[]store.Option{store.MaxConns(40)}, 16, 16, 7},
-		{[]store.Option{store.MaxConns(25)}, 10, 10, 4},
-		{[]store.Option{store.MaxConns(store.MinMaxConns)}, 4, 4, 1},
-		{[]store.Option{store.MaxConns(100)}, 40, 40, 19},
+		{nil, 12, 16, 7, 4}, // store.DefaultMaxConns
+		{[]store.Option{store.MaxConns(40)}, 12, 16, 7, 4},
+		{[]store.Option{store.MaxConns(25)}, 7, 10, 4, 3},
+		{[]store.Option{store.MaxConns(store.MinMaxConns)}, 3, 4, 1, 1},
+		{[]store.Option{store.MaxConns(100)}, 28, 40, 19, 12},
 	} {
 		db, err := store.Open(ctx, url, c.opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, g, r := db.PoolLimits()
+		m, g, r, q := db.PoolLimits()
 		_ = db.Close()
-		if m != c.main || g != c.generic || r != c.relaxed {
-			t.Errorf("%d options: pools %d/%d/%d, want %d/%d/%d", len(c.opts), m, g, r, c.main, c.generic, c.relaxed)
+		if m != c.main || g != c.generic || r != c.relaxed || q != c.queue {
+			t.Errorf("%d options: pools %d/%d/%d/%d, want %d/%d/%d/%d", len(c.opts), m, g, r, q, c.main, c.generic, c.relaxed, c.queue)
 		}
 	}
 	for n := store.MinMaxConns; n <= 200; n++ {
@@ -40,10 +40,12 @@ func TestOpenSplitsTheConnectionBound(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, g, r := db.PoolLimits()
+		m, g, r, q := db.PoolLimits()
 		_ = db.Close()
-		if m+g+r+store.ListenerConns != n || r < 1 || g < 4 || m < g {
-			t.Errorf("bound %d: pools %d/%d/%d and %d listener", n, m, g, r, store.ListenerConns)
+		// The main pool and the send queue's share what was the main pool's
+		// share, as large as the generic pool's.
+		if m+g+r+q+store.ListenerConns != n || r < 1 || q < 1 || g < 4 || m < 3 || m+q < g {
+			t.Errorf("bound %d: pools %d/%d/%d/%d and %d listener", n, m, g, r, q, store.ListenerConns)
 		}
 	}
 	for _, n := range []int{store.MinMaxConns - 1, 0, -5} {

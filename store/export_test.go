@@ -22,7 +22,7 @@ func (db *DB) UpsertsWaiting(accountID int64, actor Actor) int {
 // PoolSettings shows a run-time setting as each pool's sessions have it.
 func (db *DB) PoolSettings(ctx context.Context, name string) ([]string, error) {
 	var out []string
-	for _, pool := range []*sqlx.DB{db.DB, db.relaxed, db.generic} {
+	for _, pool := range []*sqlx.DB{db.DB, db.relaxed, db.generic, db.queue} {
 		var v string
 		if err := pool.GetContext(ctx, &v, `SELECT current_setting($1)`, name); err != nil {
 			return nil, err
@@ -32,11 +32,16 @@ func (db *DB) PoolSettings(ctx context.Context, name string) ([]string, error) {
 	return out, nil
 }
 
-// PoolLimits is each pool's MaxOpenConns: the main, the generic and the
-// relaxed pool's.
-func (db *DB) PoolLimits() (main, generic, relaxed int) {
-	return db.DB.Stats().MaxOpenConnections, db.generic.Stats().MaxOpenConnections, db.relaxed.Stats().MaxOpenConnections
+// PoolLimits is each pool's MaxOpenConns: the main, the generic, the
+// relaxed and the send queue's pool's.
+func (db *DB) PoolLimits() (main, generic, relaxed, queue int) {
+	return db.DB.Stats().MaxOpenConnections, db.generic.Stats().MaxOpenConnections, db.relaxed.Stats().MaxOpenConnections,
+		db.queue.Stats().MaxOpenConnections
 }
+
+// QueuePool is the send queue's pool, for tests that read its sessions'
+// statistics (one connection, flushed on demand).
+func (db *DB) QueuePool() *sqlx.DB { return db.queue }
 
 // KeyCacheServing reports whether the key cache answers from memory, which it
 // does only while the notification listener is connected and has acknowledged.

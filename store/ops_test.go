@@ -176,8 +176,9 @@ func TestPoolStatsNameThePools(t *testing.T) {
 	}
 	s := db.PoolStats()
 	// The pools share the connection bound less the listener's connection.
-	if len(s) != 3 || s["main"].MaxOpen < 1 || s["relaxed"].MaxOpen < 1 || s["generic"].MaxOpen < 1 ||
-		s["main"].MaxOpen+s["relaxed"].MaxOpen+s["generic"].MaxOpen != store.DefaultMaxConns-store.ListenerConns || s["main"].Open < 1 {
+	if len(s) != 4 || s["main"].MaxOpen < 1 || s["relaxed"].MaxOpen < 1 || s["generic"].MaxOpen < 1 || s["queue"].MaxOpen < 1 ||
+		s["main"].MaxOpen+s["relaxed"].MaxOpen+s["generic"].MaxOpen+s["queue"].MaxOpen != store.DefaultMaxConns-store.ListenerConns ||
+		s["main"].Open < 1 {
 		t.Fatalf("pool stats %+v", s)
 	}
 }

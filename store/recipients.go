@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 )
 
@@ -79,28 +78,20 @@ SELECT q.id, coalesce(q.contact_id, 0), q.email, q.attempts, coalesce(q.variant,
 FROM claimed q LEFT JOIN contacts c ON c.id = q.contact_id AND c.account_id = $5
 ORDER BY q.id`
 
-// claimPlan keeps the claim on an ordered scan of the queue index that stops
-// after the batch. Right after a send queued its recipients the statistics
-// still say the campaign is tiny, and the planner then prefers a bitmap scan:
-// it reads every pending row after the cursor and sorts them to return the
-// first batch, so each claim cost as much as the whole rest of the queue
-// (125 ms for 100 of 15,000, some 60 µs of PostgreSQL CPU per mail over a
-// send of 20,000). Without bitmap scans the ordered index scan is the only
-// plan that needs no sort, and it stays the cheapest with any statistics.
-// SET LOCAL ends with the claim's transaction.
-const claimPlan = `SET LOCAL enable_bitmapscan = off`
-
 // ClaimRecipients claims up to limit due recipients of a campaign with ids
 // above after, leasing them for lease: until then no other worker takes them;
-// afterwards they are claimable again. dst is reused (reset to length 0).
+// afterwards they are claimable again. dst is reused (reset to length 0). The
+// claim is one statement on the send queue's pool (DB.queue), prepared once
+// per connection, whose sessions keep it on an ordered scan of the queue
+// index that stops after the batch.
 func (db *DB) ClaimRecipients(ctx context.Context, accountID, campaignID, after int64, limit int, lease time.Duration, dst []QueuedRecipient) ([]QueuedRecipient, error) {
 	dst = dst[:0]
-	err := db.WithTx(ctx, func(tx *sqlx.Tx) error {
-		dst = dst[:0] // a retried transaction starts over
-		if _, err := tx.ExecContext(ctx, claimPlan); err != nil {
+	err := func() error {
+		stmt, err := db.prepared(ctx, claimRecipients)
+		if err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, claimRecipients, campaignID, after, limit, lease.Milliseconds(), accountID)
+		rows, err := stmt.QueryContext(ctx, campaignID, after, limit, lease.Milliseconds(), accountID)
 		if err != nil {
 			return err
 		}
@@ -114,7 +105,7 @@ func (db *DB) ClaimRecipients(ctx context.Context, accountID, campaignID, after 
 			dst = append(dst, r)
 		}
 		return rows.Err()
-	})
+	}()
 	if err != nil {
 		return dst[:0], fmt.Errorf("store: claim recipients: %w", err)
 	}
@@ -310,29 +301,26 @@ func recordArgs(accountID, campaignID int64, outs []Outcome) []any {
 }
 
 // stmtCache keeps the server-side prepared statements of the send queue's
-// hot statements. Preparing recordOutcomes once instead of on every call
-// (lib/pq parses, analyses and plans an unnamed statement each time) halves
-// its PostgreSQL CPU per recipient. Only statements whose plan does not depend
-// on their parameters belong here (look-ups by primary key): PostgreSQL may
-// switch a prepared statement to a generic plan after five executions. (They
-// stay on the main pool: PostgreSQL keeps planning recordOutcomes per
-// execution there, some 4 µs per recipient, which a forced generic plan would
-// save; but a generic plan made while the queue table is nearly empty would be
-// a sequential scan until the next ANALYZE.)
+// hot statements, prepared on the queue's pool (DB.queue). lib/pq parses,
+// analyses and plans an unnamed statement on every call; prepared there, the
+// claim and recordOutcomes are planned once per connection, a plan that
+// reaches every row through an index whatever the statistics said when it
+// was made.
 type stmtCache struct {
 	mu sync.Mutex
 	m  map[string]*sql.Stmt
 }
 
-// prepared returns query prepared on the pool (database/sql prepares it again
-// on each connection it runs on); the statements live as long as the pool.
+// prepared returns query prepared on the send queue's pool (database/sql
+// prepares it again on each connection it runs on); the statements live as
+// long as the pool.
 func (db *DB) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
 	db.stmts.mu.Lock()
 	defer db.stmts.mu.Unlock()
 	if s := db.stmts.m[query]; s != nil {
 		return s, nil
 	}
-	s, err := db.DB.PrepareContext(ctx, query)
+	s, err := db.queue.PrepareContext(ctx, query)
 	if err != nil {
 		return nil, err
 	}

@@ -20,15 +20,17 @@ func TestClaimIsHOTUpdate(t *testing.T) {
 	if _, _, err := e.db.StartNewsletter(ctx, e.acct, apiActor, c.ID, store.StartOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// One connection: the claim's statistics are this backend's, flushed on
-	// demand (pg_stat_force_next_flush) before they are read.
-	e.db.SetMaxOpenConns(1)
+	// One connection of the send queue's pool, where claims run: the claim's
+	// statistics are this backend's, flushed on demand
+	// (pg_stat_force_next_flush) before they are read.
+	queue := e.db.QueuePool()
+	queue.SetMaxOpenConns(1)
 	hot := func() (upd, hot int64) {
 		t.Helper()
-		if _, err := e.db.ExecContext(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
+		if _, err := queue.ExecContext(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.db.QueryRowContext(ctx, `SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables
+		if err := queue.QueryRowContext(ctx, `SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables
 WHERE relid = 'campaign_recipients'::regclass`).Scan(&upd, &hot); err != nil {
 			t.Fatal(err)
 		}

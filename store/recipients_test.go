@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -77,16 +78,18 @@ SELECT $1, id, account_id FROM contacts WHERE account_id = $2 AND email LIKE 'vi
 	if _, res, err := e.db.StartNewsletter(ctx, e.acct, apiActor, c.ID, store.StartOptions{}); err != nil || res.Queued != n {
 		t.Fatalf("start: %+v %v", res, err)
 	}
-	// One connection: the claim's statistics are this backend's, flushed on
-	// demand before they are read (as in TestClaimIsHOTUpdate).
-	e.db.SetMaxOpenConns(1)
+	// One connection of the send queue's pool: the claim's statistics are this
+	// backend's, flushed on demand before they are read (as in
+	// TestClaimIsHOTUpdate).
+	queue := e.db.QueuePool()
+	queue.SetMaxOpenConns(1)
 	read := func() int64 {
 		t.Helper()
 		var v int64
-		if _, err := e.db.ExecContext(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
+		if _, err := queue.ExecContext(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.db.QueryRowContext(ctx, `SELECT idx_tup_read FROM pg_stat_user_indexes
+		if err := queue.QueryRowContext(ctx, `SELECT idx_tup_read FROM pg_stat_user_indexes
 WHERE indexrelid = 'campaign_recipients_queue_idx'::regclass`).Scan(&v); err != nil {
 			t.Fatal(err)
 		}
@@ -104,5 +107,70 @@ WHERE indexrelid = 'campaign_recipients_queue_idx'::regclass`).Scan(&v); err != 
 	}
 	if got := read() - before; got > 4*batch {
 		t.Errorf("a claim of %d read %d entries of the queue index (of %d queued); want about %d", batch, got, n, batch)
+	}
+}
+
+// TestQueuePlansOutliveAnEmptyTable: the send queue's statements are planned
+// once per connection (DB.queue), so a plan made while the recipients table
+// was empty, as on a new installation, serves every later send on that
+// connection. It must still reach a batch through the indexes: no sequential
+// scan of the recipients, no read of the whole queue, for the claim and for
+// the outcomes.
+func TestQueuePlansOutliveAnEmptyTable(t *testing.T) {
+	const n, batch = 3000, 50
+	ctx := context.Background()
+	e := newCampaignEnv(t)
+	queue := e.db.QueuePool()
+	queue.SetMaxOpenConns(1)
+	l := mkList(t, e.db, e.acct, "Viele", false)
+	c := e.newsletter(t, store.NewsletterInput{Subject: str("Hallo"), HTML: str("<p>Hallo</p>"), ListIDs: &[]int64{l.ID}})
+	// Plan both statements on the one connection while no recipient exists
+	// and the statistics say so, as autovacuum leaves a new installation's
+	// table.
+	e.exec(t, `VACUUM ANALYZE campaign_recipients`)
+	if rows, err := e.db.ClaimRecipients(ctx, e.acct, c.ID, 0, batch, time.Minute, nil); err != nil || len(rows) != 0 {
+		t.Fatalf("claim on an empty table: %d rows, %v", len(rows), err)
+	}
+	if _, err := e.db.RecordOutcomes(ctx, e.acct, c.ID, []store.Outcome{{RecipientID: 1, Status: store.RecipientSent, At: time.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+	e.exec(t, `INSERT INTO contacts (account_id, email) SELECT $1, 'viele' || g || '@example.com' FROM generate_series(1, $2::int) AS g`, e.acct, n)
+	e.exec(t, `INSERT INTO list_members (list_id, contact_id, account_id)
+SELECT $1, id, account_id FROM contacts WHERE account_id = $2 AND email LIKE 'viele%'`, l.ID, e.acct)
+	if _, res, err := e.db.StartNewsletter(ctx, e.acct, apiActor, c.ID, store.StartOptions{}); err != nil || res.Queued != n {
+		t.Fatalf("start: %+v %v", res, err)
+	}
+	reads := func() (seq, queueIdx int64) {
+		t.Helper()
+		if _, err := queue.ExecContext(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
+			t.Fatal(err)
+		}
+		if err := queue.QueryRowContext(ctx, `SELECT t.seq_scan, i.idx_tup_read FROM pg_stat_user_tables t, pg_stat_user_indexes i
+WHERE t.relid = 'campaign_recipients'::regclass AND i.indexrelid = 'campaign_recipients_queue_idx'::regclass`).Scan(&seq, &queueIdx); err != nil {
+			t.Fatal(err)
+		}
+		return seq, queueIdx
+	}
+	seq0, idx0 := reads()
+	rows, err := e.db.ClaimRecipients(ctx, e.acct, c.ID, 0, batch, time.Minute, nil)
+	if err != nil || len(rows) != batch {
+		t.Fatalf("claim: %d rows, %v", len(rows), err)
+	}
+	outs := make([]store.Outcome, len(rows))
+	for i, r := range rows {
+		outs[i] = store.Outcome{RecipientID: r.ID, ContactID: r.ContactID, Email: r.Email, Status: store.RecipientSent,
+			MessageID: fmt.Sprintf("<%d@example.com>", r.ID), At: time.Now()}
+	}
+	if _, err := e.db.RecordOutcomes(ctx, e.acct, c.ID, outs); err != nil {
+		t.Fatal(err)
+	}
+	seq1, idx1 := reads()
+	if seq1 != seq0 || idx1-idx0 > 4*batch {
+		t.Errorf("claiming and recording %d of %d: %d sequential scans of the recipients, %d queue index entries read; want 0 and about %d",
+			batch, n, seq1-seq0, idx1-idx0, batch)
+	}
+	var sent int
+	if err := e.db.GetContext(ctx, &sent, `SELECT count(*) FROM campaign_recipients WHERE campaign_id = $1 AND status = 'sent'`, c.ID); err != nil || sent != batch {
+		t.Errorf("%d recipients recorded as sent (%v), want %d", sent, err, batch)
 	}
 }

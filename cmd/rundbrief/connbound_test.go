@@ -174,7 +174,7 @@ func TestTwoServeProcessesStayWithinTheirBound(t *testing.T) {
 	// Every request that reaches the contacts table waits for this lock while
 	// holding its connection, so the pools fill up to their bounds and the
 	// remaining requests queue for them. The lock goes when both processes'
-	// main and generic pools (10 and 10 of 25 each) are all waiting.
+	// main and generic pools (7 and 10 of 25 each) are all waiting.
 	db, err := sqlx.Open("postgres", dbURL)
 	if err != nil {
 		t.Fatal(err)
@@ -190,7 +190,7 @@ func TestTwoServeProcessesStayWithinTheirBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	close(start)
-	const full = 2 * (10 + 10)
+	const full = 2 * (7 + 10)
 	waiting := 0
 	for range 5000 {
 		if err := monitor.GetContext(ctx, &waiting, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, appName); err != nil {

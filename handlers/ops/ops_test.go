@@ -241,7 +241,7 @@ func TestMetricsCountByRoutePattern(t *testing.T) {
 	// Each pool is exported, and together they are the connection bound less
 	// the listener's connection.
 	pools := 0.0
-	for _, pool := range []string{"main", "relaxed", "generic"} {
+	for _, pool := range []string{"main", "relaxed", "generic", "queue"} {
 		n := value(f, "rundbrief_db_pool_max_open_connections", map[string]string{"pool": pool})
 		if n < 1 {
 			t.Errorf("pool %s: max open %v", pool, n)
@@ -261,8 +261,8 @@ func TestMetricsCountByRoutePattern(t *testing.T) {
 	}
 	for _, name := range []string{"rundbrief_db_pool_open_connections", "rundbrief_db_pool_in_use_connections", "rundbrief_db_pool_idle_connections",
 		"rundbrief_db_pool_waits_total", "rundbrief_db_pool_wait_seconds_total"} {
-		if n := len(f[name].GetMetric()); n != 3 {
-			t.Errorf("%s: %d pools, want 3", name, n)
+		if n := len(f[name].GetMetric()); n != 4 {
+			t.Errorf("%s: %d pools, want 4", name, n)
 		}
 	}
 }
