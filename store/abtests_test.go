@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,7 +19,7 @@ func intp(v int) *int { return &v }
 
 // bigList puts n subscribed contacts ab<i>@example.com into a new list of
 // the env's account, in two set-based statements.
-func (e campaignEnv) bigList(t *testing.T, n int) int64 {
+func (e campaignEnv) bigList(t testing.TB, n int) int64 {
 	t.Helper()
 	prefix := "ab" + strings.ToLower(store.RandomString(6)) + "-"
 	l := mkList(t, e.db, e.acct, prefix, false)
@@ -26,7 +28,7 @@ func (e campaignEnv) bigList(t *testing.T, n int) int64 {
 	return l.ID
 }
 
-func (e campaignEnv) abTest(t *testing.T, in store.ABInput) store.ABTest {
+func (e campaignEnv) abTest(t testing.TB, in store.ABInput) store.ABTest {
 	t.Helper()
 	ab, err := e.db.CreateABTest(context.Background(), e.acct, apiActor, in)
 	if err != nil {
@@ -169,6 +171,38 @@ func TestABWinnerModeHoldsBackTheRest(t *testing.T) {
 	if _, _, err := e.db.StopABTest(ctx, e.acct, apiActor, ab.ID, time.Now()); !isConflict(err, "ab_test_stopped") {
 		t.Errorf("second stop: %v", err)
 	}
+}
+
+// BenchmarkABWinnerStart starts a newsletter with an A/B test in winner
+// mode (sample 20 %) to BENCH_AB_RECIPIENTS (default 50,000) subscribers:
+// queueing them, drawing the sample, splitting it and holding back the rest,
+// in the start's one transaction. It reports the start's milliseconds and
+// microseconds per recipient.
+func BenchmarkABWinnerStart(b *testing.B) {
+	n := 50_000
+	if v, err := strconv.Atoi(os.Getenv("BENCH_AB_RECIPIENTS")); err == nil && v > 0 {
+		n = v
+	}
+	ctx := context.Background()
+	var total time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		e := newCampaignEnv(b)
+		list := e.bigList(b, n)
+		c := e.newsletter(b, store.NewsletterInput{Subject: str("Hallo"), HTML: str("<p>Hallo</p>"), ListIDs: &[]int64{list}})
+		e.abTest(b, store.ABInput{CampaignID: &c.ID, TestType: str("content"), BHTML: str("<p>Neu</p>"), Mode: str("winner"),
+			SamplePct: intp(20), SplitA: intp(50), WaitHours: intp(2)})
+		b.StartTimer()
+		start := time.Now()
+		_, res, err := e.db.StartNewsletter(ctx, e.acct, apiActor, c.ID, store.StartOptions{})
+		total += time.Since(start)
+		if err != nil || res.Queued != int64(n) {
+			b.Fatalf("start: %+v %v", res, err)
+		}
+	}
+	per := total / time.Duration(b.N)
+	b.ReportMetric(float64(per.Microseconds())/1000, "start_ms")
+	b.ReportMetric(float64(per.Nanoseconds())/1000/float64(n), "us/recipient")
 }
 
 func isConflict(err error, reason string) bool {

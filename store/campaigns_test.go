@@ -23,7 +23,7 @@ type campaignEnv struct {
 
 // newCampaignEnv: list a has u1..u4, list b has u3..u6; u4 is unsubscribed,
 // u5 is blocked (without being unsubscribed).
-func newCampaignEnv(t *testing.T) campaignEnv {
+func newCampaignEnv(t testing.TB) campaignEnv {
 	t.Helper()
 	db := dbtest.NewDB(t)
 	e := campaignEnv{db: db, acct: newAccount(t, db, "business")}
@@ -44,14 +44,14 @@ func newCampaignEnv(t *testing.T) campaignEnv {
 	return e
 }
 
-func (e campaignEnv) exec(t *testing.T, q string, args ...any) {
+func (e campaignEnv) exec(t testing.TB, q string, args ...any) {
 	t.Helper()
 	if _, err := e.db.ExecContext(context.Background(), q, args...); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func (e campaignEnv) newsletter(t *testing.T, in store.NewsletterInput) store.Campaign {
+func (e campaignEnv) newsletter(t testing.TB, in store.NewsletterInput) store.Campaign {
 	t.Helper()
 	c, err := e.db.CreateNewsletter(context.Background(), e.acct, apiActor, in)
 	if err != nil {

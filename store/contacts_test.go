@@ -44,7 +44,7 @@ func outboxSince(t *testing.T, db *store.DB, acct int64, mark int) []store.Store
 	return outbox(t, db, acct)[mark:]
 }
 
-func mkList(t *testing.T, db *store.DB, acct int64, name string, doi bool) store.List {
+func mkList(t testing.TB, db *store.DB, acct int64, name string, doi bool) store.List {
 	t.Helper()
 	l, err := db.CreateList(context.Background(), acct, apiActor, store.ListInput{Name: &name, DoubleOptIn: &doi})
 	if err != nil {
@@ -53,7 +53,7 @@ func mkList(t *testing.T, db *store.DB, acct int64, name string, doi bool) store
 	return l
 }
 
-func upsert(t *testing.T, db *store.DB, acct int64, in store.ContactInput) store.UpsertResult {
+func upsert(t testing.TB, db *store.DB, acct int64, in store.ContactInput) store.UpsertResult {
 	t.Helper()
 	res, err := db.UpsertContact(context.Background(), acct, apiActor, in)
 	if err != nil {

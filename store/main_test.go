@@ -19,7 +19,7 @@ func TestMain(m *testing.M) {
 }
 
 // newAccount creates an account on plan with its owner and returns its id.
-func newAccount(t *testing.T, db *store.DB, plan string) int64 {
+func newAccount(t testing.TB, db *store.DB, plan string) int64 {
 	t.Helper()
 	res, err := db.CreateAccount(context.Background(), store.NewAccount{
 		Name: "Acme " + store.RandomString(6), Email: store.RandomString(8) + "@example.com", Plan: plan,
