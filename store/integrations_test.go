@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -180,4 +181,68 @@ func TestApplyOrderLockedCases(t *testing.T) {
 	if n := scalar(t, db, `SELECT count(*) FROM integration_events WHERE account_id = $1 AND status = 'duplicate'`, ig.AccountID); n != 1 {
 		t.Fatalf("duplicates logged: %d", n)
 	}
+}
+
+// TestPurchaseReadPlanFindsBuyerByKey checks the plan a session of the
+// contact write path (plan_cache_mode force_generic_plan) keeps for the
+// purchase's read: made once per connection, on a new installation it is made
+// while the contact table is empty or not yet analysed, and it must still
+// find the buyer by the account's unique address index, not walk all of the
+// account's contacts (the account's name index with the address as a filter,
+// or a sequential scan), which the first purchases of a new account did on
+// every call until the background ANALYZE replanned it. A returning buyer's
+// lists are read by the lists' key, not by a scan of every account's lists.
+func TestPurchaseReadPlanFindsBuyerByKey(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	ig := newShop(t, db, store.ListInput{Name: str("Kunden")})
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
+		t.Fatal(err)
+	}
+	plan := func() string {
+		t.Helper()
+		if _, err := conn.ExecContext(ctx, `PREPARE purchase_read AS `+store.PurchaseReadSQL); err != nil {
+			t.Fatal(err)
+		}
+		defer conn.ExecContext(ctx, `DEALLOCATE purchase_read`)
+		rows, err := conn.QueryContext(ctx, fmt.Sprintf(`EXPLAIN EXECUTE purchase_read(%d, 'kaeufer@example.com', %d, 'B-1',
+  ARRAY['Kurs'], 'order.completed', '', 'kaeufer@example.com', '', '{}', 'application/json', now())`, ig.AccountID, ig.ID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, line)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(out, "\n")
+	}
+	check := func(when string) {
+		t.Helper()
+		p := plan()
+		if !strings.Contains(p, "contacts_email_key on contacts") || strings.Contains(p, "Seq Scan on contacts") ||
+			strings.Contains(p, "contacts_name_idx") || strings.Contains(p, "Seq Scan on lists") {
+			t.Errorf("%s: the buyer is not looked up by the account's address key:\n%s", when, p)
+		}
+	}
+	check("empty table")
+	// Grown, but not analysed yet (the background ANALYZE runs only after
+	// writes that report created contacts).
+	if _, err := db.ExecContext(ctx, `INSERT INTO contacts (account_id, email)
+SELECT $1, 'viele' || g || '@example.com' FROM generate_series(1, 2000) AS g`, ig.AccountID); err != nil {
+		t.Fatal(err)
+	}
+	check("grown table")
 }
