@@ -1,5 +1,8 @@
 package store
 
-// PurchaseReadSQL is the optimistic purchase's read (purchaseReadSQL), for
-// tests that look at its plan.
-const PurchaseReadSQL = purchaseReadSQL
+// PurchaseReadSQL and RecordOrderSQL are the purchase's reads of the buyer
+// (purchaseReadSQL, recordOrder), for tests that look at their plans.
+const (
+	PurchaseReadSQL = purchaseReadSQL
+	RecordOrderSQL  = recordOrder
+)

@@ -183,14 +183,15 @@ func TestApplyOrderLockedCases(t *testing.T) {
 	}
 }
 
-// TestPurchaseReadPlanFindsBuyerByKey checks the plan a session of the
+// TestPurchaseReadPlanFindsBuyerByKey checks the plans a session of the
 // contact write path (plan_cache_mode force_generic_plan) keeps for the
-// purchase's read: made once per connection, on a new installation it is made
-// while the contact table is empty or not yet analysed, and it must still
+// purchase's reads of the buyer, the optimistic path's and the locked
+// path's: made once per connection, on a new installation they are made
+// while the contact table is empty or not yet analysed, and they must still
 // find the buyer by the account's unique address index, not walk all of the
 // account's contacts (the account's name index with the address as a filter,
 // or a sequential scan), which the first purchases of a new account did on
-// every call until the background ANALYZE replanned it. A returning buyer's
+// every call until the background ANALYZE replanned them. A returning buyer's
 // lists are read by the lists' key, not by a scan of every account's lists.
 func TestPurchaseReadPlanFindsBuyerByKey(t *testing.T) {
 	ctx := context.Background()
@@ -204,14 +205,20 @@ func TestPurchaseReadPlanFindsBuyerByKey(t *testing.T) {
 	if _, err := conn.ExecContext(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
 		t.Fatal(err)
 	}
-	plan := func() string {
+	statements := []struct{ name, sql, args string }{
+		{"purchase read", store.PurchaseReadSQL, fmt.Sprintf(`%d, 'kaeufer@example.com', %d, 'B-1', ARRAY['Kurs'],
+  'order.completed', '', 'kaeufer@example.com', '', '{}', 'application/json', now()`, ig.AccountID, ig.ID)},
+		{"record order", store.RecordOrderSQL, fmt.Sprintf(`%d, %d, 'generic', 'B-1', ARRAY['Kurs'], ARRAY[10]::numeric[],
+  'EUR', 'kaeufer@example.com', now(), 'order.completed', '', '', '{}', 'application/json', ARRAY[%d]::bigint[]`,
+			ig.AccountID, ig.ID, ig.Lists[0].ID)},
+	}
+	plan := func(sql, args string) string {
 		t.Helper()
-		if _, err := conn.ExecContext(ctx, `PREPARE purchase_read AS `+store.PurchaseReadSQL); err != nil {
+		if _, err := conn.ExecContext(ctx, `PREPARE buyer_read AS `+sql); err != nil {
 			t.Fatal(err)
 		}
-		defer conn.ExecContext(ctx, `DEALLOCATE purchase_read`)
-		rows, err := conn.QueryContext(ctx, fmt.Sprintf(`EXPLAIN EXECUTE purchase_read(%d, 'kaeufer@example.com', %d, 'B-1',
-  ARRAY['Kurs'], 'order.completed', '', 'kaeufer@example.com', '', '{}', 'application/json', now())`, ig.AccountID, ig.ID))
+		defer conn.ExecContext(ctx, `DEALLOCATE buyer_read`)
+		rows, err := conn.QueryContext(ctx, `EXPLAIN EXECUTE buyer_read(`+args+`)`)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -231,10 +238,12 @@ func TestPurchaseReadPlanFindsBuyerByKey(t *testing.T) {
 	}
 	check := func(when string) {
 		t.Helper()
-		p := plan()
-		if !strings.Contains(p, "contacts_email_key on contacts") || strings.Contains(p, "Seq Scan on contacts") ||
-			strings.Contains(p, "contacts_name_idx") || strings.Contains(p, "Seq Scan on lists") {
-			t.Errorf("%s: the buyer is not looked up by the account's address key:\n%s", when, p)
+		for _, st := range statements {
+			p := plan(st.sql, st.args)
+			if !strings.Contains(p, "contacts_email_key on contacts") || strings.Contains(p, "Seq Scan on contacts") ||
+				strings.Contains(p, "contacts_name_idx") || strings.Contains(p, "Seq Scan on lists") {
+				t.Errorf("%s, %s: the buyer is not looked up by the account's address key:\n%s", st.name, when, p)
+			}
 		}
 	}
 	check("empty table")
