@@ -540,7 +540,9 @@ type OrderRef struct {
 // exist: one round trip for what a replay needs in all. ($10 to $14: the
 // call's event type, provider event id, error, payload and content type;
 // $15 the integration's lists.) A data-modifying WITH runs whether or not
-// the query reads it.
+// the query reads it. The buyer is found by the address key whatever the
+// statistics were when the connection planned it (see purchaseReadSQL): the
+// locked path takes every purchase into a list with double opt-in.
 const recordOrder = `WITH ins AS (
   INSERT INTO integration_orders (account_id, integration_id, provider, order_id, product, amount, currency, email, created_at)
   SELECT $1, $2, $3, $4, x.product, x.amount, $7, $8, $9
@@ -554,7 +556,8 @@ const recordOrder = `WITH ins AS (
 )
 SELECT ins.id, ins.product, ins.amount, coalesce(c.first_name, '') AS first_name, coalesce(c.last_name, '') AS last_name,
   (SELECT coalesce(array_agg(l.id ORDER BY l.id), '{}') FROM lists l WHERE l.account_id = $1 AND l.id = ANY($15)) AS list_ids
-FROM ins LEFT JOIN contacts c ON c.account_id = $1 AND c.email = $8`
+FROM ins LEFT JOIN contacts c ON c.account_id = $1 AND c.email = $8
+  AND (c.account_id, c.email) >= ($1, $8) AND (c.account_id, c.email) <= ($1, $8)`
 
 // finishOrder links the new order items to the buyer's contact and emits
 // their order.completed events ($1 to $4 as insertEvents) in one statement:

@@ -138,33 +138,53 @@ SELECT st.n > 0 AS fresh,
     AND require_account_contacts($1, (SELECT count(*) FROM ins)) AS ok
 FROM st`
 
-// purchaseReadSQL is readUnlockedSQL for one buyer ($1-$3), with, on every
-// row, how many of the purchase's items ($6) of order $5 of integration $4
-// are recorded already: all of them, and the call is a replay, which this
-// statement logs as duplicate ($7-$13: event type, provider event id, email,
-// error, payload, content type, received at) without reading the buyer (the
-// row with an empty email alone comes back), so a replay is one statement. "(account_id = $1) IS TRUE" keeps the count on the
-// items' unique key whatever the statistics were when the generic plan was
-// made.
+// purchaseReadSQL is readUnlockedSQL for one buyer ($1 account, $2 address),
+// with, on every row, how many of the purchase's items ($5) of order $4 of
+// integration $3 are recorded already: all of them, and the call is a replay,
+// which this statement logs as duplicate ($6-$12: event type, provider event
+// id, email, error, payload, content type, received at) without reading the
+// buyer (the row with an empty email alone comes back), so a replay is one
+// statement.
+//
+// Its generic plan is made once per connection of the contact write path,
+// and on a new installation that is while the tables are empty or not yet
+// analysed; so every look-up here has a shape whose plan cannot depend on
+// those statistics. The buyer is found by the account's unique address key:
+// with "email = ANY ($2) OR id = ANY ($3)", as readUnlockedSQL reads many,
+// the empty-table plan took the account's name index with the address as a
+// filter, and a later one a sequential scan, so that every call walked all of
+// the account's contacts until the background ANALYZE. Plain equalities on
+// both columns are not enough: on an empty table every index of the account
+// promises one row at the same cost, and the name index won. The row
+// comparisons say the same as the equalities, but only the address key
+// (account_id, email) can take them as its bounds, which decides for it
+// whatever the statistics. A buyer's lists are read per membership by the
+// list's primary key (a join was planned as a hash of every list of every
+// account). "(account_id = $1) IS TRUE" keeps the count on the items' unique
+// key.
 const purchaseReadSQL = `WITH rec AS (
   SELECT count(*) AS n FROM integration_orders o
-  WHERE o.integration_id = $4 AND o.order_id = $5 AND o.product = ANY ($6::text[]) AND (o.account_id = $1) IS TRUE
+  WHERE o.integration_id = $3 AND o.order_id = $4 AND o.product = ANY ($5::text[]) AND (o.account_id = $1) IS TRUE
 ), lg AS (
   INSERT INTO integration_events (account_id, integration_id, status, event_type, provider_event_id, order_id, email, error,
     payload, content_type, received_at)
-  SELECT $1, $4, 'duplicate', $7, $8, $5, $9, $10, $11, $12, $13 FROM rec WHERE rec.n = cardinality($6::text[])
+  SELECT $1, $3, 'duplicate', $6, $7, $4, $8, $9, $10, $11, $12 FROM rec WHERE rec.n = cardinality($5::text[])
 ), l AS (
-  SELECT ` + contactColumns + `, ` + contactLists + `, c.xmin::text::bigint AS version
-  FROM contacts c WHERE c.account_id = $1 AND (c.email = ANY($2) OR c.id = ANY($3))
-    AND (SELECT n FROM rec) < cardinality($6::text[])
+  SELECT ` + contactColumns + `,
+    ARRAY(SELECT (SELECT l.id::text || ',' || l.color || ',' || l.name FROM lists l WHERE l.id = m.list_id)
+      FROM list_members m WHERE m.contact_id = c.id ORDER BY m.list_id) AS lists,
+    c.xmin::text::bigint AS version
+  FROM contacts c WHERE c.account_id = $1 AND c.email = $2::text
+    AND (c.account_id, c.email) >= ($1, $2::text) AND (c.account_id, c.email) <= ($1, $2::text)
+    AND (SELECT n FROM rec) < cardinality($5::text[])
 )
 SELECT l.*, now()::timestamptz(0), (SELECT n FROM rec) FROM l
 UNION ALL
 SELECT 0, $1, e.email, '', '', '', '', '', '', '', '{}'::text[], '', '', '{}'::jsonb, NULL::timestamptz, NULL::timestamptz,
   now(), now(), '{}'::text[], 0, now()::timestamptz(0), (SELECT n FROM rec)
 FROM (
-  SELECT b.email FROM blocked_addresses b WHERE b.account_id = $1 AND b.email = ANY($2::text[] || ARRAY(SELECT l.email FROM l))
-    AND (SELECT n FROM rec) < cardinality($6::text[])
+  SELECT b.email FROM blocked_addresses b WHERE b.account_id = $1 AND b.email = $2::text
+    AND (SELECT n FROM rec) < cardinality($5::text[])
   UNION ALL SELECT ''
 ) e`
 
@@ -172,9 +192,9 @@ FROM (
 // how many of its items are recorded already; when all are, it has logged the
 // call as duplicate.
 func (db *DB) readPurchase(ctx context.Context, i Integration, email, orderID string, products pq.StringArray, call IntegrationEvent) (readSet, map[string]bool, time.Time, int, error) {
-	rows, err := db.cachedStmt(purchaseReadSQL).QueryContext(ctx, i.AccountID, pq.StringArray{email}, pq.Int64Array{},
-		i.ID, orderID, products, clip(call.EventType, 200), clip(call.ProviderEventID, 200), clip(email, 320),
-		clip(call.Error, 1000), clip(call.Payload, maxEventPayload), clip(call.ContentType, 200), call.ReceivedAt)
+	rows, err := db.cachedStmt(purchaseReadSQL).QueryContext(ctx, i.AccountID, email, i.ID, orderID, products,
+		clip(call.EventType, 200), clip(call.ProviderEventID, 200), clip(email, 320), clip(call.Error, 1000),
+		clip(call.Payload, maxEventPayload), clip(call.ContentType, 200), call.ReceivedAt)
 	if err != nil {
 		return readSet{}, nil, time.Time{}, 0, fmt.Errorf("store: read purchase: %w", err)
 	}

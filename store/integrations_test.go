@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -180,4 +181,77 @@ func TestApplyOrderLockedCases(t *testing.T) {
 	if n := scalar(t, db, `SELECT count(*) FROM integration_events WHERE account_id = $1 AND status = 'duplicate'`, ig.AccountID); n != 1 {
 		t.Fatalf("duplicates logged: %d", n)
 	}
+}
+
+// TestPurchaseReadPlanFindsBuyerByKey checks the plans a session of the
+// contact write path (plan_cache_mode force_generic_plan) keeps for the
+// purchase's reads of the buyer, the optimistic path's and the locked
+// path's: made once per connection, on a new installation they are made
+// while the contact table is empty or not yet analysed, and they must still
+// find the buyer by the account's unique address index, not walk all of the
+// account's contacts (the account's name index with the address as a filter,
+// or a sequential scan), which the first purchases of a new account did on
+// every call until the background ANALYZE replanned them. A returning buyer's
+// lists are read by the lists' key, not by a scan of every account's lists.
+func TestPurchaseReadPlanFindsBuyerByKey(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	ig := newShop(t, db, store.ListInput{Name: str("Kunden")})
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
+		t.Fatal(err)
+	}
+	statements := []struct{ name, sql, args string }{
+		{"purchase read", store.PurchaseReadSQL, fmt.Sprintf(`%d, 'kaeufer@example.com', %d, 'B-1', ARRAY['Kurs'],
+  'order.completed', '', 'kaeufer@example.com', '', '{}', 'application/json', now()`, ig.AccountID, ig.ID)},
+		{"record order", store.RecordOrderSQL, fmt.Sprintf(`%d, %d, 'generic', 'B-1', ARRAY['Kurs'], ARRAY[10]::numeric[],
+  'EUR', 'kaeufer@example.com', now(), 'order.completed', '', '', '{}', 'application/json', ARRAY[%d]::bigint[]`,
+			ig.AccountID, ig.ID, ig.Lists[0].ID)},
+	}
+	plan := func(sql, args string) string {
+		t.Helper()
+		if _, err := conn.ExecContext(ctx, `PREPARE buyer_read AS `+sql); err != nil {
+			t.Fatal(err)
+		}
+		defer conn.ExecContext(ctx, `DEALLOCATE buyer_read`)
+		rows, err := conn.QueryContext(ctx, `EXPLAIN EXECUTE buyer_read(`+args+`)`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, line)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(out, "\n")
+	}
+	check := func(when string) {
+		t.Helper()
+		for _, st := range statements {
+			p := plan(st.sql, st.args)
+			if !strings.Contains(p, "contacts_email_key on contacts") || strings.Contains(p, "Seq Scan on contacts") ||
+				strings.Contains(p, "contacts_name_idx") || strings.Contains(p, "Seq Scan on lists") {
+				t.Errorf("%s, %s: the buyer is not looked up by the account's address key:\n%s", st.name, when, p)
+			}
+		}
+	}
+	check("empty table")
+	// Grown, but not analysed yet (the background ANALYZE runs only after
+	// writes that report created contacts).
+	if _, err := db.ExecContext(ctx, `INSERT INTO contacts (account_id, email)
+SELECT $1, 'viele' || g || '@example.com' FROM generate_series(1, 2000) AS g`, ig.AccountID); err != nil {
+		t.Fatal(err)
+	}
+	check("grown table")
 }
