@@ -761,3 +761,57 @@ func TestEventNotificationsAreThrottled(t *testing.T) {
 		}
 	}
 }
+
+// TestOneNotifyingTransactionAtATime: while a transaction that notified is
+// still open, another one that writes events leaves the wake-up to it, even
+// when the throttle's 10 ms are long past, so that a burst of writers does
+// not queue its commits behind NOTIFY's lock one by one. The wake-up still
+// comes, with the first transaction's commit.
+func TestOneNotifyingTransactionAtATime(t *testing.T) {
+	ctx := context.Background()
+	url := dbtest.URL(t)
+	db := dbtest.Open(t, url)
+	acct := newAccount(t, db, "business")
+	l := pq.NewListener(url, 10*time.Millisecond, time.Second, nil)
+	defer l.Close()
+	if err := l.Listen("rundbrief_events"); err != nil {
+		t.Fatal(err)
+	}
+	drain := func(wait time.Duration) int {
+		n := 0
+		for {
+			select {
+			case <-l.Notify:
+				n++
+			case <-time.After(wait):
+				return n
+			}
+		}
+	}
+	time.Sleep(20 * time.Millisecond)
+	drain(50 * time.Millisecond)
+
+	first, err := db.BeginTxx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = first.Rollback() }()
+	if _, err := store.EmitAll(ctx, first, acct, []store.Event{{Name: store.EventListJoined, Data: map[string]any{"i": 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	// Long past the throttle's window, as far as the time of the last
+	// notification goes.
+	if _, err := db.ExecContext(ctx, `SELECT setval('events_notified_at_ms', 1)`); err != nil {
+		t.Fatal(err)
+	}
+	emit(t, db, acct, store.Event{Name: store.EventListJoined, Data: map[string]any{"i": 2}})
+	if n := drain(300 * time.Millisecond); n != 0 {
+		t.Fatalf("a write committed while another notifying one was open sent %d notifications, want 0", n)
+	}
+	if err := first.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if n := drain(500 * time.Millisecond); n != 1 {
+		t.Fatalf("the first transaction's commit sent %d notifications, want 1", n)
+	}
+}
