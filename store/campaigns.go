@@ -745,10 +745,27 @@ type ActiveCampaign struct {
 const selectActive = `SELECT id, account_id FROM campaigns WHERE status = 'sending' ORDER BY started_at, id LIMIT $1`
 
 // ActiveCampaigns lists the campaigns being sent, oldest start first, at most
-// limit of them.
+// limit of them. Every send lane of every process polls it, so it runs
+// prepared on the send queue's pool (recipients.go) like the claim.
 func (db *DB) ActiveCampaigns(ctx context.Context, limit int) ([]ActiveCampaign, error) {
+	stmt, err := db.prepared(ctx, selectActive)
+	if err != nil {
+		return nil, fmt.Errorf("store: active campaigns: %w", err)
+	}
+	rows, err := stmt.QueryContext(ctx, limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: active campaigns: %w", err)
+	}
+	defer rows.Close()
 	var out []ActiveCampaign
-	if err := db.SelectContext(ctx, &out, selectActive, limit); err != nil {
+	for rows.Next() {
+		var a ActiveCampaign
+		if err := rows.Scan(&a.ID, &a.AccountID); err != nil {
+			return nil, fmt.Errorf("store: active campaigns: %w", err)
+		}
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("store: active campaigns: %w", err)
 	}
 	return out, nil
