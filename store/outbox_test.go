@@ -699,6 +699,32 @@ func TestOtherDatabasesDoNotHoldBackTheOutbox(t *testing.T) {
 	}
 }
 
+// listenEvents listens on the events channel past the throttle's window of
+// what the test wrote before, and returns drain: the number of notifications
+// that arrive until none came for wait.
+func listenEvents(t *testing.T, url string) (drain func(wait time.Duration) int) {
+	t.Helper()
+	l := pq.NewListener(url, 10*time.Millisecond, time.Second, nil)
+	t.Cleanup(func() { _ = l.Close() })
+	if err := l.Listen("rundbrief_events"); err != nil {
+		t.Fatal(err)
+	}
+	drain = func(wait time.Duration) int {
+		n := 0
+		for {
+			select {
+			case <-l.Notify:
+				n++
+			case <-time.After(wait):
+				return n
+			}
+		}
+	}
+	time.Sleep(20 * time.Millisecond)
+	drain(50 * time.Millisecond)
+	return drain
+}
+
 // TestEventNotificationsAreThrottled: a burst of event-writing transactions
 // sends far fewer notifications than transactions (each NOTIFY serialises
 // commits server-wide), yet a lone write still notifies, and a consumer that
@@ -711,24 +737,7 @@ func TestEventNotificationsAreThrottled(t *testing.T) {
 		t.Fatal(err)
 	}
 	acct := newAccount(t, db, "business")
-	l := pq.NewListener(url, 10*time.Millisecond, time.Second, nil)
-	defer l.Close()
-	if err := l.Listen("rundbrief_events"); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(20 * time.Millisecond) // past the window of the account's own events
-	drain := func(wait time.Duration) int {
-		n := 0
-		for {
-			select {
-			case <-l.Notify:
-				n++
-			case <-time.After(wait):
-				return n
-			}
-		}
-	}
-	drain(50 * time.Millisecond)
+	drain := listenEvents(t, url)
 
 	emit(t, db, acct, store.Event{Name: store.EventListJoined, Data: map[string]any{"i": 0}})
 	if n := drain(500 * time.Millisecond); n != 1 {
@@ -772,24 +781,7 @@ func TestOneNotifyingTransactionAtATime(t *testing.T) {
 	url := dbtest.URL(t)
 	db := dbtest.Open(t, url)
 	acct := newAccount(t, db, "business")
-	l := pq.NewListener(url, 10*time.Millisecond, time.Second, nil)
-	defer l.Close()
-	if err := l.Listen("rundbrief_events"); err != nil {
-		t.Fatal(err)
-	}
-	drain := func(wait time.Duration) int {
-		n := 0
-		for {
-			select {
-			case <-l.Notify:
-				n++
-			case <-time.After(wait):
-				return n
-			}
-		}
-	}
-	time.Sleep(20 * time.Millisecond)
-	drain(50 * time.Millisecond)
+	drain := listenEvents(t, url)
 
 	first, err := db.BeginTxx(ctx, nil)
 	if err != nil {
