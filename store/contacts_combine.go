@@ -200,6 +200,7 @@ func (db *DB) runUpsertBatch(key upsertGroupKey, batch []*upsertCall) {
 	}
 	rest, err := db.applyOptimistic(ctx, key.accountID, key.actor, ops)
 	if err == nil {
+		db.contactsGrew(createdOps(ops), false)
 		if len(rest) == 0 {
 			return
 		}

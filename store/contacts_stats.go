@@ -57,27 +57,37 @@ const analyzeContactsTarget = `SET LOCAL default_statistics_target = 10`
 const minStatsPages = 16
 
 // statsCheckInterval bounds how often one process checks after single
-// writes; after a batch write it always checks (a batch adds up to 1,000).
+// writes; after a batch write it always checks (a batch adds up to 1,000). A
+// write that comes within the interval of the last check gets one check at
+// its end, so that a burst of single writes that fills the table in less
+// than the interval is seen once it is over.
 const statsCheckInterval = time.Second
 
 // contactStats runs the background checks of one DB: at most one at a time,
 // none after the DB is closed.
 type contactStats struct {
 	running   atomic.Bool
+	trailing  atomic.Bool  // a check is due at the end of the interval
 	lastCheck atomic.Int64 // unix nanoseconds
 	mu        sync.Mutex
 	closed    bool
+	stop      chan struct{} // closed by close; made by the first start
 	wg        sync.WaitGroup
 }
 
-// start runs f in the background unless the DB is closed.
-func (s *contactStats) start(f func()) bool {
+// start runs f in the background unless the DB is closed; f's stop channel
+// closes when the DB does.
+func (s *contactStats) start(f func(stop <-chan struct{})) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return false
 	}
-	s.wg.Go(f)
+	if s.stop == nil {
+		s.stop = make(chan struct{})
+	}
+	stop := s.stop
+	s.wg.Go(func() { f(stop) })
 	return true
 }
 
@@ -85,36 +95,70 @@ func (s *contactStats) start(f func()) bool {
 func (s *contactStats) close() {
 	s.mu.Lock()
 	s.closed = true
+	if s.stop != nil {
+		close(s.stop)
+	}
 	s.mu.Unlock()
 	s.wg.Wait()
 }
 
 // contactsGrew is called after a committed write that created n contacts; in
 // a batch (bulk request, import) it checks at once, otherwise at most every
-// statsCheckInterval. The check and the ANALYZE run in the background, so the
-// write's caller does not wait for them.
+// statsCheckInterval, with one check at the end of an interval in which
+// writes were passed over. The check and the ANALYZE run in the background,
+// so the write's caller does not wait for them.
 func (db *DB) contactsGrew(n int64, batch bool) {
 	if n <= 0 {
 		return
 	}
 	s := &db.contactStats
-	now := time.Now().UnixNano()
-	if !batch && now-s.lastCheck.Load() < int64(statsCheckInterval) {
+	if wait := time.Duration(s.lastCheck.Load() + int64(statsCheckInterval) - time.Now().UnixNano()); !batch && wait > 0 {
+		if s.trailing.CompareAndSwap(false, true) && !s.start(func(stop <-chan struct{}) { db.trailingCheck(wait, stop) }) {
+			s.trailing.Store(false)
+		}
 		return
 	}
 	if !s.running.CompareAndSwap(false, true) {
 		return
 	}
-	s.lastCheck.Store(now)
-	started := s.start(func() {
+	s.lastCheck.Store(time.Now().UnixNano())
+	started := s.start(func(<-chan struct{}) {
 		defer s.running.Store(false)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_, _ = db.refreshContactStats(ctx)
+		db.checkContactStats()
 	})
 	if !started {
 		s.running.Store(false)
 	}
+}
+
+// trailingCheck checks once wait has passed, after the check running then,
+// if any, has ended.
+func (db *DB) trailingCheck(wait time.Duration, stop <-chan struct{}) {
+	s := &db.contactStats
+	for {
+		select {
+		case <-stop:
+			s.trailing.Store(false)
+			return
+		case <-time.After(wait):
+		}
+		if s.running.CompareAndSwap(false, true) {
+			break
+		}
+		wait = statsCheckInterval / 10 // a check is running: look again when it has ended
+	}
+	defer s.running.Store(false)
+	s.trailing.Store(false) // writes from now on are after this check: they get one of their own
+	s.lastCheck.Store(time.Now().UnixNano())
+	db.checkContactStats()
+}
+
+// checkContactStats is the background check: refreshContactStats within a
+// minute.
+func (db *DB) checkContactStats() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, _ = db.refreshContactStats(ctx)
 }
 
 // refreshContactStats analyses the contact table when it outgrew its

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -85,4 +86,47 @@ func TestBulkWritesAnalyseTheGrownContactTable(t *testing.T) {
 	// Doubling it does.
 	bulk(1200, 1000)
 	waitTuples(2200)
+}
+
+// TestGroupedCreatesAnalyseTheGrownContactTable: single creates that arrive
+// together are written in shared batches (contacts_combine.go); a new
+// database's first burst of them gets the contact table analysed too, once
+// the burst is over, though every batch came within a second of the last
+// check.
+func TestGroupedCreatesAnalyseTheGrownContactTable(t *testing.T) {
+	const n = 1200 // some 30 pages, past minStatsPages
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	acct := newAccount(t, db, "business")
+	release := heldBatch(t, db, acct)
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			if _, err := db.UpsertContact(ctx, acct, apiActor, store.ContactInput{Email: fmt.Sprintf("g%05d@example.com", i)}); err != nil {
+				errs <- err
+			}
+		})
+	}
+	waitFor(t, "the creates to line up behind the held batch", func() bool { return db.UpsertsWaiting(acct, apiActor) == n })
+	release()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var tuples float64
+		if err := db.GetContext(ctx, &tuples, `SELECT reltuples FROM pg_class WHERE oid = 'contacts'::regclass`); err != nil {
+			t.Fatal(err)
+		}
+		if tuples >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("contact table not analysed after %d grouped creates: %v tuples", n, tuples)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
