@@ -36,6 +36,16 @@ func bookingSite(t *testing.T) (*site, store.AppointmentSettings, store.List) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The page offers times from MinNoticeHours on, so what the first day
+	// offered shows depends on the hour: between 09:00 and 12:00 Berlin time
+	// it had only the rest of its six times. The tests start at 06:00 of the
+	// next day, whatever the hour they run at.
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := s.clock.Now().In(berlin)
+	s.clock.Add(time.Date(now.Year(), now.Month(), now.Day()+1, 6, 0, 0, 0, berlin).Sub(now))
 	return s, set, list
 }
 
