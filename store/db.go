@@ -125,12 +125,13 @@ func PasswordCost(p PasswordParams) Option {
 // everything else and all background workers through the main pool) and get
 // two fifths each; out of the main pool's share, an eighth of the bound goes
 // to the send queue's pool, for the send lanes' claims and outcome writes,
-// which used to run on the main pool. The relaxed pool's statements are single short writes
-// (rate counters, sessions) and the API log's batched COPY, which queue well,
-// and it gets the last fifth. At the default of 40 that is 12, 16, 7 and 4: the
-// contact benchmarks' 16 concurrent clients each find a connection in both
-// request pools, and the default four send lanes' statements, a millisecond
-// each between a dozen milliseconds of SMTP, rarely wait for one.
+// which used to run on the main pool. The relaxed pool's statements are
+// single short writes (rate counters, sessions) and the API log's batched
+// COPY, which queue well, and it gets the last fifth. At the default of 40
+// that is 12, 16, 7 and 4: the contact benchmarks' 16 concurrent clients each
+// find a connection in both request pools, and the default four send lanes'
+// statements, a millisecond each between a dozen milliseconds of SMTP, rarely
+// wait for one.
 func poolSizes(maxConns int) (main, generic, relaxed, queue int) {
 	pools := maxConns - ListenerConns
 	relaxed = pools / 5
