@@ -148,41 +148,37 @@ const claimCursor = `SELECT c.account_id FROM (
 WHERE pg_try_advisory_xact_lock(hashtextextended('outbox:' || $1, c.account_id))
 LIMIT 1`
 
-// selectBatch reads the cursor anew (this statement's snapshot is taken after
-// the lock, so it sees the previous holder's move) and the events after it,
-// below the horizon $4. A horizon taken by an earlier statement is safe: every
-// transaction below it had ended then, so its events are visible now.
-// LATERAL keeps the cursor outside, so that its position bounds the index scan
-// instead of filtering every retained event of the account.
-const selectBatch = `SELECT e.id, e.account_id, e.public_id, e.name, e.payload, e.created_at, e.xid::text AS xid
-FROM outbox_cursors k
-CROSS JOIN LATERAL (
-  SELECT e.id, e.account_id, e.public_id, e.name, e.payload, e.created_at, e.xid FROM events e
+// batchWindow is the next window of at most $3 events after the cursor k,
+// below the horizon $4, in the consumers' order. A horizon taken by an earlier
+// statement is safe: every transaction below it had ended then, so its events
+// are visible now. It is LATERAL to the cursor, so that the cursor's position
+// bounds the index scan instead of filtering every retained event of the
+// account.
+const batchWindow = `SELECT e.id, e.account_id, e.public_id, e.name, e.payload, e.created_at, e.xid FROM events e
   WHERE e.account_id = k.account_id AND (e.xid, e.id) > (k.last_xid, k.last_id)
     AND e.xid < $4::xid8
   ORDER BY e.xid, e.id
-  LIMIT $3
-) e
+  LIMIT $3`
+
+// selectBatch reads the cursor anew (this statement's snapshot is taken after
+// the lock, so it sees the previous holder's move) and the window of events
+// after it.
+const selectBatch = `SELECT e.id, e.account_id, e.public_id, e.name, e.payload, e.created_at, e.xid::text AS xid
+FROM outbox_cursors k
+CROSS JOIN LATERAL (` + batchWindow + `) e
 WHERE k.consumer = $1 AND k.account_id = $2
 ORDER BY e.xid, e.id`
 
 // selectNamedBatch is selectBatch for a consumer with Names ($5): of the
-// same window of at most $3 events it returns those named $5, and the
-// window's last event whatever its name (without its payload), which is
-// where the cursor moves. The window is the one selectBatch reads, so a batch
-// of passed-over events costs a scan of their index entries and rows in
-// PostgreSQL and one row on the wire.
+// same window it returns the events named $5, and the window's last event
+// whatever its name (without its payload), which is where the cursor moves.
+// A window of passed-over events costs a scan of their index entries and rows
+// in PostgreSQL and one row on the wire.
 const selectNamedBatch = `SELECT e.id, e.account_id, e.public_id, e.name,
   CASE WHEN e.name = ANY($5) THEN e.payload ELSE 'null' END AS payload, e.created_at, e.xid::text AS xid
 FROM outbox_cursors k
 CROSS JOIN LATERAL (
-  SELECT w.*, lead(w.id) OVER (ORDER BY w.xid, w.id) IS NULL AS last FROM (
-    SELECT e.id, e.account_id, e.public_id, e.name, e.payload, e.created_at, e.xid FROM events e
-    WHERE e.account_id = k.account_id AND (e.xid, e.id) > (k.last_xid, k.last_id)
-      AND e.xid < $4::xid8
-    ORDER BY e.xid, e.id
-    LIMIT $3
-  ) w
+  SELECT w.*, lead(w.id) OVER (ORDER BY w.xid, w.id) IS NULL AS last FROM (` + batchWindow + `) w
 ) e
 WHERE k.consumer = $1 AND k.account_id = $2 AND (e.name = ANY($5) OR e.last)
 ORDER BY e.xid, e.id`
