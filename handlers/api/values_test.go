@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -120,6 +122,16 @@ func newFullEnv(t *testing.T) *env {
 
 // hostileAPI is the /v1 API of one process with every service, as serve builds
 // it, a fake AI provider and a rate limit that the test does not reach.
+// unknownHosts is a resolver that knows no host, as DNS answers for the
+// example names of the fixtures' SMTP servers: at once, where the system
+// resolver may first wait out its timeout (5 s a look-up, several times a run
+// on some machines).
+type unknownHosts struct{}
+
+func (unknownHosts) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+}
+
 func hostileAPI(t *testing.T, e *env) *api.API {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -127,7 +139,7 @@ func hostileAPI(t *testing.T, e *env) *api.API {
 	set, err := services.New(e.db, services.Config{
 		DatabaseURL: e.dbURL, BaseURL: "https://rundbrief.test", Secret: "hostile test secret, long enough to key",
 		Transport: mailer.TransportOptions{HELO: "rundbrief.test"}, Log: log, WebhookAllowPrivate: true,
-		AI: ai.Config{Primary: ai.NewAnthropic(provider.URL, "sk-ant-test")},
+		AI: ai.Config{Primary: ai.NewAnthropic(provider.URL, "sk-ant-test")}, Resolver: unknownHosts{},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -91,6 +91,9 @@ type Config struct {
 	// WebhookAllowPrivate and SMTPAllowPrivate let webhooks and the accounts'
 	// SMTP servers reach loopback and private addresses (development only).
 	WebhookAllowPrivate, SMTPAllowPrivate bool
+	// Resolver looks up the hosts of webhooks and of the accounts' SMTP
+	// servers; nil: the system resolver.
+	Resolver webhook.Resolver
 	// SendOutcomes and WebhookOutcomes count the outcomes of sends and
 	// webhook attempts (the metrics); nil: not counted.
 	SendOutcomes    mailer.OutcomeCounter
@@ -126,10 +129,11 @@ func New(db *store.DB, cfg Config) (*Set, error) {
 	s := &Set{
 		DB: db, APILog: store.NewAPILogWriter(db, log).CountLosses(cfg.APILogLosses), Log: log, Box: box, Mail: mail, Tokens: tokens,
 		// Bot protection of the public sign-up forms, keyed from RUNDBRIEF_SECRET.
-		Guard:       botguard.New(cfg.Secret, time.Now),
-		AI:          ai.NewService(db, cfg.AI),
-		Webhooks:    webhook.New(db, webhook.Config{Box: box, AllowPrivate: cfg.WebhookAllowPrivate, Outcomes: cfg.WebhookOutcomes, Log: log}),
-		SMTPServers: smtpserver.New(db, smtpserver.Config{Box: box, Mail: mail, AllowPrivate: cfg.SMTPAllowPrivate}),
+		Guard: botguard.New(cfg.Secret, time.Now),
+		AI:    ai.NewService(db, cfg.AI),
+		Webhooks: webhook.New(db, webhook.Config{Box: box, AllowPrivate: cfg.WebhookAllowPrivate, Outcomes: cfg.WebhookOutcomes,
+			Resolver: cfg.Resolver, Log: log}),
+		SMTPServers: smtpserver.New(db, smtpserver.Config{Box: box, Mail: mail, AllowPrivate: cfg.SMTPAllowPrivate, Resolver: cfg.Resolver}),
 		Imports:     imports.New(db),
 		Bulk:        bulk.New(db),
 		// Payment-provider integrations; their event log is purged by the
