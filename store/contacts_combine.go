@@ -198,7 +198,7 @@ func (db *DB) runUpsertBatch(key upsertGroupKey, batch []*upsertCall) {
 	for i, c := range batch {
 		ops[i] = c.op
 	}
-	rest, err := db.applyOptimistic(ctx, key.accountID, key.actor, ops)
+	rest, err := db.applyOptimistic(ctx, nil, key.accountID, key.actor, ops)
 	if err == nil {
 		db.contactsGrew(createdOps(ops), false)
 		if len(rest) == 0 {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 )
 
@@ -177,8 +178,10 @@ func isZero(s string) bool {
 
 // applyOptimistic applies the plain ops of a batch as described above and
 // returns the ops left for the locked path: none when it applied them all,
-// all of them when the batch is not plain or its statement failed.
-func (db *DB) applyOptimistic(ctx context.Context, accountID int64, actor Actor, ops []*contactOp) ([]*contactOp, error) {
+// all of them when the batch is not plain or its statement failed. Its
+// statements run on any connection of the pool, or on tx's when it is not nil
+// (the warm-up, warm.go).
+func (db *DB) applyOptimistic(ctx context.Context, tx *sqlx.Tx, accountID int64, actor Actor, ops []*contactOp) ([]*contactOp, error) {
 	live := liveOps(ops)
 	if len(live) == 0 {
 		return nil, nil
@@ -196,7 +199,7 @@ func (db *DB) applyOptimistic(ctx context.Context, accountID int64, actor Actor,
 	}
 	primaries := mergeSameContact(live)
 	emails, ids := contactKeys(primaries)
-	read, blocked, now, err := db.readUnlocked(ctx, accountID, emails, ids)
+	read, blocked, now, err := db.readUnlocked(ctx, tx, accountID, emails, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +229,7 @@ func (db *DB) applyOptimistic(ctx context.Context, accountID int64, actor Actor,
 	slices.SortFunc(rows, func(a, b plainRow) int { return cmp.Compare(a.ID, b.ID) })
 	written := map[string]int64{}
 	if len(rows) > 0 {
-		if written, err = db.writePlain(ctx, accountID, actor, primaries, rows, now); err != nil {
+		if written, err = db.writePlain(ctx, tx, accountID, actor, primaries, rows, now); err != nil {
 			var pqErr *pq.Error
 			if errors.As(err, &pqErr) && ctx.Err() == nil {
 				// Nothing of the statement was written: all of it goes locked.
@@ -273,9 +276,9 @@ type readSet struct {
 
 // readUnlocked reads the contacts with the given addresses or ids (unlocked),
 // their row versions, which of their addresses (and of the given ones) are
-// blocked, and the database's clock.
-func (db *DB) readUnlocked(ctx context.Context, accountID int64, emails []string, ids []int64) (readSet, map[string]bool, time.Time, error) {
-	rows, err := db.cachedStmt(readUnlockedSQL).QueryContext(ctx, accountID, pq.StringArray(emails), pq.Int64Array(ids))
+// blocked, and the database's clock; on tx's connection when tx is not nil.
+func (db *DB) readUnlocked(ctx context.Context, tx *sqlx.Tx, accountID int64, emails []string, ids []int64) (readSet, map[string]bool, time.Time, error) {
+	rows, err := db.stmtOn(ctx, tx, readUnlockedSQL).QueryContext(ctx, accountID, pq.StringArray(emails), pq.Int64Array(ids))
 	if err != nil {
 		return readSet{}, nil, time.Time{}, fmt.Errorf("store: read contacts: %w", err)
 	}
@@ -320,8 +323,8 @@ func scanReadSet(rows *sql.Rows, extra ...any) (readSet, map[string]bool, time.T
 
 // writePlain runs writePlainSQL for the planned rows and the records of the
 // primaries that have one; it returns the ids of the contacts written, by
-// address.
-func (db *DB) writePlain(ctx context.Context, accountID int64, actor Actor, primaries []*contactOp, rows []plainRow, now time.Time) (map[string]int64, error) {
+// address; on tx's connection when tx is not nil.
+func (db *DB) writePlain(ctx context.Context, tx *sqlx.Tx, accountID int64, actor Actor, primaries []*contactOp, rows []plainRow, now time.Time) (map[string]int64, error) {
 	var events []Event
 	var acts []ActivityEntry
 	var evEmails, actEmails, tagNames, tagEmails pq.StringArray
@@ -364,7 +367,7 @@ func (db *DB) writePlain(ctx context.Context, accountID int64, actor Actor, prim
 	if err != nil {
 		return nil, err
 	}
-	res, err := db.cachedStmt(writePlainSQL).QueryContext(ctx, accountID, string(b), evIDs, evNames, payloads, evEmails,
+	res, err := db.stmtOn(ctx, tx, writePlainSQL).QueryContext(ctx, accountID, string(b), evIDs, evNames, payloads, evEmails,
 		actor.Type, actor.idOrNil(), actions, types, details, actEmails, tagNames, tagDelta, tagEmails, now)
 	if err != nil {
 		return nil, fmt.Errorf("store: write contacts: %w", err)

@@ -1146,7 +1146,7 @@ func nonNilIDs(ids []int64) []int64 {
 // optimistically (applyOptimistic), what is left in one locked transaction.
 func (db *DB) runOps(ctx context.Context, accountID int64, actor Actor, ops []*contactOp, batch bool) error {
 	if !batch {
-		rest, err := db.applyOptimistic(ctx, accountID, actor, ops)
+		rest, err := db.applyOptimistic(ctx, nil, accountID, actor, ops)
 		if err != nil || len(rest) == 0 {
 			if err == nil {
 				db.contactsGrew(createdOps(ops), batch)

@@ -175,7 +175,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open: %w", err)
 	}
-	limitPool(db, mainConns)
+	limitPool(db, mainConns, idleConnTime)
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := db.PingContext(pingCtx); err != nil {
@@ -187,14 +187,14 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("store: open: %w", err)
 	}
-	limitPool(relaxed, relaxedConns)
+	limitPool(relaxed, relaxedConns, idleConnTime)
 	generic, err := sqlx.Open("postgres", withParam(url, "plan_cache_mode", "force_generic_plan"))
 	if err != nil {
 		_ = db.Close()
 		_ = relaxed.Close()
 		return nil, fmt.Errorf("store: open: %w", err)
 	}
-	limitPool(generic, genericConns)
+	limitPool(generic, genericConns, 0) // kept warm (Warm)
 	queue, err := sqlx.Open("postgres", queueSessions(url))
 	if err != nil {
 		_ = db.Close()
@@ -202,18 +202,24 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 		_ = generic.Close()
 		return nil, fmt.Errorf("store: open: %w", err)
 	}
-	limitPool(queue, queueConns)
+	limitPool(queue, queueConns, idleConnTime)
 	return &DB{DB: db, relaxed: relaxed, generic: generic, queue: queue, keys: newKeyCache(),
 		listeners: make(chan struct{}, ListenerConns), passwords: o.passwords}, nil
 }
 
-// limitPool bounds a pool to n connections, keeps them all when idle (a
-// connection the next burst needs costs a fork on the server) and closes those
-// idle for five minutes.
-func limitPool(pool *sqlx.DB, n int) {
+// idleConnTime is how long a pool keeps an idle connection: the pools but
+// the contact write path's give back to PostgreSQL what a burst opened.
+const idleConnTime = 5 * time.Minute
+
+// limitPool bounds a pool to n connections and keeps them all when idle (a
+// connection the next burst needs costs a fork on the server), closing those
+// idle for maxIdle (0: never). The contact write path's pool keeps its
+// connections: Warm readies every one of them at start, and a connection
+// opened anew costs its first call twenty times a warm one.
+func limitPool(pool *sqlx.DB, n int, maxIdle time.Duration) {
 	pool.SetMaxOpenConns(n)
 	pool.SetMaxIdleConns(n)
-	pool.SetConnMaxIdleTime(5 * time.Minute)
+	pool.SetConnMaxIdleTime(maxIdle)
 }
 
 // Close closes the pools and the prepared statements.
@@ -272,6 +278,19 @@ func (db *DB) cachedStmt(query string) *sqlx.Stmt {
 	db.contactStmts.mu.Lock()
 	defer db.contactStmts.mu.Unlock()
 	return db.contactStmts.m[query]
+}
+
+// stmtOn is query's prepared statement (DB.prepare), run on tx's connection
+// when tx is not nil and on any connection of its pool otherwise. The
+// optimistic write paths run their statements outside a transaction block;
+// the warm-up (warm.go) runs them on each connection it warms, in a
+// transaction it rolls back.
+func (db *DB) stmtOn(ctx context.Context, tx *sqlx.Tx, query string) *sqlx.Stmt {
+	s := db.cachedStmt(query)
+	if tx != nil {
+		return tx.StmtxContext(ctx, s)
+	}
+	return s
 }
 
 // querier runs statements: a plain *sqlx.Tx or a preparedTx.

@@ -604,7 +604,7 @@ func (db *DB) ApplyOrder(ctx context.Context, ig InboundIntegration, ev Provider
 	call.AccountID, call.IntegrationID = i.AccountID, i.ID
 	call.EventType, call.ProviderEventID, call.OrderID, call.Email = ev.EventType, ev.ProviderEventID, ev.OrderID, ev.Email
 	if ev.Kind != OrderRefund {
-		status, ok, err := db.applyPurchaseOptimistic(ctx, ig, ev, call)
+		status, ok, err := db.applyPurchaseOptimistic(ctx, nil, ig, ev, call)
 		if err != nil || ok {
 			return status, err
 		}

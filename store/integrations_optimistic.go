@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 )
 
@@ -190,9 +191,9 @@ FROM (
 
 // readPurchase reads what readUnlocked reads for the buyer of a purchase, and
 // how many of its items are recorded already; when all are, it has logged the
-// call as duplicate.
-func (db *DB) readPurchase(ctx context.Context, i Integration, email, orderID string, products pq.StringArray, call IntegrationEvent) (readSet, map[string]bool, time.Time, int, error) {
-	rows, err := db.cachedStmt(purchaseReadSQL).QueryContext(ctx, i.AccountID, email, i.ID, orderID, products,
+// call as duplicate. It runs on tx's connection when tx is not nil.
+func (db *DB) readPurchase(ctx context.Context, tx *sqlx.Tx, i Integration, email, orderID string, products pq.StringArray, call IntegrationEvent) (readSet, map[string]bool, time.Time, int, error) {
+	rows, err := db.stmtOn(ctx, tx, purchaseReadSQL).QueryContext(ctx, i.AccountID, email, i.ID, orderID, products,
 		clip(call.EventType, 200), clip(call.ProviderEventID, 200), clip(email, 320), clip(call.Error, 1000),
 		clip(call.Payload, maxEventPayload), clip(call.ContentType, 200), call.ReceivedAt)
 	if err != nil {
@@ -211,8 +212,9 @@ func (db *DB) readPurchase(ctx context.Context, i Integration, email, orderID st
 // reports whether it did; false (with no error) leaves the call to the locked
 // path: a purchase that is not plain, or whose statement failed because what
 // it read changed meanwhile (or for any other reason PostgreSQL refused it,
-// such as the plan's contact limit, which the locked path reports).
-func (db *DB) applyPurchaseOptimistic(ctx context.Context, ig InboundIntegration, ev ProviderEvent, call IntegrationEvent) (string, bool, error) {
+// such as the plan's contact limit, which the locked path reports). Its
+// statements run on tx's connection when tx is not nil (the warm-up, warm.go).
+func (db *DB) applyPurchaseOptimistic(ctx context.Context, tx *sqlx.Tx, ig InboundIntegration, ev ProviderEvent, call IntegrationEvent) (string, bool, error) {
 	products, amounts := orderItems(ev)
 	if len(products) == 0 || ev.Email == "" {
 		return "", false, nil
@@ -225,7 +227,7 @@ func (db *DB) applyPurchaseOptimistic(ctx context.Context, ig InboundIntegration
 		listIDs = append(listIDs, l.ID)
 	}
 	orderID := clip(ev.OrderID, maxOrderIDLen)
-	read, blocked, now, recorded, err := db.readPurchase(ctx, i, ev.Email, orderID, products, call)
+	read, blocked, now, recorded, err := db.readPurchase(ctx, tx, i, ev.Email, orderID, products, call)
 	if err != nil {
 		return "", false, err
 	}
@@ -307,7 +309,7 @@ func (db *DB) applyPurchaseOptimistic(ctx context.Context, ig InboundIntegration
 	}
 	actor := Actor{Type: ActorSystem}
 	var fresh, ok bool
-	err = db.cachedStmt(purchaseSQL).QueryRowContext(ctx, i.AccountID, i.ID, i.Provider, orderID,
+	err = db.stmtOn(ctx, tx, purchaseSQL).QueryRowContext(ctx, i.AccountID, i.ID, i.Provider, orderID,
 		products, amounts, currency, ev.Email, call.ReceivedAt,
 		clip(call.EventType, 200), clip(call.ProviderEventID, 200), clip(call.Error, 1000), clip(call.Payload, maxEventPayload),
 		clip(call.ContentType, 200), string(b), evIDs, evNames, payloads, actor.Type, actor.idOrNil(),
@@ -320,7 +322,7 @@ func (db *DB) applyPurchaseOptimistic(ctx context.Context, ig InboundIntegration
 		return "", false, fmt.Errorf("store: purchase: %w", err)
 	}
 	if fresh {
-		if op.created {
+		if op.created && tx == nil { // a warm-up's contact is rolled back
 			db.contactsGrew(1, false)
 		}
 		return IntegrationProcessed, true, nil

@@ -16,6 +16,7 @@ import (
 	"github.com/rundbrief/rundbrief/handlers/portal"
 	"github.com/rundbrief/rundbrief/handlers/public"
 	"github.com/rundbrief/rundbrief/mailer"
+	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/ai"
 	"github.com/rundbrief/rundbrief/store/services"
 )
@@ -62,6 +63,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+
+	warmDatabase(ctx, db.DB, log)
 
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWork()
@@ -121,6 +124,20 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	workers.Wait()
 	log.Info("stopped")
 	return nil
+}
+
+// warmDatabase readies the contact write path's connections before the
+// first request (store.DB.Warm). A failure is no reason not to serve: the
+// first requests then pay for what it would have done.
+func warmDatabase(ctx context.Context, db *store.DB, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := db.Warm(ctx); err != nil {
+		log.Warn("warming the database connections failed", "err", err)
+		return
+	}
+	log.Info("database connections warmed", "took", time.Since(start).Round(time.Millisecond))
 }
 
 // aiProviders configures the AI providers the configuration names:

@@ -2,6 +2,7 @@ package public_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -37,6 +38,10 @@ import (
 // least 500 calls/s on one process.
 func BenchmarkIntegrationInbound(b *testing.B) {
 	s := newHookSite(b, "business")
+	// As `rundbrief serve` does before it takes requests.
+	if err := s.db.Warm(context.Background()); err != nil {
+		b.Fatal(err)
+	}
 	ps := providers()
 	generic, stripe := ps[4], ps[0]
 	list := s.list(b)
