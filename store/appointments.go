@@ -508,6 +508,15 @@ const insertAppointment = `INSERT INTO appointments (account_id, start_at, end_a
 created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, coalesce($11, now()), coalesce($11, now())) RETURNING ` + appointmentColumns
 
+// lockAppointmentTimes orders the writes of an account's appointment times.
+// PostgreSQL checks the exclusion constraint (appointments_no_overlap) of two
+// concurrent overlapping bookings by having each wait for the other, which is a
+// deadlock: twenty visitors booking one slot at once ended, after three
+// attempts each, in deadlock errors instead of one booking and nineteen
+// refusals. Under the lock a booking meets only committed rows, and the
+// constraint refuses the overlaps at once.
+const lockAppointmentTimes = `SELECT pg_advisory_xact_lock(hashtextextended('appointment_times', $1))`
+
 const selectBookerContact = `SELECT id, first_name, last_name, phone FROM contacts WHERE account_id = $1 AND email = $2`
 
 const setAppointmentContact = `UPDATE appointments SET contact_id = $3 WHERE account_id = $1 AND id = $2`
@@ -560,6 +569,9 @@ func (db *DB) CreateAppointment(ctx context.Context, accountID int64, actor Acto
 		token := RandomString(cancelTokenLen)
 		uid := RandomString(24) + "@rundbrief"
 		var a Appointment
+		if _, err := tx.ExecContext(ctx, lockAppointmentTimes, accountID); err != nil {
+			return fmt.Errorf("store: create appointment: %w", err)
+		}
 		// The insert first: a taken slot ends the transaction before any contact work.
 		if err := tx.GetContext(ctx, &a, insertAppointment, accountID, in.Start, in.End, in.Name, in.Email, in.Phone,
 			in.Note, in.Source, uid, hashToken(token), nullTime(in.Now)); err != nil {
@@ -797,6 +809,11 @@ func (db *DB) UpdateAppointment(ctx context.Context, accountID int64, actor Acto
 	}
 	var out Appointment
 	err := db.retryTx(ctx, func(tx *sqlx.Tx) error {
+		if c.Start != nil {
+			if _, err := tx.ExecContext(ctx, lockAppointmentTimes, accountID); err != nil {
+				return fmt.Errorf("store: update appointment: %w", err)
+			}
+		}
 		var a Appointment
 		if err := tx.GetContext(ctx, &a, lockAppointment, accountID, id); err != nil {
 			return notFound("appointment", err)
