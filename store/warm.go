@@ -19,12 +19,14 @@ import (
 // statements, the foreign-key checks' plans and the PL/pgSQL functions, each
 // made on first use and kept for the connection's life. A burst that meets a
 // cold pool opens all of its connections at once and pays that on every one
-// of them together: after a start, the first second of sixteen providers
-// calling at 500 calls/s answered in up to a second (BenchmarkIntegrationInbound
-// on a fresh process), where a warm process answers in a few milliseconds.
+// of them together: after a start, providers calling at 300 to 500 calls/s
+// waited up to one or two seconds (BenchmarkIntegrationInbound on a fresh
+// process, on a slow machine), where a warm process answers in milliseconds.
 //
 // Warm pays it before the first request, on every connection of the pool:
 // each runs the hot statements once, on rows of its own that it rolls back.
+// The events it writes may take the turn to notify (migration 00040) until
+// they roll back; meanwhile other processes' consumers wake on their poll.
 
 // warmedStatements are the generic pool's statements that a request may run
 // first on a connection: the contact write path (optimistic and locked), the
