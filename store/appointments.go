@@ -809,10 +809,10 @@ func (db *DB) UpdateAppointment(ctx context.Context, accountID int64, actor Acto
 	}
 	var out Appointment
 	err := db.retryTx(ctx, func(tx *sqlx.Tx) error {
-		if c.Start != nil {
-			if _, err := tx.ExecContext(ctx, lockAppointmentTimes, accountID); err != nil {
-				return fmt.Errorf("store: update appointment: %w", err)
-			}
+		// Every change, not only a new time: an update that is not HOT adds
+		// index entries, which the constraint checks like an insert's.
+		if _, err := tx.ExecContext(ctx, lockAppointmentTimes, accountID); err != nil {
+			return fmt.Errorf("store: update appointment: %w", err)
 		}
 		var a Appointment
 		if err := tx.GetContext(ctx, &a, lockAppointment, accountID, id); err != nil {
