@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
@@ -12,6 +11,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os"
 	"path"
 	"strings"
 	"time"
@@ -133,14 +133,12 @@ func cleanFilename(name string) string {
 	return name
 }
 
-const insertAttachment = `INSERT INTO attachments (account_id, filename, content_type, size, sha256) VALUES ($1, $2, $3, 0, $4)
-RETURNING id`
+const insertAttachment = `INSERT INTO attachments AS a (account_id, filename, content_type, size, sha256) VALUES ($1, $2, $3, $4, $5)
+RETURNING ` + attachmentColumns + `, 0 AS used_by`
 
 const insertChunk = `INSERT INTO attachment_chunks (attachment_id, account_id, seq, data) VALUES ($1, $2, $3, $4)`
 
 const selectAttachmentBySHA = `SELECT ` + attachmentColumns + `, 0 AS used_by FROM attachments a WHERE a.account_id = $1 AND a.sha256 = $2`
-
-const finishAttachment = `UPDATE attachments a SET size = $2, sha256 = $3 WHERE id = $1 RETURNING ` + attachmentColumns + `, 0 AS used_by`
 
 // addStorage counts n bytes against the plan's storage, refusing (no row)
 // beyond it.
@@ -152,14 +150,15 @@ RETURNING u.storage_bytes`
 const storageFull = `SELECT u.storage_bytes >= p.max_storage_bytes FROM account_usage u JOIN accounts a ON a.id = u.account_id
 JOIN plans p ON p.name = a.plan WHERE u.account_id = $1`
 
-// UploadAttachment stores the file read from r, chunk by chunk in one
-// transaction while its sha256 is computed, so that no more than a chunk is
-// in memory. The first bytes decide: executables and scripts are refused
-// (422 on file). Past MaxAttachmentBytes it stops reading and returns
-// ErrAttachmentTooLarge; beyond the plan's storage a *LimitError (storage),
-// checked before reading when the storage is full already. A file whose bytes
-// the account already stored is not stored twice: the existing attachment
-// comes back with created false.
+// UploadAttachment stores the file read from r: read to its end into a
+// temporary file while its sha256 is computed (no more than a chunk in
+// memory), then written in chunks in one short transaction. The first bytes
+// decide: executables and scripts are refused (422 on file). Past
+// MaxAttachmentBytes it stops reading and returns ErrAttachmentTooLarge;
+// beyond the plan's storage a *LimitError (storage), checked before reading
+// when the storage is full already. A file whose bytes the account already
+// stored is not stored twice: the existing attachment comes back with created
+// false, and nothing is written.
 func (db *DB) UploadAttachment(ctx context.Context, accountID int64, actor Actor, filename, declaredType string, r io.Reader) (Attachment, bool, error) {
 	return db.uploadAttachment(ctx, accountID, actor, filename, declaredType, r, false)
 }
@@ -183,89 +182,145 @@ func (db *DB) UploadImage(ctx context.Context, accountID int64, actor Actor, fil
 
 func (db *DB) uploadAttachment(ctx context.Context, accountID int64, actor Actor, filename, declaredType string, r io.Reader, image bool) (Attachment, bool, error) {
 	filename = cleanFilename(filename)
+	// A full storage is refused before the file is read.
+	var full bool
+	if err := db.GetContext(ctx, &full, storageFull, accountID); err != nil {
+		return Attachment{}, false, fmt.Errorf("store: storage: %w", err)
+	}
+	if full {
+		return Attachment{}, false, storageLimit(ctx, db, accountID)
+	}
+	up, err := spoolUpload(filename, declaredType, r, image)
+	if err != nil {
+		return Attachment{}, false, err
+	}
+	defer up.remove()
+	// Only now, with the whole file on disk, a transaction: a client that
+	// sends slowly holds a temporary file, not a connection of the pool.
+	for attempt := 0; ; attempt++ {
+		out, created, err := db.storeSpooled(ctx, accountID, actor, filename, up)
+		if isUniqueViolation(err) && attempt == 0 {
+			continue // the same bytes were stored in parallel: the next try returns them
+		}
+		return out, created, err
+	}
+}
+
+// storeSpooled stores a spooled upload in one transaction: the stored
+// attachment with the same bytes when there is one (created false), or a new
+// attachment with its chunks, counted against the plan's storage.
+func (db *DB) storeSpooled(ctx context.Context, accountID int64, actor Actor, filename string, up *spooledUpload) (Attachment, bool, error) {
 	var (
 		out     Attachment
 		created bool
 	)
-	errDuplicate := errors.New("duplicate")
 	err := db.WithTx(ctx, func(tx *sqlx.Tx) error {
-		var full bool
-		if err := tx.GetContext(ctx, &full, storageFull, accountID); err != nil {
-			return fmt.Errorf("store: storage: %w", err)
+		err := tx.GetContext(ctx, &out, selectAttachmentBySHA, accountID, up.sum)
+		if err == nil {
+			return nil
 		}
-		if full {
-			return storageLimit(ctx, tx, accountID)
-		}
-		buf := make([]byte, attachmentChunk)
-		n, err := io.ReadFull(r, buf)
-		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
-			return fmt.Errorf("store: read upload: %w", err)
-		}
-		head := buf[:min(n, 512)]
-		if why := sniffRefusal(filename, head); why != "" {
-			return Invalid("file", why)
-		}
-		ctype := attachmentType(declaredType, head)
-		if image && !IsImageType(ctype) {
-			return Invalid("file", "Nur Bilder im Format PNG, JPEG, GIF oder WebP können eingefügt werden.")
-		}
-		var id int64
-		// A unique placeholder until the hash is known.
-		if err := tx.GetContext(ctx, &id, insertAttachment, accountID, filename, ctype, "pending-"+rand.Text()); err != nil {
-			return fmt.Errorf("store: insert attachment: %w", err)
-		}
-		h := sha256.New()
-		var size int64
-		for seq := 0; n > 0; seq++ {
-			size += int64(n)
-			if size > MaxAttachmentBytes {
-				return ErrAttachmentTooLarge
-			}
-			h.Write(buf[:n])
-			if _, err := tx.ExecContext(ctx, insertChunk, id, accountID, seq, buf[:n]); err != nil {
-				return fmt.Errorf("store: attachment chunk: %w", err)
-			}
-			n, err = io.ReadFull(r, buf)
-			if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
-				return fmt.Errorf("store: read upload: %w", err)
-			}
-		}
-		sum := hex.EncodeToString(h.Sum(nil))
-		var existing Attachment
-		if err := tx.GetContext(ctx, &existing, selectAttachmentBySHA, accountID, sum); err == nil {
-			out = existing
-			return errDuplicate // roll the copy back
-		} else if err := notFound("attachment by hash", err); !errors.Is(err, ErrNotFound) {
+		if err := notFound("attachment by hash", err); !errors.Is(err, ErrNotFound) {
 			return err
 		}
 		var total int64
-		if err := tx.GetContext(ctx, &total, addStorage, accountID, size); err != nil {
+		if err := tx.GetContext(ctx, &total, addStorage, accountID, up.size); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
 				return storageLimit(ctx, tx, accountID)
 			}
 			return fmt.Errorf("store: count storage: %w", err)
 		}
-		if err := tx.GetContext(ctx, &out, finishAttachment, id, size, sum); err != nil {
-			if isUniqueViolation(err) {
-				// The same file finished in a parallel upload meanwhile.
-				return &ConflictError{Reason: "upload_in_progress", Message: "Dieselbe Datei wird gerade schon hochgeladen."}
+		if err := tx.GetContext(ctx, &out, insertAttachment, accountID, filename, up.ctype, up.size, up.sum); err != nil {
+			return fmt.Errorf("store: insert attachment: %w", err)
+		}
+		if _, err := up.file.Seek(0, io.SeekStart); err != nil {
+			return fmt.Errorf("store: rewind upload: %w", err)
+		}
+		buf := make([]byte, attachmentChunk)
+		for seq := 0; ; seq++ {
+			n, err := io.ReadFull(up.file, buf)
+			if n > 0 {
+				if _, err := tx.ExecContext(ctx, insertChunk, out.ID, accountID, seq, buf[:n]); err != nil {
+					return fmt.Errorf("store: attachment chunk: %w", err)
+				}
 			}
-			return fmt.Errorf("store: finish attachment: %w", err)
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("store: read spooled upload: %w", err)
+			}
 		}
 		created = true
 		return LogActivity(ctx, tx, accountID, actor, ActivityEntry{Action: "attachment.uploaded", ObjectType: ObjectAttachment,
 			ObjectID: out.ID, Details: map[string]any{"filename": out.Filename, "size": out.Size}})
 	})
-	if errors.Is(err, errDuplicate) {
-		return out, false, nil
-	}
 	if err != nil {
 		return Attachment{}, false, err
 	}
 	return out, created, nil
 }
 
-func storageLimit(ctx context.Context, tx *sqlx.Tx, accountID int64) error {
+// spooledUpload is an upload read to its end into a temporary file, with
+// what the store needs to know of it.
+type spooledUpload struct {
+	file  *os.File
+	size  int64
+	sum   string // hex SHA-256
+	ctype string
+}
+
+// spoolUpload reads an upload into a temporary file chunk by chunk while its
+// SHA-256 is computed, so that no more than a chunk is in memory. The first
+// chunk decides before the rest is read: executables and scripts are refused
+// (422 on file), and for image only PNG, JPEG, GIF and WebP pass. Past
+// MaxAttachmentBytes it stops reading and returns ErrAttachmentTooLarge.
+func spoolUpload(filename, declaredType string, r io.Reader, image bool) (_ *spooledUpload, err error) {
+	buf := make([]byte, attachmentChunk)
+	n, err := io.ReadFull(r, buf)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil, fmt.Errorf("store: read upload: %w", err)
+	}
+	head := buf[:min(n, 512)]
+	if why := sniffRefusal(filename, head); why != "" {
+		return nil, Invalid("file", why)
+	}
+	up := &spooledUpload{ctype: attachmentType(declaredType, head)}
+	if image && !IsImageType(up.ctype) {
+		return nil, Invalid("file", "Nur Bilder im Format PNG, JPEG, GIF oder WebP können eingefügt werden.")
+	}
+	if up.file, err = os.CreateTemp("", "rundbrief-upload-*"); err != nil {
+		return nil, fmt.Errorf("store: spool upload: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			up.remove()
+		}
+	}()
+	h := sha256.New()
+	for n > 0 {
+		if up.size += int64(n); up.size > MaxAttachmentBytes {
+			return nil, ErrAttachmentTooLarge
+		}
+		h.Write(buf[:n])
+		if _, err := up.file.Write(buf[:n]); err != nil {
+			return nil, fmt.Errorf("store: spool upload: %w", err)
+		}
+		n, err = io.ReadFull(r, buf)
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, fmt.Errorf("store: read upload: %w", err)
+		}
+	}
+	up.sum = hex.EncodeToString(h.Sum(nil))
+	return up, nil
+}
+
+// remove closes and deletes the temporary file.
+func (up *spooledUpload) remove() {
+	_ = up.file.Close()
+	_ = os.Remove(up.file.Name())
+}
+
+func storageLimit(ctx context.Context, tx querier, accountID int64) error {
 	plan, err := accountPlan(ctx, tx, accountID)
 	if err != nil {
 		return err
