@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/rundbrief/rundbrief/store"
 )
 
 // Images that the rich-text editor uploads are attachments of the account,
@@ -24,8 +26,9 @@ import (
 // TokenImage is the kind of an image URL's signature.
 const TokenImage TokenKind = 'i'
 
-// ImagePath is the public path prefix of the editor's images.
-const ImagePath = "/i/"
+// ImagePath is the public path prefix of the editor's images; the store
+// looks for it in content to tell which mails show an attachment.
+const ImagePath = store.ImagePath
 
 // imageMACBody is what the image MAC covers.
 func imageMACBody(accountID, attachmentID int64) []byte {

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -361,15 +362,33 @@ func (db *DB) Attachments(ctx context.Context, accountID int64, p Page) ([]Attac
 	return out, total, err
 }
 
-// attachmentInUse is whether a scheduled or sending mail names the attachment.
-const attachmentInUse = `SELECT EXISTS (SELECT 1 FROM campaigns WHERE account_id = $1 AND attachment_ids @> ARRAY[$2::bigint]
-  AND status IN ('scheduled', 'sending', 'paused'))`
+// ImagePath is the public path prefix of the editor's images, whose URLs
+// mailer/image.go signs and builds: {base URL}/i/{account}/{attachment}/….
+const ImagePath = "/i/"
+
+// imageRef is the part of an attachment's image URL that holds whatever the
+// base URL was when the image was inserted.
+func imageRef(accountID, attachmentID int64) string {
+	return ImagePath + strconv.FormatInt(accountID, 10) + "/" + strconv.FormatInt(attachmentID, 10) + "/"
+}
+
+// attachmentInUse is whether a scheduled or sending mail names the attachment
+// or shows it as an image ($3, imageRef): in its HTML or Markdown, its A/B
+// test's variant B, or the template it is laid out in. Only those few mails
+// are searched, so the content is read as it is.
+const attachmentInUse = `SELECT EXISTS (SELECT 1 FROM campaigns c WHERE c.account_id = $1
+  AND c.status IN ('scheduled', 'sending', 'paused')
+  AND (c.attachment_ids @> ARRAY[$2::bigint] OR strpos(c.html, $3) > 0 OR strpos(c.markdown, $3) > 0
+    OR EXISTS (SELECT 1 FROM ab_tests t WHERE t.campaign_id = c.id AND strpos(t.b_html, $3) > 0)
+    OR EXISTS (SELECT 1 FROM templates tp WHERE tp.account_id = c.account_id AND tp.key = c.template_key
+      AND strpos(tp.html, $3) > 0)))`
 
 const lockAttachment = `SELECT ` + attachmentColumns + `, 0 AS used_by FROM attachments a WHERE a.account_id = $1 AND a.id = $2 FOR UPDATE`
 
 // DeleteAttachment deletes an attachment and frees its storage, unless a
-// scheduled or sending mail names it (409 in_use). Drafts that name it are
-// refused at their send (422 attachment_ids).
+// scheduled or sending mail names it or shows it as an image (409 in_use):
+// their recipients would get a broken image. Drafts that name it are refused
+// at their send (422 attachment_ids); sent mails that show it lose the image.
 func (db *DB) DeleteAttachment(ctx context.Context, accountID int64, actor Actor, id int64) error {
 	return db.WithTx(ctx, func(tx *sqlx.Tx) error {
 		var a Attachment
@@ -377,11 +396,11 @@ func (db *DB) DeleteAttachment(ctx context.Context, accountID int64, actor Actor
 			return notFound("attachment", err)
 		}
 		var used bool
-		if err := tx.GetContext(ctx, &used, attachmentInUse, accountID, id); err != nil {
+		if err := tx.GetContext(ctx, &used, attachmentInUse, accountID, id, imageRef(accountID, id)); err != nil {
 			return fmt.Errorf("store: attachment in use: %w", err)
 		}
 		if used {
-			return &ConflictError{Reason: "in_use", Message: "Der Anhang gehört zu einer geplanten oder laufenden Sendung."}
+			return &ConflictError{Reason: "in_use", Message: "Der Anhang gehört zu einer geplanten oder laufenden Sendung oder wird darin als Bild gezeigt."}
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM attachments WHERE id = $1`, id); err != nil {
 			return fmt.Errorf("store: delete attachment: %w", err)

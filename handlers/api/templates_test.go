@@ -7,6 +7,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -411,4 +414,61 @@ func TestTemplateAndAttachmentInUse(t *testing.T) {
 	if e.srv.Count() != 0 {
 		t.Errorf("%d mails sent", e.srv.Count())
 	}
+}
+
+// TestImageShownByAScheduledMailIsInUse: an image of the editor is an
+// attachment that mails show by its URL, not through attachment_ids. While a
+// scheduled mail shows it (in its HTML, in the template it is laid out in, or
+// in its A/B test's variant B), deleting it is 409 in_use, since its
+// recipients would get a broken image; once the mail is unscheduled it can go.
+func TestImageShownByAScheduledMailIsInUse(t *testing.T) {
+	t.Parallel()
+	e := newSendAPIEnv(t)
+	list := e.list(t, "bild", 1)
+	tokens, err := mailer.NewTokens(sendAPISecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	links := mailer.LinkBuilder{BaseURL: "https://rundbrief.test", Tokens: tokens}
+	for i, where := range []string{"html", "template", "variant B"} {
+		t.Run(where, func(t *testing.T) {
+			att := e.upload(t, fmt.Sprintf("bild%d.png", i), "", tinyPNG(t, i), 201)
+			img := fmt.Sprintf(`<p><img src="%s" alt="Bild"></p>`, links.ImageURL(e.acct, att.ID, att.Filename))
+			body := map[string]any{"subject": "Mit Bild " + where, "html": "<p>Hallo</p>", "list_ids": []int64{list}}
+			switch where {
+			case "html":
+				body["html"] = img
+			case "template":
+				e.do(t, "POST", "/v1/templates", map[string]any{"key": "bildrahmen", "name": "Bildrahmen",
+					"html": "<div>{{content}}" + img + "</div>"}, 201)
+				body["template_key"] = "bildrahmen"
+			}
+			var n newsletterJSON
+			e.do(t, "POST", "/v1/newsletters", body, 201).Data(t, &n)
+			if where == "variant B" {
+				e.do(t, "POST", "/v1/ab-tests", map[string]any{"campaign_id": n.ID, "test_type": "content", "b_html": img}, 201)
+			}
+			path := fmt.Sprintf("/v1/newsletters/%d", n.ID)
+			attPath := fmt.Sprintf("/v1/attachments/%d", att.ID)
+			e.do(t, "POST", path+"/schedule", map[string]any{"scheduled_at": time.Now().Add(24 * time.Hour).Format(time.RFC3339)}, 200)
+			if got := e.reason(t, e.do(t, "DELETE", attPath, nil, 409)); got != "conflict:in_use" {
+				t.Errorf("deleting the image of a scheduled mail: %s", got)
+			}
+			e.do(t, "POST", path+"/unschedule", nil, 200)
+			e.do(t, "DELETE", attPath, nil, 204)
+		})
+	}
+}
+
+// tinyPNG is a 2×2 PNG whose colour depends on seed, so that every seed gives
+// other bytes (uploads of the same bytes are one attachment).
+func tinyPNG(t *testing.T, seed int) []byte {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, 2, 2))
+	img.Set(0, 0, color.RGBA{R: uint8(seed), G: 40, B: 200, A: 255})
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }
