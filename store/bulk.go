@@ -17,7 +17,7 @@ import (
 // chosen rows or every match of a filter, walked in id order in chunks. Each
 // chunk is applied through the single-contact write paths (applyOps, the
 // engine of AddTags, RemoveTag, list membership and UnsubscribeContact;
-// deleteContactTx of DeleteContact), so it emits the same events and
+// deleteContactsTx of DeleteContact), so it emits the same events and
 // activities, in the transaction that moves the job's cursor: a crash either
 // keeps a chunk whole or leaves it to the next run, never applies it twice.
 
@@ -413,18 +413,7 @@ func (db *DB) bulkChunk(ctx context.Context, owner string, j *BulkJob, actor Act
 // without the tag to remove, say, fails alone and is not counted).
 func applyBulk(ctx context.Context, tx *sqlx.Tx, j BulkJob, actor Actor, ids []int64) (int64, error) {
 	if j.Action == BulkDelete {
-		var n int64
-		for _, id := range ids {
-			err := deleteContactTx(ctx, tx, j.AccountID, actor, id)
-			if errors.Is(err, ErrNotFound) {
-				continue // deleted meanwhile
-			}
-			if err != nil {
-				return 0, err
-			}
-			n++
-		}
-		return n, nil
+		return deleteContactsTx(ctx, tx, j.AccountID, actor, ids) // skips contacts deleted meanwhile
 	}
 	ops := make([]*contactOp, len(ids))
 	unsub := StatusUnsubscribed

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/lib/pq"
+
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/dbtest"
 )
@@ -212,5 +214,132 @@ func TestBulkJobActions(t *testing.T) {
 		if !errors.As(err, &ve) || ve.Fields[c.field] == "" {
 			t.Errorf("%+v: %v, want a message on %s", c.in, err, c.field)
 		}
+	}
+}
+
+// TestBulkDeleteCountsEverythingDown deletes every match of a filter in
+// chunks, set by set, and checks each maintained counter against a recount
+// of what is left: the account's total, each list's members, each tag, each
+// day's new contacts (contacts created on two days). Every deleted contact
+// has one contact.deleted event with its lists and one activity.
+func TestBulkDeleteCountsEverythingDown(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	acct := newAccount(t, db, "business")
+	a, b := mkList(t, db, acct, "A", false), mkList(t, db, acct, "B", false)
+	in := store.BulkContacts{}
+	for i := range 120 {
+		c := store.ContactInput{Email: fmt.Sprintf("d%03d@example.com", i), Tags: []string{"alle"}}
+		if i%3 == 0 {
+			c.Tags = append(c.Tags, "vip")
+		}
+		if i%2 == 0 {
+			c.ListIDs = append(c.ListIDs, a.ID)
+		}
+		if i%5 == 0 {
+			c.ListIDs = append(c.ListIDs, b.ID)
+		}
+		in.Contacts = append(in.Contacts, c)
+	}
+	if _, err := db.BulkUpsertContacts(ctx, acct, apiActor, in); err != nil {
+		t.Fatal(err)
+	}
+	// Half of them were created three days earlier, their day's count with them.
+	if _, err := db.ExecContext(ctx, `WITH moved AS (
+		UPDATE contacts SET created_at = created_at - interval '3 days' WHERE account_id = $1 AND id % 2 = 0 RETURNING created_at
+	), days AS (
+		SELECT (created_at AT TIME ZONE 'Europe/Berlin')::date AS day, count(*) AS n FROM moved GROUP BY 1
+	), added AS (
+		INSERT INTO contact_days AS d (account_id, day, stripe, contacts) SELECT $1, day, 0, n FROM days
+		ON CONFLICT (account_id, day, stripe) DO UPDATE SET contacts = d.contacts + excluded.contacts
+	)
+	INSERT INTO contact_days AS d (account_id, day, stripe, contacts) SELECT $1, day + 3, 0, -n FROM days
+	ON CONFLICT (account_id, day, stripe) DO UPDATE SET contacts = d.contacts + excluded.contacts`, acct); err != nil {
+		t.Fatal(err)
+	}
+	mark := len(outbox(t, db, acct))
+	var vip []int64
+	if err := db.SelectContext(ctx, &vip, `SELECT id FROM contacts WHERE account_id = $1 AND tags @> '{vip}' ORDER BY id`, acct); err != nil {
+		t.Fatal(err)
+	}
+	lists := map[int64]int{}
+	var onLists []struct {
+		ID int64 `db:"id"`
+		N  int   `db:"n"`
+	}
+	if err := db.SelectContext(ctx, &onLists, `SELECT contact_id AS id, count(*) AS n FROM list_members WHERE contact_id = ANY($1) GROUP BY 1`,
+		pq.Int64Array(vip)); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range onLists {
+		lists[c.ID] = c.N
+	}
+	j, err := db.CreateBulkJob(ctx, acct, apiActor, store.BulkInput{Action: store.BulkDelete, Filter: &store.ContactFilter{Tag: "vip"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runBulk(t, db, store.BulkRun{Chunk: 7})
+	if j, _ = db.BulkJob(ctx, acct, j.ID); j.Status != store.BulkDone || j.Changed != 40 || j.Processed != 40 {
+		t.Fatalf("job %+v", j)
+	}
+
+	same := func(what, counted, recounted string) {
+		t.Helper()
+		var diff []string
+		if err := db.SelectContext(ctx, &diff, `SELECT coalesce(x.k, y.k) || ': ' || coalesce(x.n, 0) || ' counted, ' || coalesce(y.n, 0) || ' there'
+			FROM (`+counted+`) x(k, n) FULL JOIN (`+recounted+`) y(k, n) ON x.k = y.k WHERE coalesce(x.n, 0) <> coalesce(y.n, 0)`, acct); err != nil {
+			t.Fatal(err)
+		}
+		if len(diff) > 0 {
+			t.Errorf("%s: %v", what, diff)
+		}
+	}
+	same("tags", `SELECT tag, sum(contacts) FROM contact_tag_counts WHERE account_id = $1 GROUP BY 1`,
+		`SELECT t, count(*) FROM contacts, unnest(tags) t WHERE account_id = $1 GROUP BY 1`)
+	same("days", `SELECT day::text, sum(contacts) FROM contact_days WHERE account_id = $1 GROUP BY 1`,
+		`SELECT (created_at AT TIME ZONE 'Europe/Berlin')::date::text, count(*) FROM contacts WHERE account_id = $1 GROUP BY 1`)
+	for _, l := range []store.List{a, b} {
+		got, err := db.List(ctx, acct, l.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := countQ(t, db, `SELECT count(*) FROM list_members WHERE list_id = $1`, l.ID); got.MemberCount != int64(want) {
+			t.Errorf("list %s counts %d members, has %d", l.Name, got.MemberCount, want)
+		}
+	}
+	if _, n, err := db.Contacts(ctx, acct, store.ContactFilter{}, store.Page{Page: 1, PerPage: 1}); err != nil || n != 80 {
+		t.Errorf("the account's total says %d, want 80 (%v)", n, err)
+	}
+	if n := countQ(t, db, `SELECT count(*) FROM contacts WHERE account_id = $1 AND tags @> '{vip}'`, acct); n != 0 {
+		t.Errorf("%d vip contacts left", n)
+	}
+
+	var deleted []int64
+	for _, e := range outboxSince(t, db, acct, mark) {
+		if e.Name != store.EventContactDeleted {
+			continue
+		}
+		var p struct {
+			Contact struct {
+				ID    int64 `json:"id"`
+				Lists []struct {
+					ID int64 `json:"id"`
+				} `json:"lists"`
+			} `json:"contact"`
+		}
+		if err := json.Unmarshal(e.Payload, &p); err != nil {
+			t.Fatal(err)
+		}
+		deleted = append(deleted, p.Contact.ID)
+		if len(p.Contact.Lists) != lists[p.Contact.ID] {
+			t.Errorf("contact %d's event names %d lists, it was on %d", p.Contact.ID, len(p.Contact.Lists), lists[p.Contact.ID])
+		}
+	}
+	if fmt.Sprint(deleted) != fmt.Sprint(vip) {
+		t.Errorf("contact.deleted for %v, want %v in order", deleted, vip)
+	}
+	if n := countQ(t, db, `SELECT count(DISTINCT object_id) FROM activity_log WHERE account_id = $1 AND action = 'contact.deleted'
+		AND actor_type = 'key' AND object_id = ANY($2)`, acct, pq.Int64Array(vip)); n != len(vip) {
+		t.Errorf("contact.deleted activities for %d contacts, want %d", n, len(vip))
 	}
 }

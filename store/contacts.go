@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/big"
 	"slices"
 	"strconv"
@@ -973,14 +974,17 @@ func (db *DB) Tags(ctx context.Context, accountID int64, p Page) ([]Tag, int, er
 	return out, total, err
 }
 
-const lockContactForDelete = `SELECT ` + contactColumns + `, ` + contactLists + ` FROM contacts c WHERE c.account_id = $1 AND c.id = $2 FOR UPDATE OF c`
+const lockContactsForDelete = `SELECT ` + contactColumns + `, ` + contactLists + ` FROM contacts c
+WHERE c.account_id = $1 AND c.id = ANY($2) ORDER BY c.id FOR UPDATE OF c`
 
-const deleteContact = `DELETE FROM contacts WHERE account_id = $1 AND id = $2`
+const deleteContacts = `DELETE FROM contacts WHERE account_id = $1 AND id = ANY($2)`
 
-// decrementListMembers counts a deleted contact's lists one member less, in
-// this connection's stripe of each (list_member_counts).
+// decrementListMembers counts deleted contacts off their lists ($2, sorted:
+// $3 fewer members each), in this connection's stripe of each
+// (list_member_counts).
 const decrementListMembers = `INSERT INTO list_member_counts AS s (list_id, stripe, account_id, members)
-SELECT l.id, pg_backend_pid() % 32, $1, -1 FROM lists l WHERE l.account_id = $1 AND l.id = ANY($2)
+SELECT l.id, pg_backend_pid() % 32, $1, -x.n FROM unnest($2::bigint[], $3::bigint[]) AS x(id, n)
+JOIN lists l ON l.account_id = $1 AND l.id = x.id
 ORDER BY l.id
 ON CONFLICT (list_id, stripe) DO UPDATE SET members = s.members + excluded.members`
 
@@ -989,9 +993,10 @@ ON CONFLICT (list_id, stripe) DO UPDATE SET members = s.members + excluded.membe
 const contactTotal = `(SELECT u.contacts + coalesce((SELECT sum(s.contacts) FROM account_contact_counts s
   WHERE s.account_id = u.account_id), 0)::bigint FROM account_usage u WHERE u.account_id = $1)`
 
-// removeContactCounts takes a deleted contact off the contact counter, off the
-// day it was created ($4, contact_days) and its tags ($2, sorted) off the tag
-// counts ($3: -1 each), like addTagCounts.
+// removeContactCounts takes deleted contacts ($6 of them) off the contact
+// counter, off the days they were created ($4, sorted: $5 fewer each;
+// contact_days) and their tags ($2, sorted) off the tag counts ($3, negative),
+// like addTagCounts.
 const removeContactCounts = `WITH tags AS (
   INSERT INTO contact_tag_counts AS t (account_id, tag, stripe, contacts)
   SELECT $1, x.tag, pg_backend_pid() % 32, x.d FROM unnest($2::text[], $3::bigint[]) AS x(tag, d)
@@ -999,10 +1004,11 @@ const removeContactCounts = `WITH tags AS (
   ON CONFLICT (account_id, tag, stripe) DO UPDATE SET contacts = t.contacts + excluded.contacts
 ), days AS (
   INSERT INTO contact_days AS d (account_id, day, stripe, contacts)
-  VALUES ($1, $4::date, pg_backend_pid() % 32, -1)
-  ON CONFLICT (account_id, day, stripe) DO UPDATE SET contacts = d.contacts - 1
+  SELECT $1, x.day, pg_backend_pid() % 32, -x.n FROM unnest($4::date[], $5::bigint[]) AS x(day, n)
+  ORDER BY x.day
+  ON CONFLICT (account_id, day, stripe) DO UPDATE SET contacts = d.contacts + excluded.contacts
 )
-SELECT add_account_contacts($1, -1)`
+SELECT add_account_contacts($1, -$6::bigint)`
 
 // DeleteContact deletes a contact, its memberships and confirmation tokens, and
 // emits contact.deleted. A blocked address stays blocked.
@@ -1013,39 +1019,75 @@ func (db *DB) DeleteContact(ctx context.Context, accountID int64, actor Actor, i
 	return db.retryTx(ctx, func(tx *sqlx.Tx) error { return deleteContactTx(ctx, tx, accountID, actor, id) })
 }
 
-// deleteContactTx is DeleteContact inside tx: the one delete path of single
-// and bulk deletes (store/bulk.go), with the same event and activity.
+// deleteContactTx is DeleteContact inside tx.
 func deleteContactTx(ctx context.Context, tx *sqlx.Tx, accountID int64, actor Actor, id int64) error {
-	var c Contact
-	if err := tx.GetContext(ctx, &c, lockContactForDelete, accountID, id); err != nil {
-		return notFound("delete contact", err)
+	n, err := deleteContactsTx(ctx, tx, accountID, actor, []int64{id})
+	if err == nil && n == 0 {
+		err = fmt.Errorf("store: delete contact: %w", ErrNotFound)
 	}
-	if _, err := tx.ExecContext(ctx, deleteContact, accountID, id); err != nil {
-		return fmt.Errorf("store: delete contact: %w", err)
+	return err
+}
+
+// deleteContactsTx deletes contacts of an account inside tx, in ascending id
+// order, with one contact.deleted event and one activity each, their lists,
+// tags, days and the account's total counted down: the one delete path of
+// single and bulk deletes (store/bulk.go). Ids that name no contact (deleted
+// meanwhile) are skipped; it returns how many it deleted. However many
+// contacts, it takes the same six statements.
+func deleteContactsTx(ctx context.Context, tx *sqlx.Tx, accountID int64, actor Actor, ids []int64) (int64, error) {
+	if len(ids) == 0 {
+		return 0, nil
 	}
-	if len(c.Lists) > 0 {
-		ids := make([]int64, len(c.Lists))
-		for i, l := range c.Lists {
-			ids[i] = l.ID
+	cs, err := queryContacts(ctx, tx, nil, true, lockContactsForDelete, accountID, pq.Int64Array(ids))
+	if err != nil {
+		return 0, fmt.Errorf("store: delete contacts: %w", err)
+	}
+	if len(cs) == 0 {
+		return 0, nil
+	}
+	gone := make(pq.Int64Array, len(cs))
+	events := make([]Event, len(cs))
+	acts := make([]ActivityEntry, len(cs))
+	lists, days, tags := map[int64]int64{}, map[string]int64{}, tagDeltas{}
+	for i, c := range cs {
+		gone[i] = c.ID
+		events[i] = Event{Name: EventContactDeleted, Data: ContactEventData{Contact: c.Data()}}
+		acts[i] = ActivityEntry{Action: "contact.deleted", ObjectType: ObjectContact, ObjectID: c.ID, Details: map[string]any{"email": c.Email}}
+		for _, l := range c.Lists {
+			lists[l.ID]++
 		}
-		if _, err := tx.ExecContext(ctx, decrementListMembers, accountID, pq.Int64Array(ids)); err != nil {
-			return fmt.Errorf("store: delete contact: %w", err)
+		days[Day(c.CreatedAt)]++
+		tags.change(c.Tags, nil)
+	}
+	if _, err := tx.ExecContext(ctx, deleteContacts, accountID, gone); err != nil {
+		return 0, fmt.Errorf("store: delete contacts: %w", err)
+	}
+	if len(lists) > 0 {
+		listIDs := slices.Sorted(maps.Keys(lists))
+		counts := make(pq.Int64Array, len(listIDs))
+		for i, id := range listIDs {
+			counts[i] = lists[id]
+		}
+		if _, err := tx.ExecContext(ctx, decrementListMembers, accountID, pq.Int64Array(listIDs), counts); err != nil {
+			return 0, fmt.Errorf("store: delete contacts: %w", err)
 		}
 	}
-	if _, err := Emit(ctx, tx, accountID, EventContactDeleted, ContactEventData{Contact: c.Data()}); err != nil {
-		return err
+	if _, err := EmitAll(ctx, tx, accountID, events); err != nil {
+		return 0, err
 	}
-	if err := LogActivity(ctx, tx, accountID, actor, ActivityEntry{Action: "contact.deleted", ObjectType: ObjectContact,
-		ObjectID: id, Details: map[string]any{"email": c.Email}}); err != nil {
-		return err
+	if err := LogActivities(ctx, tx, accountID, actor, acts); err != nil {
+		return 0, err
 	}
-	tags := tagDeltas{}
-	tags.change(c.Tags, nil)
+	dayList := slices.Sorted(maps.Keys(days))
+	dayCounts := make(pq.Int64Array, len(dayList))
+	for i, d := range dayList {
+		dayCounts[i] = days[d]
+	}
 	names, counts := tags.args()
-	if _, err := tx.ExecContext(ctx, removeContactCounts, accountID, names, counts, Day(c.CreatedAt)); err != nil {
-		return fmt.Errorf("store: delete contact: %w", err)
+	if _, err := tx.ExecContext(ctx, removeContactCounts, accountID, names, counts, pq.StringArray(dayList), dayCounts, len(cs)); err != nil {
+		return 0, fmt.Errorf("store: delete contacts: %w", err)
 	}
-	return nil
+	return int64(len(cs)), nil
 }
 
 // retryTx runs fn in a transaction and repeats it (up to three times in all)
