@@ -97,10 +97,11 @@ func (p *Portal) createStory(w http.ResponseWriter, r *http.Request) error {
 	if err := parseFormMax(w, r, maxNewsletterForm); err != nil {
 		return err
 	}
-	c := views.StoryCalendar{Errors: map[string]string{}, Subject: r.PostFormValue("subject")}
+	c := views.StoryCalendar{Errors: map[string]string{}, Subject: r.PostFormValue("subject"), Preheader: r.PostFormValue("preheader")}
 	var html, markdown string
 	c.Editor, html, markdown = postedMailEditor(r.PostForm, "")
-	_, err = svc.CreateStoryEmail(r.Context(), accountID(r), actor(r), store.NewsletterInput{Subject: &c.Subject, HTML: &html, Markdown: &markdown})
+	_, err = svc.CreateStoryEmail(r.Context(), accountID(r), actor(r), store.NewsletterInput{Subject: &c.Subject, Preheader: &c.Preheader,
+		HTML: &html, Markdown: &markdown})
 	if fieldErrors(err, c.Errors) {
 		return p.renderStoryCalendar(w, r, http.StatusUnprocessableEntity, c)
 	}

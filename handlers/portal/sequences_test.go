@@ -38,7 +38,8 @@ func TestSequenceBuilder(t *testing.T) {
 	r = c.post(path+"/activate", url.Values{})
 	wantStatus(t, r, http.StatusUnprocessableEntity)
 	for i, subject := range []string{"Hallo", "Geschichte", "Angebot"} {
-		r = c.post(path+"/days/new", url.Values{"subject": {subject}, "html": {"<p>" + subject + "</p>"}, "delay_days": {fmt.Sprint(min(i, 1) * 2)}})
+		r = c.post(path+"/days/new", url.Values{"subject": {subject}, "preheader": {"Vorschau " + subject}, "html": {"<p>" + subject + "</p>"},
+			"delay_days": {fmt.Sprint(min(i, 1) * 2)}})
 		wantRedirect(t, r, path)
 	}
 	page := c.get(path)
@@ -53,9 +54,15 @@ func TestSequenceBuilder(t *testing.T) {
 	if got := text(page.find("sequence-day-delay").Eq(1)); !strings.Contains(got, "2 Tage später") {
 		t.Errorf("second delay %q", got)
 	}
+	if page.find("sequence-add-day").Find(`input[name=preheader]`).Length() != 1 {
+		t.Errorf("the form to add a day has no preheader field")
+	}
 	list, err := s.db.SequenceDays(ctx, acct.ID, id)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if list[0].Preheader != "Vorschau Hallo" {
+		t.Errorf("a new day's preheader is %q, want the one typed", list[0].Preheader)
 	}
 	// Inline edit through htmx: the day's fragment comes back.
 	r = c.post(fmt.Sprintf("%s/days/%d/edit", path, list[1].ID), url.Values{"subject": {"Die Geschichte"}, "html": {"<p>neu</p>"},
@@ -132,15 +139,22 @@ func TestStoryCalendar(t *testing.T) {
 	}
 	wantRedirect(t, c.post("/story-emails/settings", url.Values{"send_time": {"06:45"}, "weekdays": {"1", "2", "3", "4", "5", "6", "7"},
 		"list_ids": {fmt.Sprint(l.ID)}, "from_name": {"Anna"}}), "/story-emails/settings?saved=1")
-	wantRedirect(t, c.post("/story-emails/new", url.Values{"subject": {"Heute"}, "html": {"<p>Hallo</p>"}}), "/story-emails")
+	wantRedirect(t, c.post("/story-emails/new", url.Values{"subject": {"Heute"}, "preheader": {"Was heute geschah"}, "html": {"<p>Hallo</p>"}}),
+		"/story-emails")
 	page := c.get("/story-emails")
 	wantStatus(t, page, http.StatusOK)
+	if page.find("story-form").Find(`input[name=preheader]`).Length() != 1 {
+		t.Errorf("the form for a new story email has no preheader field")
+	}
 	if page.find("story-draft").Length() != 1 || page.find("story-day").Length() != 28 {
 		t.Fatalf("calendar:\n%s", page.Body)
 	}
 	stories, _, err := s.db.StoryEmails(context.Background(), acct.ID, "", store.Page{Page: 1, PerPage: 10})
 	if err != nil || len(stories) != 1 {
 		t.Fatalf("stories: %v %v", stories, err)
+	}
+	if stories[0].Preheader != "Was heute geschah" {
+		t.Errorf("the new story email's preheader is %q, want the one typed", stories[0].Preheader)
 	}
 	wantRedirect(t, c.post(fmt.Sprintf("/story-emails/%d/schedule", stories[0].ID), url.Values{}), "/story-emails")
 	page = c.get("/story-emails")
