@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -1063,11 +1064,7 @@ func deleteContactsTx(ctx context.Context, tx *sqlx.Tx, accountID int64, actor A
 		return 0, fmt.Errorf("store: delete contacts: %w", err)
 	}
 	if len(lists) > 0 {
-		listIDs := slices.Sorted(maps.Keys(lists))
-		counts := make(pq.Int64Array, len(listIDs))
-		for i, id := range listIDs {
-			counts[i] = lists[id]
-		}
+		listIDs, counts := sortedCounts(lists)
 		if _, err := tx.ExecContext(ctx, decrementListMembers, accountID, pq.Int64Array(listIDs), counts); err != nil {
 			return 0, fmt.Errorf("store: delete contacts: %w", err)
 		}
@@ -1078,16 +1075,24 @@ func deleteContactsTx(ctx context.Context, tx *sqlx.Tx, accountID int64, actor A
 	if err := LogActivities(ctx, tx, accountID, actor, acts); err != nil {
 		return 0, err
 	}
-	dayList := slices.Sorted(maps.Keys(days))
-	dayCounts := make(pq.Int64Array, len(dayList))
-	for i, d := range dayList {
-		dayCounts[i] = days[d]
-	}
+	dayList, dayCounts := sortedCounts(days)
 	names, counts := tags.args()
 	if _, err := tx.ExecContext(ctx, removeContactCounts, accountID, names, counts, pq.StringArray(dayList), dayCounts, len(cs)); err != nil {
 		return 0, fmt.Errorf("store: delete contacts: %w", err)
 	}
 	return int64(len(cs)), nil
+}
+
+// sortedCounts returns the keys of m in order, and their counts in the same
+// order: counter updates take their rows in one order, so that concurrent
+// ones cannot deadlock.
+func sortedCounts[K cmp.Ordered](m map[K]int64) ([]K, pq.Int64Array) {
+	keys := slices.Sorted(maps.Keys(m))
+	counts := make(pq.Int64Array, len(keys))
+	for i, k := range keys {
+		counts[i] = m[k]
+	}
+	return keys, counts
 }
 
 // retryTx runs fn in a transaction and repeats it (up to three times in all)
