@@ -2542,9 +2542,11 @@ func German() Text {
 			ReplyTo:           "Antwortadresse (Standard)",
 			ReplyToHint:       "Für Mails ohne eigene Antwortadresse.",
 			SenderSavedFlash:  "Absender und Impressum sind gespeichert.",
+			SenderReadOnly:    "Nur Inhaber und Admins können Absender und Impressum ändern.",
 			NoPostalTitle:     "Postanschrift fehlt",
 			NoPostal:          "Ihr Konto hat noch keine Postanschrift. Werbe-Mails müssen Absender und Anschrift nennen; ohne sie versenden Sie möglicherweise rechtswidrig.",
 			NoPostalLink:      "Jetzt eintragen",
+			NoPostalAsk:       "Bitten Sie einen Inhaber oder Admin Ihres Kontos, sie einzutragen.",
 		},
 	}
 }
@@ -2574,19 +2576,19 @@ func TextFor(ctx context.Context) Text {
 // TemplatesText holds the templates and library pages, the attachments
 // manager, the sender settings and the notice of a missing postal address.
 type TemplatesText struct {
-	NavTemplates, NavAttachments, NavSender                                         string
-	Title, Lead, Mine, None, New, Library, LibraryLead, Copy, CopiedFlash           string
-	Name, Key, KeyHint, Kind, KindLayout, KindStart, Subject, Preheader, HTML       string
-	HTMLHint, Delete, Save, Create, EditTitle, NewTitle, SavedFlash                 string
-	DeletedFlash, UseInNewsletter, SampleContent, PreviewOf                         string
-	Template, TemplateNone, TemplateHint, Attachments, AttachmentsHint              string
-	AttachmentsNone, AttTitle, AttLead, AttUpload, AttFile, AttUploading            string
-	AttUploadedFlash, AttExistsFlash, AttDeletedFlash, AttTooLarge, AttNoFile       string
-	AttFilename, AttSize, AttType, AttUsedBy, AttUsedByCount, AttUploadedAt         string
-	AttDownload, AttStorage, AttStorageFull                                         string
-	SenderTitle, SenderLead, Company, CompanyHint, PostalAddress, PostalAddressHint string
-	Imprint, ImprintHint, FromName, FromNameHint, ReplyTo, ReplyToHint              string
-	SenderSavedFlash, NoPostalTitle, NoPostal, NoPostalLink                         string
+	NavTemplates, NavAttachments, NavSender                                              string
+	Title, Lead, Mine, None, New, Library, LibraryLead, Copy, CopiedFlash                string
+	Name, Key, KeyHint, Kind, KindLayout, KindStart, Subject, Preheader, HTML            string
+	HTMLHint, Delete, Save, Create, EditTitle, NewTitle, SavedFlash                      string
+	DeletedFlash, UseInNewsletter, SampleContent, PreviewOf                              string
+	Template, TemplateNone, TemplateHint, Attachments, AttachmentsHint                   string
+	AttachmentsNone, AttTitle, AttLead, AttUpload, AttFile, AttUploading                 string
+	AttUploadedFlash, AttExistsFlash, AttDeletedFlash, AttTooLarge, AttNoFile            string
+	AttFilename, AttSize, AttType, AttUsedBy, AttUsedByCount, AttUploadedAt              string
+	AttDownload, AttStorage, AttStorageFull                                              string
+	SenderTitle, SenderLead, Company, CompanyHint, PostalAddress, PostalAddressHint      string
+	Imprint, ImprintHint, FromName, FromNameHint, ReplyTo, ReplyToHint                   string
+	SenderSavedFlash, SenderReadOnly, NoPostalTitle, NoPostal, NoPostalLink, NoPostalAsk string
 }
 
 // AppointmentsText holds the appointment book's strings (issue 22).

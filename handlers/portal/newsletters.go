@@ -425,6 +425,7 @@ func (p *Portal) newsletterSend(r *http.Request, c store.Campaign) (views.Newsle
 		return v, err
 	}
 	v.NoPostalAddress = slices.Contains(warnings, store.WarningNoPostalAddress)
+	v.SenderEditable = viewer(r).User.CanManageKeys()
 	v.Queued, v.Skipped, v.QueuedAtLeast, v.SkippedAtLeast = aud.Queued, aud.Skipped, aud.QueuedAtLeast, aud.SkippedAtLeast
 	if (len(c.ListIDs) > 0 || c.SegmentID != nil) && v.Queued == 0 && len(v.Problems) == 0 {
 		v.Problems = map[string]string{"list_ids": views.TextFor(r.Context()).Newsletters.SendNoRecipients}

@@ -238,8 +238,9 @@ func (p *Portal) Routes(r chi.Router) {
 			r.Post("/attachments", p.handle(p.uploadAttachment))
 			r.Get("/attachments/{id}/download", p.handle(p.downloadAttachment))
 			r.Post("/attachments/{id}/delete", p.handle(p.deleteAttachment))
+			// Everyone sees the sender and imprint; owners and admins change them.
 			r.Get("/settings/sender", p.handle(p.senderPage))
-			r.Post("/settings/sender", p.handle(p.saveSender))
+			r.With(p.requireAdmin).Post("/settings/sender", p.handle(p.saveSender))
 			// Custom field definitions: label and type of the contacts' own
 			// fields (issue 24; the API's /v1/fields).
 			r.Get("/settings/fields", p.handle(p.fieldsPage))

@@ -369,7 +369,7 @@ func (p *Portal) senderPage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	f := views.SenderForm{In: store.AccountSettingsInput{Company: s.Company, PostalAddress: s.PostalAddress, Imprint: s.Imprint,
-		FromName: s.FromName, ReplyTo: s.ReplyTo}, Errors: map[string]string{}}
+		FromName: s.FromName, ReplyTo: s.ReplyTo}, Errors: map[string]string{}, ReadOnly: !viewer(r).User.CanManageKeys()}
 	p.render(w, r, http.StatusOK, views.SenderSettingsPage(p.shell(r, views.TextFor(r.Context()).Templates.SenderTitle, views.NavSender), f))
 	return nil
 }
@@ -404,7 +404,7 @@ func (p *Portal) senderNoticePanel(ctx context.Context, v store.Viewer) (templ.C
 	if len(warnings) == 0 {
 		return templ.NopComponent, nil
 	}
-	return views.NoPostalAddressNotice(), nil
+	return views.NoPostalAddressNotice(v.User.CanManageKeys()), nil
 }
 
 // sendFlash confirms a send or schedule; while the account has no postal

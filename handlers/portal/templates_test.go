@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/rundbrief/rundbrief/store"
+	"github.com/rundbrief/rundbrief/store/dbtest"
 )
 
 // uploadFile posts a multipart upload to the attachments manager, as its
@@ -195,4 +196,45 @@ func TestTemplatesPortal(t *testing.T) {
 		t.Errorf("template not deleted: %v", err)
 	}
 	wantRedirect(t, c.post(fmt.Sprintf("/attachments/%d/delete", atts[0].ID), nil), "/attachments")
+}
+
+// TestMemberSeesTheSenderReadOnly: members see the sender and imprint but do
+// not change them (403); the missing postal address notice tells them to ask
+// an owner or admin instead of linking to a form they cannot save. The owner
+// saves as before.
+func TestMemberSeesTheSenderReadOnly(t *testing.T) {
+	s := newServer(t, dbtest.URL(t), nil, base)
+	acct := newAccount(t, s.db, "")
+	if _, err := s.db.CreateUser(context.Background(), acct.ID, store.NewUser{Email: "member-sender@example.com", Role: store.RoleMember,
+		Password: "member password"}); err != nil {
+		t.Fatal(err)
+	}
+	member := newClient(t, s)
+	member.signIn("member-sender@example.com", "member password")
+	notice := member.get("/dashboard").find("no-postal-address")
+	if notice.Length() != 1 || notice.Find(`a[href="/settings/sender"]`).Length() != 0 || !strings.Contains(notice.Text(), "Inhaber oder Admin") {
+		t.Errorf("a member's notice: %q", notice.Text())
+	}
+	page := member.get("/settings/sender")
+	wantStatus(t, page, http.StatusOK)
+	if page.find("sender-read-only").Length() != 1 || page.find("sender-save").Length() != 0 ||
+		page.find("sender-form").Find("fieldset[disabled]").Find(`textarea[name="postal_address"]`).Length() != 1 {
+		t.Errorf("a member's sender page is not read-only:\n%s", page.Body)
+	}
+	r := member.post("/settings/sender", url.Values{"company": {"Mitarbeiter GmbH"}, "postal_address": {"Nebenstr. 2\n10115 Berlin"}})
+	wantStatus(t, r, http.StatusForbidden)
+	if set, err := s.db.AccountSettings(context.Background(), acct.ID); err != nil || set.Company != "" || set.PostalAddress != "" {
+		t.Errorf("a member changed the sender: %+v %v", set, err)
+	}
+
+	owner := newClient(t, s)
+	owner.signIn(acct.Email, acct.Password)
+	if notice := owner.get("/dashboard").find("no-postal-address"); notice.Find(`a[href="/settings/sender"]`).Length() != 1 {
+		t.Errorf("the owner's notice has no link to the form: %q", notice.Text())
+	}
+	if page := owner.get("/settings/sender"); page.find("sender-read-only").Length() != 0 || page.find("sender-save").Length() != 1 {
+		t.Errorf("the owner's sender page is read-only")
+	}
+	wantRedirect(t, owner.post("/settings/sender", url.Values{"company": {"Bäckerei Müller"}, "postal_address": {"Hauptstr. 1\n10115 Berlin"}}),
+		"/settings/sender")
 }
