@@ -96,9 +96,20 @@ func (l *ListRefs) Scan(src any) error {
 			return nil
 		}
 	}
+	refs, err := listRefsViaPQ(src)
+	if err != nil {
+		return err
+	}
+	*l = refs
+	return nil
+}
+
+// listRefsViaPQ reads contactLists' array through lib/pq's general array
+// parser, then cuts each element: whatever scanListRefs does not read.
+func listRefsViaPQ(src any) (ListRefs, error) {
 	var elems pq.StringArray
 	if err := elems.Scan(src); err != nil {
-		return fmt.Errorf("store: lists: %w", err)
+		return nil, fmt.Errorf("store: lists: %w", err)
 	}
 	refs := make(ListRefs, len(elems))
 	for i, e := range elems {
@@ -106,12 +117,11 @@ func (l *ListRefs) Scan(src any) error {
 		color, name, ok2 := strings.Cut(rest, ",")
 		n, err := strconv.ParseInt(id, 10, 64)
 		if !ok1 || !ok2 || err != nil {
-			return fmt.Errorf("store: lists: malformed element %q", e)
+			return nil, fmt.Errorf("store: lists: malformed element %q", e)
 		}
 		refs[i] = ListRef{ID: n, Name: name, Color: color}
 	}
-	*l = refs
-	return nil
+	return refs, nil
 }
 
 // scanListRefs reads contactLists' array as PostgreSQL prints it, in one
