@@ -2317,7 +2317,7 @@ func German() Text {
 				"admin":  "Administrator",
 				"member": "Mitglied",
 			},
-			RolesHelp: "Inhaber und Administratoren verwalten API-Schlüssel, SMTP-Server, Webhooks und Benutzer; " +
+			RolesHelp: "Inhaber und Administratoren verwalten API-Schlüssel, SMTP-Server, Webhooks, Benutzer sowie Absender und Impressum; " +
 				"nur Inhaber vergeben die Rolle „Inhaber“. Mitglieder arbeiten mit Kontakten, Listen und Newslettern.",
 			Password:       "Anfangspasswort",
 			PasswordHint:   "Mindestens %d Zeichen. Leer lassen: Rundbrief erzeugt ein sicheres Passwort und zeigt es Ihnen einmal an.",
@@ -2542,11 +2542,11 @@ func German() Text {
 			ReplyTo:           "Antwortadresse (Standard)",
 			ReplyToHint:       "Für Mails ohne eigene Antwortadresse.",
 			SenderSavedFlash:  "Absender und Impressum sind gespeichert.",
-			SenderReadOnly:    "Nur Inhaber und Admins können Absender und Impressum ändern.",
+			SenderReadOnly:    "Nur Inhaber und Administratoren können Absender und Impressum ändern.",
 			NoPostalTitle:     "Postanschrift fehlt",
 			NoPostal:          "Ihr Konto hat noch keine Postanschrift. Werbe-Mails müssen Absender und Anschrift nennen; ohne sie versenden Sie möglicherweise rechtswidrig.",
 			NoPostalLink:      "Jetzt eintragen",
-			NoPostalAsk:       "Bitten Sie einen Inhaber oder Admin Ihres Kontos, sie einzutragen.",
+			NoPostalAsk:       "Bitten Sie einen Inhaber oder Administrator Ihres Kontos, sie einzutragen.",
 		},
 	}
 }

@@ -200,7 +200,7 @@ func TestTemplatesPortal(t *testing.T) {
 
 // TestMemberSeesTheSenderReadOnly: members see the sender and imprint but do
 // not change them (403); the missing postal address notice tells them to ask
-// an owner or admin instead of linking to a form they cannot save. The owner
+// an owner or administrator instead of linking to a form they cannot save. The owner
 // saves as before.
 func TestMemberSeesTheSenderReadOnly(t *testing.T) {
 	s := newServer(t, dbtest.URL(t), nil, base)
@@ -212,7 +212,7 @@ func TestMemberSeesTheSenderReadOnly(t *testing.T) {
 	member := newClient(t, s)
 	member.signIn("member-sender@example.com", "member password")
 	notice := member.get("/dashboard").find("no-postal-address")
-	if notice.Length() != 1 || notice.Find(`a[href="/settings/sender"]`).Length() != 0 || !strings.Contains(notice.Text(), "Inhaber oder Admin") {
+	if notice.Length() != 1 || notice.Find(`a[href="/settings/sender"]`).Length() != 0 || !strings.Contains(notice.Text(), "Inhaber oder Administrator") {
 		t.Errorf("a member's notice: %q", notice.Text())
 	}
 	page := member.get("/settings/sender")
