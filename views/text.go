@@ -2626,6 +2626,7 @@ type AppointmentsText struct {
 	BookingLinkHint string
 	BookingOff      string
 	Copy            string
+	OpenBookingPage string
 	Settings        string
 	NewBooking      string
 	NewBookingHint  string
@@ -2701,6 +2702,7 @@ func germanAppointments() AppointmentsText {
 		BookingLinkHint: "Teilen Sie diesen Link, damit Kundinnen und Kunden selbst einen Termin buchen.",
 		BookingOff:      "Die Online-Buchung ist ausgeschaltet. Schalten Sie sie in den Einstellungen ein, damit der Link Buchungen annimmt.",
 		Copy:            "Kopieren",
+		OpenBookingPage: "Buchungsseite öffnen",
 		Settings:        "Einstellungen",
 		NewBooking:      "Termin eintragen",
 		NewBookingHint:  "Tragen Sie einen Termin für eine Person ein, die telefonisch oder persönlich gebucht hat. Sie erhält die Bestätigung per E-Mail.",

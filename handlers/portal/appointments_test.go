@@ -41,6 +41,10 @@ func TestAppointmentCalendarAndManualBooking(t *testing.T) {
 	if v, _ := r.find("copy-booking-url").Attr("data-copy"); v != "booking-url" {
 		t.Error("no copy button for the booking link")
 	}
+	// The booking page is no sign-up page: the link says what it opens.
+	if open := r.find("open-booking-page"); strings.TrimSpace(open.Text()) != "Buchungsseite öffnen" || open.AttrOr("href", "") != r.find("booking-url").AttrOr("value", "-") {
+		t.Errorf("link to the booking page: %q → %q", open.Text(), open.AttrOr("href", ""))
+	}
 	if r.find("booking-off").Length() != 1 || r.Doc.Find(`.appt-cal-day`).Length() != 7 || r.Doc.Find(".table-wrap .appt-cal").Length() != 1 {
 		t.Fatalf("week page: %d days", r.Doc.Find(`.appt-cal-day`).Length())
 	}
