@@ -1864,9 +1864,9 @@ func ABResultsSection(d ABDetail) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var95 string
-				templ_7745c5c3_Var95, templ_7745c5c3_Err = templ.JoinStringErrs(sprintf(t.AB.Waiting, res.Waiting))
+				templ_7745c5c3_Var95, templ_7745c5c3_Err = templ.JoinStringErrs(sprintf(ByCount(res.Waiting, t.AB.WaitingOne, t.AB.Waiting), res.Waiting))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/abtests.templ`, Line: 422, Col: 68}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/abtests.templ`, Line: 422, Col: 107}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var95))
 				if templ_7745c5c3_Err != nil {

@@ -196,6 +196,11 @@ func TestWebhookRowStatus(t *testing.T) {
 	if got := text(tid(active, "webhook-status")); got != "Aktiv 3 Fehlversuche in Folge" {
 		t.Errorf("active status %q (an expired previous secret is not mentioned)", got)
 	}
+	once := renderRows(t, views.WebhookRow(store.Webhook{ID: 5, URL: "https://y.example.com", Events: []string{"*"},
+		Status: store.WebhookActive, ConsecutiveFailures: 1, CreatedAt: now}, now))
+	if got := text(tid(once, "webhook-status")); got != "Aktiv 1 Fehlversuch" {
+		t.Errorf("status after one failure %q", got)
+	}
 }
 
 func TestDeliveryRows(t *testing.T) {

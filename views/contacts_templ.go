@@ -251,9 +251,9 @@ func ContactSection(l ContactList) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var9 string
-			templ_7745c5c3_Var9, templ_7745c5c3_Err = templ.JoinStringErrs(sprintf(t.Contacts.TagSuggestion, tg.Name, formatInt(t, tg.Count)))
+			templ_7745c5c3_Var9, templ_7745c5c3_Err = templ.JoinStringErrs(sprintf(ByCount(tg.Count, t.Contacts.TagSuggestionOne, t.Contacts.TagSuggestion), tg.Name, formatInt(t, tg.Count)))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/contacts.templ`, Line: 103, Col: 99}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/contacts.templ`, Line: 103, Col: 147}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var9))
 			if templ_7745c5c3_Err != nil {

@@ -12,6 +12,17 @@ import (
 // sprintf fills a format string of Text (e.g. Common.PageOf).
 func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
 
+// ByCount picks a text's form for exactly one over its form for any other
+// count: German nouns and verbs change with the number ("1 Kontakt wartet",
+// "2 Kontakte warten"), so a text that counts has both, with the same
+// verbs, and the caller fills the one chosen.
+func ByCount[N ~int | ~int64](n N, one, other string) string {
+	if n == 1 {
+		return one
+	}
+	return other
+}
+
 // formatTime writes t in Europe/Berlin in the language's layout.
 func formatTime(tx Text, t time.Time) string {
 	return t.In(store.Berlin).Format(tx.Format.DateTime)

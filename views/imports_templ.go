@@ -1610,9 +1610,9 @@ func ImportProgress(j store.ImportJob) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var92 string
-					templ_7745c5c3_Var92, templ_7745c5c3_Err = templ.JoinStringErrs(sprintf(t.Import.MoreErrors, j.Failed-len(j.Errors)))
+					templ_7745c5c3_Var92, templ_7745c5c3_Err = templ.JoinStringErrs(sprintf(ByCount(j.Failed-len(j.Errors), t.Import.MoreErrorsOne, t.Import.MoreErrors), j.Failed-len(j.Errors)))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/imports.templ`, Line: 322, Col: 82}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/imports.templ`, Line: 322, Col: 139}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var92))
 					if templ_7745c5c3_Err != nil {

@@ -42,6 +42,18 @@ func TestNewsletterLinkCheck(t *testing.T) {
 		!strings.Contains(ok.Text(), "Alle 3 Links antworten.") || ok.Find(`[data-testid="link-problem"]`).Length() != 0 {
 		t.Errorf("all answer: %q", ok.Text())
 	}
+	one := render(t, views.NewsletterLinkCheck(mailer.LinkReport{Checked: 1}))
+	if !strings.Contains(one.Text(), "Der Link antwortet.") {
+		t.Errorf("the only link answers: %q", one.Text())
+	}
+	oneOf := render(t, views.NewsletterLinkCheck(mailer.LinkReport{Checked: 20, Omitted: 1, Problems: []mailer.LinkProblem{
+		{URL: "https://a.example/weg", Reason: mailer.LinkStatus, Status: 404}}}))
+	if got := strings.Join(strings.Fields(oneOf.Find(".checklist-title").Text()), " "); got != "Bitte prüfen: 1 von 20 Links antwortet nicht:" {
+		t.Errorf("title of one failure %q", got)
+	}
+	if got := oneOf.Find(`[data-testid="link-omitted"]`).Text(); !strings.Contains(got, "1 weiterer Link wurde nicht geprüft") {
+		t.Errorf("one omitted %q", got)
+	}
 	none := render(t, views.NewsletterLinkCheck(mailer.LinkReport{}))
 	if !strings.Contains(none.Text(), "Keine Links zum Prüfen") {
 		t.Errorf("no links: %q", none.Text())

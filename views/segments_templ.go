@@ -950,9 +950,9 @@ func BulkProgress(j store.BulkJob) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var48 string
-				templ_7745c5c3_Var48, templ_7745c5c3_Err = templ.JoinStringErrs(sprintf(t.Segments.BulkDone, formatInt(t, j.Processed), formatInt(t, j.Changed)))
+				templ_7745c5c3_Var48, templ_7745c5c3_Err = templ.JoinStringErrs(sprintf(ByCount(j.Processed, t.Segments.BulkDoneOne, t.Segments.BulkDone), formatInt(t, j.Processed), formatInt(t, j.Changed)))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/segments.templ`, Line: 237, Col: 127}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/segments.templ`, Line: 237, Col: 173}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var48))
 				if templ_7745c5c3_Err != nil {

@@ -111,9 +111,9 @@ func StoryCalendarPage(s Shell, c StoryCalendar) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var5 string
-			templ_7745c5c3_Var5, templ_7745c5c3_Err = templ.JoinStringErrs(sprintf(t.StorySummary, c.Settings.SendTime, len(c.Settings.ListIDs)))
+			templ_7745c5c3_Var5, templ_7745c5c3_Err = templ.JoinStringErrs(storySummary(t, c.Settings.SendTime, len(c.Settings.ListIDs)))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/sequences.templ`, Line: 38, Col: 133}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/sequences.templ`, Line: 38, Col: 125}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var5))
 			if templ_7745c5c3_Err != nil {
@@ -2535,11 +2535,20 @@ func delayText(t SequencesText, q store.Sequence, d store.SequenceDay) string {
 	case d.Position == 1 && d.DelayDays == 0:
 		return t.AtEntry + at
 	case d.Position == 1:
-		return sprintf(t.DaysAfterEntry, d.DelayDays) + at
+		return sprintf(ByCount(d.DelayDays, t.DayAfterEntry, t.DaysAfterEntry), d.DelayDays) + at
 	case d.DelayDays == 0:
 		return t.SameDay + at
 	}
-	return sprintf(t.DaysAfter, d.DelayDays) + at
+	return sprintf(ByCount(d.DelayDays, t.DayAfter, t.DaysAfter), d.DelayDays) + at
+}
+
+// storySummary says when story emails go out and to how many lists; with
+// none chosen yet, where to choose them.
+func storySummary(t SequencesText, sendTime string, lists int) string {
+	if lists == 0 {
+		return sprintf(t.StorySummaryNone, sendTime)
+	}
+	return sprintf(ByCount(lists, t.StorySummaryOne, t.StorySummary), sendTime, lists)
 }
 
 func sequenceTiming(t SequencesText, q store.Sequence) string {

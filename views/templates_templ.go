@@ -1019,9 +1019,9 @@ func AttachmentsPage(s Shell, v AttachmentsView) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var59 string
-					templ_7745c5c3_Var59, templ_7745c5c3_Err = templ.JoinStringErrs(sprintf(t.AttUsedByCount, a.UsedBy))
+					templ_7745c5c3_Var59, templ_7745c5c3_Err = templ.JoinStringErrs(sprintf(ByCount(a.UsedBy, t.AttUsedByOne, t.AttUsedByCount), a.UsedBy))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/templates.templ`, Line: 218, Col: 50}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/templates.templ`, Line: 218, Col: 85}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var59))
 					if templ_7745c5c3_Err != nil {

@@ -304,11 +304,12 @@ type AuthText struct {
 
 // SendCheckText words the pre-send checklist.
 type SendCheckText struct {
-	Head, Warning                                                 string
-	SubjectOK, SubjectMissing, SubjectTooLong, SubjectShouting    string
-	PreheaderOK, PreheaderMissing, SenderOK, SenderMissing        string // SenderOK %s: the route
-	UnsubscribeOwn, UnsubscribeAppended                           string
-	LinksOK, LinksBad, ImagesOK, ImagesNoAlt, WordsOK, WordsFound string // LinksOK %d; LinksBad %s; ImagesOK %d; ImagesNoAlt %d of %d; WordsFound %s
+	Head, Warning                                                  string
+	SubjectOK, SubjectMissing, SubjectTooLong, SubjectShouting     string
+	PreheaderOK, PreheaderMissing, SenderOK, SenderMissing         string // SenderOK %s: the route
+	UnsubscribeOwn, UnsubscribeAppended                            string
+	LinksOK, LinksBad, ImagesOK, ImagesNoAlt, WordsOK, WordsFound  string // LinksOK %d; LinksBad %s; ImagesOK %d; ImagesNoAlt %d of %d; WordsFound %s
+	LinksOKOne, LinksNone, ImagesOKOne, ImagesNone, ImagesNoAltOne string // the forms for one and none; ImagesNoAltOne: one image of %d… %d
 }
 
 // EmailsText holds the single-email pages.
@@ -319,6 +320,7 @@ type EmailsText struct {
 	Recipients, Address, SentAt, OpenedAt, ClickedAt, OutcomeFilter                         string
 	NoRecipientsTitle, NoRecipientsBody                                                     string
 	SentFlash, SkippedFlash, AllSkippedFlash, ScheduledFlash, CancelledFlash                string // SentFlash %d; SkippedFlash %d, %d; AllSkippedFlash %d
+	SkippedFlashOne, AllSkippedFlashOne                                                     string // one recipient skipped: SkippedFlashOne %d, %d; AllSkippedFlashOne no verb
 	TypeLabels, Outcomes, RecipientStatus                                                   map[string]string
 }
 
@@ -541,14 +543,15 @@ type NewslettersText struct {
 	PreviewUnknown     string // %s: address without a contact
 	PreviewUpdate      string // button without JavaScript
 
-	TestTitle    string
-	TestTo       string
-	TestToHint   string // %d: max addresses
-	TestSend     string
-	TestResult   string // %d, %d: sent, total
-	TestOK       string
-	TestFailed   string
-	TestFailedAt string // %s: error
+	TestTitle     string
+	TestTo        string
+	TestToHint    string // %d: max addresses
+	TestSend      string
+	TestResult    string // %d, %d: sent, total
+	TestResultOne string // the same of one test mail
+	TestOK        string
+	TestFailed    string
+	TestFailedAt  string // %s: error
 
 	SendNow          string
 	SendTitle        string // %s: name
@@ -670,7 +673,7 @@ type FormsText struct {
 
 // ContactsText holds the contact pages: table, detail, form, confirmations.
 type ContactsText struct {
-	TagSuggestion                                               string // %s: tag, %s: contacts with it
+	TagSuggestion, TagSuggestionOne                             string // %s: tag, %s: contacts with it
 	ActivityMail                                                string // before the mail an activity names: "in „Herbst“"
 	Title, Lead, New, Import, Export, Caption                   string
 	Search, SearchHint, List, AnyList, Tag, TagHint, Status     string
@@ -733,6 +736,7 @@ type ImportText struct {
 	DoneTitle, FailedTitle, Created, Updated, Failed string
 	RowErrors, RowErrorsCaption, Row, Email, Message string
 	MoreErrors                                       string // %d: errors not listed
+	MoreErrorsOne                                    string // the same of one error
 	StatusLabels                                     map[string]string
 	FileName, Rows, When, Status, ToContacts, Again  string
 }
@@ -765,42 +769,42 @@ type SMTPText struct {
 // ABText holds the A/B test pages: the list, the form that creates a test
 // from a newsletter draft, and the results page.
 type ABText struct {
-	Title, Lead, New, NewTitle, Create       string
-	EmptyTitle, EmptyBody, Caption           string
-	Name, NameHint, Newsletter               string
-	TargetHint, NoDrafts                     string
-	TestType, TestTypeHint                   string
-	TestTypes                                map[string]string // subject, content, design, sender, combo
-	Mode, ModeHint                           string
-	Modes                                    map[string]string // split, winner
-	SplitA, SplitAHint                       string
-	SamplePct, SamplePctHint                 string
-	WaitHours, WaitHoursHint                 string
-	Metric, MetricHint                       string
-	Metrics                                  map[string]string // opens, clicks, ctr
-	AutoApply, AutoApplyHint                 string
-	VariantB, VariantBLead                   string
-	BSubject, BPreheader, BFromName, BHTML   string
-	BSubjectHint, BHTMLHint                  string
-	NotANumber                               string
-	Status, Created, Started, DecideAt       string
-	Statuses                                 map[string]string // draft, running, completed, stopped
-	Variant                                  string            // %s: A or B
-	Subject, Preheader, FromName, Content    string
-	Unchanged, OwnContent, ShareOfRecipients string // ShareOfRecipients: %d percent
-	Results, ResultsLead, Sent, Opens        string
-	Clicks, OpenRate, ClickRate, CTR         string
-	Confidence, ConfidenceHint, Leader       string
-	Level, Waiting, Winner, Suggested        string
-	Significant, NotSignificant              string
-	ChooseWinner, ChooseWinnerLead           string
-	WinnerA, WinnerB, WinnerAuto             string
-	Stop, StopDetail, Delete                 string
-	WinnerFlash                              string // %s winner, %d released
-	CopiedFlash, StoppedFlash, CreatedFlash  string // CreatedFlash: %s name; StoppedFlash: %d released
-	DeletedFlash                             string
-	NotRunning, Copied, Released             string // Released: %d recipients
-	PlanTitle, PlanBody                      string
+	Title, Lead, New, NewTitle, Create            string
+	EmptyTitle, EmptyBody, Caption                string
+	Name, NameHint, Newsletter                    string
+	TargetHint, NoDrafts                          string
+	TestType, TestTypeHint                        string
+	TestTypes                                     map[string]string // subject, content, design, sender, combo
+	Mode, ModeHint                                string
+	Modes                                         map[string]string // split, winner
+	SplitA, SplitAHint                            string
+	SamplePct, SamplePctHint                      string
+	WaitHours, WaitHoursHint                      string
+	Metric, MetricHint                            string
+	Metrics                                       map[string]string // opens, clicks, ctr
+	AutoApply, AutoApplyHint                      string
+	VariantB, VariantBLead                        string
+	BSubject, BPreheader, BFromName, BHTML        string
+	BSubjectHint, BHTMLHint                       string
+	NotANumber                                    string
+	Status, Created, Started, DecideAt            string
+	Statuses                                      map[string]string // draft, running, completed, stopped
+	Variant                                       string            // %s: A or B
+	Subject, Preheader, FromName, Content         string
+	Unchanged, OwnContent, ShareOfRecipients      string // ShareOfRecipients: %d percent
+	Results, ResultsLead, Sent, Opens             string
+	Clicks, OpenRate, ClickRate, CTR              string
+	Confidence, ConfidenceHint, Leader            string
+	Level, Waiting, WaitingOne, Winner, Suggested string
+	Significant, NotSignificant                   string
+	ChooseWinner, ChooseWinnerLead                string
+	WinnerA, WinnerB, WinnerAuto                  string
+	Stop, StopDetail, Delete                      string
+	WinnerFlash                                   string // %s winner, %d released
+	CopiedFlash, StoppedFlash, CreatedFlash       string // CreatedFlash: %s name; StoppedFlash: %d released
+	DeletedFlash                                  string
+	NotRunning, Copied, Released                  string // Released: %d recipients
+	PlanTitle, PlanBody                           string
 	// PreviewTitle heads the side-by-side preview of the variants (issue 24).
 	PreviewTitle string
 }
@@ -808,6 +812,8 @@ type ABText struct {
 // SequencesText holds the story email calendar and the sequence pages.
 type SequencesText struct {
 	StoryTitle, StoryLead, StorySettings, StorySettingsLead, StorySummary  string
+	StorySummaryOne                                                        string // %s time, %d lists: one list
+	StorySummaryNone                                                       string // %s time: no list chosen yet
 	StoryEmails, Day, Gap, SentCount, Drafts, NoDrafts, ScheduleNext       string
 	SendNow, NewStory, Subject, Content, CreateDraft                       string
 	SendTime, SendTimeHint, Weekdays, Lists, FromName, ReplyTo, Save, Back string
@@ -819,6 +825,7 @@ type SequencesText struct {
 	Clicked, Participants, EnrolEmails, EnrolHint, Enrol, Email, Progress  string
 	NextSend, DayOf, DayN, Preheader, MoveUp, MoveDown, Delete, AtTime     string
 	AtEntry, DaysAfterEntry, SameDay, DaysAfter, TimingSendTime            string
+	DayAfterEntry, DayAfter                                                string // DaysAfterEntry and DaysAfter of one day
 	TimingDelay, Enrolled, OutlineDone, PlanTitle, PlanBody, Scheduled     string
 	SentNow                                                                string
 	Edit, EditStory, EditStoryLead, StoryLocked, Preview                   string
@@ -839,7 +846,7 @@ type WebhooksText struct {
 	EventLabels                                   map[string]string // by event name
 	Status, Active, Paused, Created               string
 	PauseReasons                                  map[string]string // manual, failures, gone
-	Failures                                      string            // %d failed attempts in a row
+	Failures, FailuresOne                         string            // %d failed attempts in a row
 	PreviousSecret                                string            // %s: until when the old secret still signs
 	Deliveries, Pause, Resume, Rotate, Delete     string
 	PausedFlash, ResumedFlash                     string // %s URL
@@ -1257,9 +1264,14 @@ func German() Text {
 				UnsubscribeOwn:      "Der Austragen-Link steht im Inhalt.",
 				UnsubscribeAppended: "Die Austragen-Zeile wird unten angehängt.",
 				LinksOK:             "%d Links, alle vollständige Adressen.",
+				LinksOKOne:          "%d Link, eine vollständige Adresse.",
+				LinksNone:           "Keine Links.",
 				LinksBad:            "Diese Links führen ins Leere, weil ihnen https:// oder die Domain fehlt: %s",
 				ImagesOK:            "%d Bilder, alle mit Alternativtext.",
 				ImagesNoAlt:         "%d von %d Bildern haben keinen Alternativtext; wer Bilder blockiert, sieht dann nichts.",
+				ImagesNoAltOne:      "%d von %d Bildern hat keinen Alternativtext; wer Bilder blockiert, sieht dann nichts.",
+				ImagesOKOne:         "%d Bild, mit Alternativtext.",
+				ImagesNone:          "Keine Bilder.",
 				WordsOK:             "Keine Wörter, auf die Spamfilter anspringen.",
 				WordsFound:          "Spamfilter reagieren auf: %s",
 			},
@@ -1343,14 +1355,15 @@ func German() Text {
 			PreviewUnknown:     "Es gibt keinen Kontakt mit der Adresse %s.",
 			PreviewUpdate:      "Vorschau aktualisieren",
 
-			TestTitle:    "Testmail",
-			TestTo:       "Testempfänger",
-			TestToHint:   "Bis zu %d Adressen, durch Komma oder Zeilenumbruch getrennt. Der Entwurf wird vorher gespeichert; der Betreff beginnt mit [TEST].",
-			TestSend:     "Speichern und Test senden",
-			TestResult:   "%d von %d Testmails verschickt.",
-			TestOK:       "verschickt",
-			TestFailed:   "fehlgeschlagen",
-			TestFailedAt: "Fehler: %s",
+			TestTitle:     "Testmail",
+			TestTo:        "Testempfänger",
+			TestToHint:    "Bis zu %d Adressen, durch Komma oder Zeilenumbruch getrennt. Der Entwurf wird vorher gespeichert; der Betreff beginnt mit [TEST].",
+			TestSend:      "Speichern und Test senden",
+			TestResult:    "%d von %d Testmails verschickt.",
+			TestResultOne: "%d von %d Testmail verschickt.",
+			TestOK:        "verschickt",
+			TestFailed:    "fehlgeschlagen",
+			TestFailedAt:  "Fehler: %s",
 
 			SendNow:          "Jetzt versenden …",
 			SendTitle:        "„%s“ jetzt versenden?",
@@ -1467,22 +1480,23 @@ func German() Text {
 			ProtectionNone:  "keiner",
 		},
 		Contacts: ContactsText{
-			TagSuggestion: "%s (%s Kontakte)",
-			ActivityMail:  "in",
-			Title:         "Kontakte",
-			Lead:          "Alle Kontakte Ihres Kontos: suchen, filtern, bearbeiten, importieren und exportieren.",
-			New:           "Neuer Kontakt",
-			Import:        "CSV importieren",
-			Export:        "Als CSV exportieren",
-			Caption:       "Kontakte, neueste zuerst",
-			Search:        "Suche",
-			SearchHint:    "E-Mail-Adresse oder Name",
-			List:          "Liste",
-			AnyList:       "Alle Listen",
-			Tag:           "Schlagwort",
-			TagHint:       "z. B. kunde",
-			Status:        "Status",
-			AnyStatus:     "Jeder Status",
+			TagSuggestion:    "%s (%s Kontakte)",
+			TagSuggestionOne: "%s (%s Kontakt)",
+			ActivityMail:     "in",
+			Title:            "Kontakte",
+			Lead:             "Alle Kontakte Ihres Kontos: suchen, filtern, bearbeiten, importieren und exportieren.",
+			New:              "Neuer Kontakt",
+			Import:           "CSV importieren",
+			Export:           "Als CSV exportieren",
+			Caption:          "Kontakte, neueste zuerst",
+			Search:           "Suche",
+			SearchHint:       "E-Mail-Adresse oder Name",
+			List:             "Liste",
+			AnyList:          "Alle Listen",
+			Tag:              "Schlagwort",
+			TagHint:          "z. B. kunde",
+			Status:           "Status",
+			AnyStatus:        "Jeder Status",
 			StatusLabels: map[string]string{
 				"subscribed":   "Angemeldet",
 				"unsubscribed": "Abgemeldet",
@@ -1685,6 +1699,7 @@ func German() Text {
 			Email:            "E-Mail-Adresse",
 			Message:          "Fehler",
 			MoreErrors:       "%d weitere Fehler werden nicht angezeigt.",
+			MoreErrorsOne:    "%d weiterer Fehler wird nicht angezeigt.",
 			StatusLabels: map[string]string{
 				"uploaded": "Zuordnung offen",
 				"queued":   "Wartet",
@@ -1779,45 +1794,47 @@ func German() Text {
 			DeletedFlash:        "Der SMTP-Server „%s“ wurde gelöscht.",
 		},
 		Emails: EmailsText{
-			Title:             "E-Mails",
-			Lead:              "Einzelne E-Mails an bestimmte Adressen: Folge-E-Mails nach einem Gespräch oder Kauf, Belege und Bestätigungen.",
-			New:               "Neue E-Mail",
-			NewTitle:          "E-Mail schreiben",
-			NewLead:           "Geht sofort hinaus oder zum gewählten Zeitpunkt. Gesperrte Adressen werden bei Folge-E-Mails übersprungen.",
-			Caption:           "Einzelne E-Mails, neueste zuerst",
-			EmptyTitle:        "Noch keine einzelnen E-Mails",
-			EmptyBody:         "Schreiben Sie eine E-Mail an einzelne Adressen, oder senden Sie sie aus Ihrem Shop über die API (POST /v1/emails/send).",
-			Subject:           "Betreff",
-			Status:            "Status",
-			Sent:              "Versendet",
-			Created:           "Angelegt",
-			To:                "An",
-			ToHint:            "Eine Adresse pro Zeile oder durch Komma getrennt; höchstens 1.000.",
-			ToLists:           "Listen und Kontakte",
-			ToMore:            "%s und %d weitere",
-			Content:           "Inhalt",
-			Type:              "Art",
-			TypeHint:          "Transaktionale E-Mails gehen auch an gesperrte Adressen und ohne Austragen-Zeile: nur für Belege, Bestätigungen und Passwörter.",
-			ScheduleAt:        "Zeitpunkt",
-			ScheduleHint:      "Leer: sofort. Deutsche Zeit.",
-			Send:              "Senden",
-			Cancel:            "Planung aufheben",
-			Outcome:           "Ergebnis",
-			OutcomeLine:       "%d versendet, %d fehlgeschlagen, %d übersprungen",
-			LastError:         "Letzter Fehler",
-			Recipients:        "Empfänger",
-			Address:           "Adresse",
-			SentAt:            "Versendet",
-			OpenedAt:          "Geöffnet",
-			ClickedAt:         "Geklickt",
-			OutcomeFilter:     "Empfänger filtern",
-			NoRecipientsTitle: "Keine Empfänger",
-			NoRecipientsBody:  "In dieser Auswahl ist niemand. Geplante E-Mails haben ihre Empfänger erst beim Versand.",
-			SentFlash:         "Die E-Mail geht an %d Empfänger hinaus.",
-			SkippedFlash:      "Die E-Mail geht an %d Empfänger hinaus; %d waren gesperrt oder nicht angemeldet.",
-			AllSkippedFlash:   "Nichts versendet: alle %d Empfänger sind gesperrt oder nicht angemeldet.",
-			ScheduledFlash:    "Die E-Mail ist geplant.",
-			CancelledFlash:    "Die Planung ist aufgehoben; die E-Mail wird nicht versendet.",
+			Title:              "E-Mails",
+			Lead:               "Einzelne E-Mails an bestimmte Adressen: Folge-E-Mails nach einem Gespräch oder Kauf, Belege und Bestätigungen.",
+			New:                "Neue E-Mail",
+			NewTitle:           "E-Mail schreiben",
+			NewLead:            "Geht sofort hinaus oder zum gewählten Zeitpunkt. Gesperrte Adressen werden bei Folge-E-Mails übersprungen.",
+			Caption:            "Einzelne E-Mails, neueste zuerst",
+			EmptyTitle:         "Noch keine einzelnen E-Mails",
+			EmptyBody:          "Schreiben Sie eine E-Mail an einzelne Adressen, oder senden Sie sie aus Ihrem Shop über die API (POST /v1/emails/send).",
+			Subject:            "Betreff",
+			Status:             "Status",
+			Sent:               "Versendet",
+			Created:            "Angelegt",
+			To:                 "An",
+			ToHint:             "Eine Adresse pro Zeile oder durch Komma getrennt; höchstens 1.000.",
+			ToLists:            "Listen und Kontakte",
+			ToMore:             "%s und %d weitere",
+			Content:            "Inhalt",
+			Type:               "Art",
+			TypeHint:           "Transaktionale E-Mails gehen auch an gesperrte Adressen und ohne Austragen-Zeile: nur für Belege, Bestätigungen und Passwörter.",
+			ScheduleAt:         "Zeitpunkt",
+			ScheduleHint:       "Leer: sofort. Deutsche Zeit.",
+			Send:               "Senden",
+			Cancel:             "Planung aufheben",
+			Outcome:            "Ergebnis",
+			OutcomeLine:        "%d versendet, %d fehlgeschlagen, %d übersprungen",
+			LastError:          "Letzter Fehler",
+			Recipients:         "Empfänger",
+			Address:            "Adresse",
+			SentAt:             "Versendet",
+			OpenedAt:           "Geöffnet",
+			ClickedAt:          "Geklickt",
+			OutcomeFilter:      "Empfänger filtern",
+			NoRecipientsTitle:  "Keine Empfänger",
+			NoRecipientsBody:   "In dieser Auswahl ist niemand. Geplante E-Mails haben ihre Empfänger erst beim Versand.",
+			SentFlash:          "Die E-Mail geht an %d Empfänger hinaus.",
+			SkippedFlash:       "Die E-Mail geht an %d Empfänger hinaus; %d waren gesperrt oder nicht angemeldet.",
+			AllSkippedFlash:    "Nichts versendet: alle %d Empfänger sind gesperrt oder nicht angemeldet.",
+			SkippedFlashOne:    "Die E-Mail geht an %d Empfänger hinaus; %d war gesperrt oder nicht angemeldet.",
+			AllSkippedFlashOne: "Nichts versendet: Der Empfänger ist gesperrt oder nicht angemeldet.",
+			ScheduledFlash:     "Die E-Mail ist geplant.",
+			CancelledFlash:     "Die Planung ist aufgehoben; die E-Mail wird nicht versendet.",
 			TypeLabels: map[string]string{
 				"follow_up":     "Folge-E-Mail",
 				"transactional": "Transaktional",
@@ -1984,6 +2001,7 @@ func German() Text {
 			Leader:            "Vorne",
 			Level:             "Gleichstand",
 			Waiting:           "%d Empfänger warten auf den Gewinner.",
+			WaitingOne:        "%d Empfänger wartet auf den Gewinner.",
 			Winner:            "Gewinner",
 			Suggested:         "Vorschlag nach der Wartezeit: Variante %s",
 			Significant:       "signifikant",
@@ -2010,7 +2028,9 @@ func German() Text {
 			StoryLead:            "Eine E-Mail am Tag an Ihre Story-Listen: was wann hinausgeht, Entwürfe und Lücken im Kalender.",
 			StorySettings:        "Einstellungen",
 			StorySettingsLead:    "Wann und an wen die tägliche Story-E-Mail geht. Uhrzeiten gelten in deutscher Zeit (Europe/Berlin), auch über die Zeitumstellung.",
-			StorySummary:         "Versand um %s Uhr an %d Liste(n).",
+			StorySummary:         "Versand um %s Uhr an %d Listen.",
+			StorySummaryOne:      "Versand um %s Uhr an %d Liste.",
+			StorySummaryNone:     "Versand um %s Uhr, aber noch an keine Liste: Wählen Sie die Story-Listen in den Einstellungen.",
 			StoryEmails:          "Story-E-Mails",
 			Day:                  "Tag",
 			Gap:                  "Lücke",
@@ -2083,8 +2103,10 @@ func German() Text {
 			AtTime:               ", um %s Uhr",
 			AtEntry:              "Beim Eintritt",
 			DaysAfterEntry:       "%d Tage nach dem Eintritt",
+			DayAfterEntry:        "%d Tag nach dem Eintritt",
 			SameDay:              "Am selben Tag",
 			DaysAfter:            "%d Tage später",
+			DayAfter:             "%d Tag später",
 			TimingSendTime:       "Versand jeweils um %s Uhr (deutsche Zeit).",
 			TimingDelay:          "Versand zur Uhrzeit des Eintritts.",
 			Enrolled:             "%d aufgenommen, %d übersprungen.",
@@ -2159,6 +2181,7 @@ func German() Text {
 				"gone":     "der Empfänger antwortete 410 Gone",
 			},
 			Failures:             "%d Fehlversuche in Folge",
+			FailuresOne:          "%d Fehlversuch",
 			PreviousSecret:       "Der alte Signaturschlüssel signiert noch bis %s",
 			Deliveries:           "Zustellungen",
 			Pause:                "Pausieren",
@@ -2525,6 +2548,7 @@ func German() Text {
 			AttType:           "Typ",
 			AttUsedBy:         "Verwendet in",
 			AttUsedByCount:    "%d Mails",
+			AttUsedByOne:      "%d Mail",
 			AttUploadedAt:     "Hochgeladen",
 			AttDownload:       "Herunterladen",
 			AttStorage:        "Speicher: %s von %s belegt",
@@ -2585,6 +2609,7 @@ type TemplatesText struct {
 	AttachmentsNone, AttTitle, AttLead, AttUpload, AttFile, AttUploading                 string
 	AttUploadedFlash, AttExistsFlash, AttDeletedFlash, AttTooLarge, AttNoFile            string
 	AttFilename, AttSize, AttType, AttUsedBy, AttUsedByCount, AttUploadedAt              string
+	AttUsedByOne                                                                         string
 	AttDownload, AttStorage, AttStorageFull                                              string
 	SenderTitle, SenderLead, Company, CompanyHint, PostalAddress, PostalAddressHint      string
 	Imprint, ImprintHint, FromName, FromNameHint, ReplyTo, ReplyToHint                   string
@@ -3121,6 +3146,7 @@ type SegmentsText struct {
 	BulkTitle, BulkSelect, BulkSelectAll, BulkAll, BulkAction, BulkTag, BulkList, BulkStart   string
 	BulkActions                                                                               map[string]string
 	BulkQueued, BulkRunning, BulkProgress, BulkDoneTitle, BulkDone, BulkFailedTitle, BulkBack string
+	BulkDoneOne                                                                               string // BulkDone of one contact
 }
 
 func segmentsText() SegmentsText {
@@ -3144,6 +3170,7 @@ func segmentsText() SegmentsText {
 			"add_to_list": "Zur Liste hinzufügen", "remove_from_list": "Aus der Liste entfernen", "unsubscribe": "Austragen", "delete": "Löschen"},
 		BulkQueued: "Die Aktion wartet auf ihren Start …", BulkRunning: "Die Aktion läuft …", BulkProgress: "%s von %s Kontakten bearbeitet",
 		BulkDoneTitle: "Massenaktion abgeschlossen", BulkDone: "%s Kontakte bearbeitet, %s davon geändert.",
+		BulkDoneOne:     "%s Kontakt bearbeitet, %s davon geändert.",
 		BulkFailedTitle: "Massenaktion abgebrochen", BulkBack: "Zu den Kontakten",
 	}
 }
@@ -3165,7 +3192,7 @@ type EditorAIText struct {
 	NoCredit, Unavailable                                            string
 	// RateLimited refuses a request over the account's AI budget of the
 	// minute (store.AIRateLimit); %d is the seconds to wait.
-	RateLimited string
+	RateLimited, RateLimitedOne string
 }
 
 func germanEditor() EditorText {
@@ -3199,6 +3226,7 @@ func germanEditor() EditorText {
 			NoCredit:       "Das KI-Guthaben ist aufgebraucht. Laden Sie es auf, um den Assistenten weiter zu nutzen.",
 			Unavailable:    "Der KI-Dienst ist gerade nicht erreichbar. Es wurde nichts berechnet.",
 			RateLimited:    "Zu viele KI-Anfragen in dieser Minute. Bitte versuchen Sie es in %d Sekunden noch einmal. Es wurde nichts berechnet.",
+			RateLimitedOne: "Zu viele KI-Anfragen in dieser Minute. Bitte versuchen Sie es in %d Sekunde noch einmal. Es wurde nichts berechnet.",
 		},
 	}
 }
@@ -3207,17 +3235,21 @@ func germanEditor() EditorText {
 // which links of the content do not answer, and why.
 type LinkCheckText struct {
 	Loading, None, AllOK, Failed, Omitted string // AllOK %d; Failed %d of %d; Omitted %d
+	AllOKOne, FailedOne, OmittedOne       string // AllOKOne: the only link; FailedOne: one of %d… %d; OmittedOne %d
 	Reasons                               map[string]string
 	Status                                string // Status %d: the HTTP status
 }
 
 func germanLinkCheck() LinkCheckText {
 	return LinkCheckText{
-		Loading: "Links werden geprüft …",
-		None:    "Keine Links zum Prüfen im Inhalt.",
-		AllOK:   "Alle %d Links antworten.",
-		Failed:  "%d von %d Links antworten nicht:",
-		Omitted: "%d weitere Links wurden nicht geprüft (höchstens 20 pro Prüfung).",
+		Loading:    "Links werden geprüft …",
+		None:       "Keine Links zum Prüfen im Inhalt.",
+		AllOK:      "Alle %d Links antworten.",
+		AllOKOne:   "Der Link antwortet.",
+		Failed:     "%d von %d Links antworten nicht:",
+		FailedOne:  "%d von %d Links antwortet nicht:",
+		Omitted:    "%d weitere Links wurden nicht geprüft (höchstens 20 pro Prüfung).",
+		OmittedOne: "%d weiterer Link wurde nicht geprüft (höchstens 20 pro Prüfung).",
 		Reasons: map[string]string{
 			"dns":       "Der Hostname lässt sich nicht auflösen.",
 			"refused":   "Die Verbindung wurde abgelehnt.",

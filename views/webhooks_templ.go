@@ -601,9 +601,9 @@ func webhookStatus(h store.Webhook, now time.Time) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var31 string
-				templ_7745c5c3_Var31, templ_7745c5c3_Err = templ.JoinStringErrs(sprintf(t.Webhooks.Failures, h.ConsecutiveFailures))
+				templ_7745c5c3_Var31, templ_7745c5c3_Err = templ.JoinStringErrs(sprintf(ByCount(h.ConsecutiveFailures, t.Webhooks.FailuresOne, t.Webhooks.Failures), h.ConsecutiveFailures))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/webhooks.templ`, Line: 119, Col: 89}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/webhooks.templ`, Line: 119, Col: 145}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var31))
 				if templ_7745c5c3_Err != nil {

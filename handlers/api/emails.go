@@ -10,6 +10,7 @@ import (
 	"github.com/rundbrief/rundbrief/mailer"
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/campaign"
+	"github.com/rundbrief/rundbrief/views"
 )
 
 // emailRequest is the body of POST /emails/send.
@@ -139,12 +140,17 @@ func emailMessage(res campaign.SendResult) string {
 	switch {
 	case c.Status == store.CampaignScheduled:
 		return "Die E-Mail ist für " + time.Time(*c.ScheduledAt).In(store.Berlin).Format("02.01.2006 15:04") + " Uhr geplant."
+	case res.Queued == 0 && res.Skipped == 1:
+		return "Nichts versendet: Der Empfänger wurde übersprungen (gesperrt oder nicht angemeldet)."
 	case res.Queued == 0:
 		return fmt.Sprintf("Nichts versendet: alle %d Empfänger wurden übersprungen (gesperrt oder nicht angemeldet).", res.Skipped)
-	case res.Skipped > 0:
-		return fmt.Sprintf("%d E-Mails werden versendet, %d Empfänger wurden übersprungen (gesperrt oder nicht angemeldet).", res.Queued, res.Skipped)
 	}
-	return fmt.Sprintf("%d E-Mails werden versendet.", res.Queued)
+	msg := fmt.Sprintf(views.ByCount(res.Queued, "%d E-Mail wird versendet", "%d E-Mails werden versendet"), res.Queued)
+	if res.Skipped > 0 {
+		msg += fmt.Sprintf(views.ByCount(res.Skipped, ", %d Empfänger wurde übersprungen", ", %d Empfänger wurden übersprungen"), res.Skipped) +
+			" (gesperrt oder nicht angemeldet)"
+	}
+	return msg + "."
 }
 
 // sendEmail sends a single email now (the first recipients inline) or

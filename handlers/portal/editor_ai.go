@@ -78,7 +78,7 @@ func (p *Portal) editorAI(w http.ResponseWriter, r *http.Request) error {
 	}
 	if !lim.Allowed {
 		w.Header().Set("Retry-After", strconv.Itoa(lim.RetryAfter(now)))
-		res.Error = sprintf(t.Editor.AI.RateLimited, lim.RetryAfter(now))
+		res.Error = sprintf(views.ByCount(lim.RetryAfter(now), t.Editor.AI.RateLimitedOne, t.Editor.AI.RateLimited), lim.RetryAfter(now))
 		p.render(w, r, http.StatusTooManyRequests, views.AIAssistantAnswer(res))
 		return nil
 	}

@@ -98,10 +98,12 @@ func (p *Portal) sendEmail(w http.ResponseWriter, r *http.Request) error {
 	switch {
 	case res.Campaign.Status == store.CampaignScheduled:
 		msg = t.Emails.ScheduledFlash
+	case res.Queued == 0 && res.Skipped == 1:
+		msg = t.Emails.AllSkippedFlashOne
 	case res.Queued == 0:
 		msg = sprintf(t.Emails.AllSkippedFlash, res.Skipped)
 	case res.Skipped > 0:
-		msg = sprintf(t.Emails.SkippedFlash, res.Queued, res.Skipped)
+		msg = sprintf(views.ByCount(res.Skipped, t.Emails.SkippedFlashOne, t.Emails.SkippedFlash), res.Queued, res.Skipped)
 	}
 	p.flash(r.Context(), "success", msg)
 	p.redirect(w, r, "/emails/"+strconv.FormatInt(res.Campaign.ID, 10))

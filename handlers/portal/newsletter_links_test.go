@@ -39,7 +39,7 @@ func TestNewsletterSendLinkCheck(t *testing.T) {
 	if probs.Length() != 1 || !strings.Contains(text(probs), web.URL+"/weg") || !strings.Contains(text(probs), "404") {
 		t.Errorf("problems %q", text(probs))
 	}
-	if got := text(r.find("check-links-answer")); !strings.Contains(got, "1 von 2 Links antworten nicht") {
+	if got := text(r.find("check-links-answer")); !strings.Contains(got, "1 von 2 Links antwortet nicht") {
 		t.Errorf("summary %q", got)
 	}
 }
