@@ -159,6 +159,27 @@ func TestPortalEndToEnd(t *testing.T) {
 	if got := read("account name", chromedp.Text(tid("account-name"))); got != "Bäckerei Müller" {
 		t.Errorf("header shows account %q", got)
 	}
+	// No navigation label is broken inside a word: "Anmeldeformulare" was
+	// broken before its last letter once the navigation was taller than the
+	// window and its scrollbar took width (a low window here). A word on two
+	// lines has two rectangles.
+	do("a low window", chromedp.EmulateViewport(1360, 480))
+	if got := read("navigation words broken", evalString(`JSON.stringify(Array.from(
+		document.querySelectorAll('[data-testid="sidebar"] nav a')).flatMap(a => {
+		const broken = [], texts = document.createTreeWalker(a, NodeFilter.SHOW_TEXT);
+		for (let n; (n = texts.nextNode());) {
+			for (const m of n.data.matchAll(/\S+/g)) {
+				const r = document.createRange();
+				r.setStart(n, m.index);
+				r.setEnd(n, m.index + m[0].length);
+				if (r.getClientRects().length > 1) broken.push(m[0]);
+			}
+		}
+		return broken;
+	}))`)); got != "[]" {
+		t.Errorf("navigation words broken across lines: %s", got)
+	}
+	do("the window as before", chromedp.EmulateViewport(1360, 900))
 
 	do("create a key",
 		chromedp.Click(tid("nav-api-keys")),
