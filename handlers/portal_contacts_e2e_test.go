@@ -185,6 +185,10 @@ func TestPortalContactsEndToEnd(t *testing.T) {
 		chromedp.WaitVisible(tid("contacts-table")),
 		screenshot(t, dir, "portal-contacts"),
 	)
+	// A list's name is one chip: the narrow column once broke it mid-word.
+	if got := read("list names broken", evalString(brokenWords(`[data-testid="contacts-table"] .chip`))); got != "[]" {
+		t.Errorf("list names broken across lines: %s", got)
+	}
 	c, err := s.db.ContactByEmail(bg, acct.Account.ID, "kunde0007@example.com")
 	if err != nil || c.CustomFields["kundennummer"] != "K-7" || c.City != "Köln" || len(c.Lists) != 1 {
 		t.Errorf("imported contact %+v %v", c, err)

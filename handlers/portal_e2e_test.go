@@ -47,6 +47,24 @@ func screenshot(t *testing.T, dir, name string) chromedp.Action[chromedp.Void] {
 	})
 }
 
+// brokenWords is a script that lists, as JSON, the words inside the elements
+// matching selector that are broken across two lines (a word on two lines
+// has two rectangles): labels and names a narrow box cut in the middle.
+func brokenWords(selector string) string {
+	return `JSON.stringify(Array.from(document.querySelectorAll(` + quoteJS(selector) + `)).flatMap(el => {
+		const broken = [], texts = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+		for (let n; (n = texts.nextNode());) {
+			for (const m of n.data.matchAll(/\S+/g)) {
+				const r = document.createRange();
+				r.setStart(n, m.index);
+				r.setEnd(n, m.index + m[0].length);
+				if (r.getClientRects().length > 1) broken.push(m[0]);
+			}
+		}
+		return broken;
+	}))`
+}
+
 // tid selects the element with a data-testid.
 func tid(id string) chromedp.CSS { return chromedp.CSS(`[data-testid="` + id + `"]`) }
 
@@ -164,19 +182,7 @@ func TestPortalEndToEnd(t *testing.T) {
 	// window and its scrollbar took width (a low window here). A word on two
 	// lines has two rectangles.
 	do("a low window", chromedp.EmulateViewport(1360, 480))
-	if got := read("navigation words broken", evalString(`JSON.stringify(Array.from(
-		document.querySelectorAll('[data-testid="sidebar"] nav a')).flatMap(a => {
-		const broken = [], texts = document.createTreeWalker(a, NodeFilter.SHOW_TEXT);
-		for (let n; (n = texts.nextNode());) {
-			for (const m of n.data.matchAll(/\S+/g)) {
-				const r = document.createRange();
-				r.setStart(n, m.index);
-				r.setEnd(n, m.index + m[0].length);
-				if (r.getClientRects().length > 1) broken.push(m[0]);
-			}
-		}
-		return broken;
-	}))`)); got != "[]" {
+	if got := read("navigation words broken", evalString(brokenWords(`[data-testid="sidebar"] nav a`))); got != "[]" {
 		t.Errorf("navigation words broken across lines: %s", got)
 	}
 	do("the window as before", chromedp.EmulateViewport(1360, 900))
