@@ -65,7 +65,9 @@ func activityObjectName(t Text, a store.Activity) string {
 		typ = a.ObjectType
 	}
 	d := activityDetailMap(a)
-	for _, k := range []string{"name", "email", "label", "key", "filename", "url", "list_name"} {
+	// Only names of the object itself: a contact's list.joined records the
+	// list's name (list_name), which ActivitySentence shows.
+	for _, k := range []string{"name", "email", "label", "key", "filename", "url"} {
 		if s, ok := d[k].(string); ok && s != "" {
 			return sprintf(t.Changes.Named, typ, s)
 		}
@@ -121,6 +123,9 @@ func ActivitySentence(t Text, a store.Activity) string {
 		if to, ok := d["to"]; ok && a.Action == "user.role_changed" {
 			parts = append(parts, sprintf(t.Changes.FromTo, changeName(t, "role"), changeValue(t, "role", from), changeValue(t, "role", to))+".")
 		}
+	}
+	if l, ok := d["list_name"].(string); ok && l != "" {
+		parts = append(parts, sprintf(t.Changes.List, l))
 	}
 	if n, ok := d["members"].(float64); ok && a.Action == "list.deleted" {
 		parts = append(parts, sprintf(t.Changes.ListMembers, int64(n))+".")

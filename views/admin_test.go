@@ -151,6 +151,7 @@ func TestActivitySection(t *testing.T) {
 			{ID: 2, ActorType: "user", ActorID: &userID, Action: "webhook.paused", ObjectType: "webhook", ObjectID: &obj, Details: []byte(`{}`), CreatedAt: at},
 			{ID: 3, ActorType: "user", ActorID: &gone, Action: "something.new", ObjectType: "thing", CreatedAt: at},
 			{ID: 4, ActorType: "public", Action: "contact.signed_up", ObjectType: "contact", ObjectID: &obj, CreatedAt: at},
+			{ID: 5, ActorType: "key", ActorID: &keyID, Action: "list.joined", ObjectType: "contact", ObjectID: &obj, Details: []byte(`{"list_id": 3, "list_name": "Kunden"}`), CreatedAt: at},
 		},
 		Keys:  []store.APIKey{{ID: 5, Name: "Shop"}},
 		Users: []store.User{{ID: 7, Email: "anna@example.com"}},
@@ -167,9 +168,14 @@ func TestActivitySection(t *testing.T) {
 		`Webhook pausiert | Webhook #42 | anna@example.com | `,
 		`something.new | thing | Benutzer #99 (entfernt) | `,
 		`Über ein Formular angemeldet | Kontakt #42 | Öffentlich (Formular oder Link) | `,
+		// The list a contact joined is no name of the contact: it is the sentence.
+		`In Liste aufgenommen | Kontakt #42 | API-Schlüssel „Shop“ | {"list_id": 3, "list_name": "Kunden"}`,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if got := text(tid(doc, "activity-row").Eq(4).Find(`[data-testid="activity-sentence"]`)); got != "Liste „Kunden“." {
+		t.Errorf("list.joined sentence %q", got)
 	}
 	if opts := doc.Find(`select[name="object_type"] option`).Length(); opts != len(views.ActivityObjectTypes())+1 {
 		t.Errorf("%d filter options", opts)

@@ -97,7 +97,7 @@ func TestContactPage(t *testing.T) {
 		}
 	}
 	acts := tid(doc, "activity")
-	for i, want := range []string{"In Liste eingetragen: Kunden", "Geändert: Vorname, Ort", "Angelegt (Anmeldeformular)"} {
+	for i, want := range []string{"In Liste aufgenommen: Kunden", "Geändert: Vorname, Ort", "Angelegt (Anmeldeformular)"} {
 		if got := text(acts.Eq(i).Find("strong")); got != want {
 			t.Errorf("activity %d: %q, want %q", i, got, want)
 		}

@@ -1564,8 +1564,8 @@ func German() Text {
 				"contact.confirmed":         "Anmeldung bestätigt",
 				"contact.signed_up":         "Über ein Formular angemeldet",
 				"contact.confirmation_sent": "Bestätigungs-E-Mail verschickt",
-				"list.joined":               "In Liste eingetragen",
-				"list.left":                 "Aus Liste ausgetragen",
+				"list.joined":               "In Liste aufgenommen",
+				"list.left":                 "Aus Liste entfernt",
 				"email.sent":                "E-Mail verschickt",
 				"email.opened":              "E-Mail geöffnet",
 				"email.clicked":             "Link in E-Mail geklickt",
@@ -3038,6 +3038,7 @@ type ChangesText struct {
 	FieldOfKey  string            // %s: a field's key
 	Roles       map[string]string
 	ListMembers string            // %d: members of a deleted list
+	List        string            // %s: the list a contact joined or left
 	ObjectTypes map[string]string // object types the activity log's own map lacks
 }
 
@@ -3096,6 +3097,7 @@ func germanChanges() ChangesText {
 		},
 		Roles:       map[string]string{"owner": "Inhaber", "admin": "Administrator", "member": "Mitglied"},
 		ListMembers: "%d Mitglieder",
+		List:        "Liste „%s“.",
 		ObjectTypes: map[string]string{
 			"template": "Vorlage", "attachment": "Anhang", "sequence": "Sequenz", "story_email": "Story-E-Mail",
 			"ab_test": "A/B-Test", "integration": "Integration", "appointment": "Termin", "account": "Konto",
