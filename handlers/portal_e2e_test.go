@@ -228,6 +228,13 @@ func TestPortalEndToEnd(t *testing.T) {
 	if err != nil || shownAgain {
 		t.Fatalf("the full key is shown again after a reload (%v)", err)
 	}
+	// On a 1280 px laptop the keys table fits: its actions were cut off
+	// behind a sideways scroll.
+	do("a laptop window", chromedp.EmulateViewport(1280, 800))
+	if over := read("keys table overflow", evalString(`(e => String(e.scrollWidth - e.clientWidth))(document.querySelector('[data-testid="keys-table"]').parentElement)`)); over != "0" {
+		t.Errorf("the keys table scrolls sideways by %s px at 1280 px", over)
+	}
+	do("the window as before", chromedp.EmulateViewport(1360, 900))
 
 	// Revoke through the inline (htmx) confirmation.
 	do("revoke",
