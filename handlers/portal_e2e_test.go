@@ -49,12 +49,14 @@ func screenshot(t *testing.T, dir, name string) chromedp.Action[chromedp.Void] {
 
 // brokenWords is a script that lists, as JSON, the words inside the elements
 // matching selector that are broken across two lines (a word on two lines
-// has two rectangles): labels and names a narrow box cut in the middle.
+// has two rectangles): labels and names a narrow box cut in the middle. A
+// line may end after a hyphen ("Double-" / "Opt-in"), so each part of a
+// hyphenated word counts as a word of its own.
 func brokenWords(selector string) string {
-	return `JSON.stringify(Array.from(document.querySelectorAll(` + quoteJS(selector) + `)).flatMap(el => {
+	return `JSON.stringify([...new Set(Array.from(document.querySelectorAll(` + quoteJS(selector) + `)).flatMap(el => {
 		const broken = [], texts = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
 		for (let n; (n = texts.nextNode());) {
-			for (const m of n.data.matchAll(/\S+/g)) {
+			for (const m of n.data.matchAll(/[^\s-]+-?/g)) {
 				const r = document.createRange();
 				r.setStart(n, m.index);
 				r.setEnd(n, m.index + m[0].length);
@@ -62,7 +64,7 @@ func brokenWords(selector string) string {
 			}
 		}
 		return broken;
-	}))`
+	}))])`
 }
 
 // tid selects the element with a data-testid.

@@ -133,10 +133,13 @@ func TestPortalOnPhones(t *testing.T) {
 	}
 
 	visited := crawlPortal(t, b, srv.URL, 400)
-	var wide, dups []string
+	var wide, dups, broke []string
 	for _, pg := range visited {
 		if pg.over > 0 {
 			wide = append(wide, fmt.Sprintf("%s: %d px, %d too wide (widest: %s)", pg.path, pg.width, pg.over, pg.culprit))
+		}
+		if pg.broken != "[]" {
+			broke = append(broke, pg.path+": "+pg.broken)
 		}
 		if len(pg.dupIDs) > 0 {
 			dups = append(dups, pg.path+": "+strings.Join(pg.dupIDs, ", "))
@@ -146,6 +149,11 @@ func TestPortalOnPhones(t *testing.T) {
 	// find the first of two, and the second is unreachable.
 	if len(dups) > 0 {
 		t.Errorf("ids used twice on one page:\n  %s", strings.Join(dups, "\n  "))
+	}
+	// A label, badge or column header broken inside a word ("stammkund" /
+	// "schaft") reads as two words.
+	if len(broke) > 0 {
+		t.Errorf("words broken across lines:\n  %s", strings.Join(broke, "\n  "))
 	}
 	sort.Strings(wide)
 	if len(wide) > 0 {
@@ -172,6 +180,7 @@ type phonePage struct {
 	width   int
 	culprit string
 	dupIDs  []string // ids that more than one element carries
+	broken  string   // JSON list of the words of labels, badges and headers broken inside
 }
 
 // widestScript reports how far the document reaches past the width it has
@@ -224,6 +233,9 @@ func crawlPortal(t *testing.T, b *tab, base string, limit int) []phonePage {
 			t.Fatalf("measure %s: %v", path, err)
 		}
 		out = append(out, phonePage{path: path, over: m.Over, width: m.Width, culprit: m.Culprit, dupIDs: m.Dups})
+		// Words broken inside: a chip keeps its name on one line by its style
+		// (its ellipsis would count as a break here).
+		out[len(out)-1].broken = b.read("broken words of "+path, evalString(brokenWords(`.badge, th, .btn, nav a, label, legend`)))
 		name := strings.NewReplacer("/", "_", "?", "_", "=", "-", "&", "_").Replace(strings.TrimPrefix(path, "/"))
 		b.do("screenshot "+path, screenshot(t, b.dir, "phone-"+name))
 
