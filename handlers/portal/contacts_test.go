@@ -342,7 +342,7 @@ func TestContactLifecycle(t *testing.T) {
 	if blocked, _ := s.db.IsBlocked(ctx, acct.ID, "anna@example.com"); !blocked {
 		t.Error("address not blocked")
 	}
-	if d := c.get(path); text(d.find("detail-status")) != "Abgemeldet" || d.find("contact-unsubscribe").Length() != 0 {
+	if d := c.get(path); text(d.find("detail-status")) != "Ausgetragen" || d.find("contact-unsubscribe").Length() != 0 {
 		t.Error("detail after unsubscribe")
 	}
 	wantRedirect(t, c.post(path+"/delete", nil), "/contacts")
