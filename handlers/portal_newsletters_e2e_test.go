@@ -185,7 +185,7 @@ func TestPortalNewslettersEndToEnd(t *testing.T) {
 		chromedp.Click(tid("newsletter-test")),
 		chromedp.WaitVisible(tid("test-results")),
 	)
-	if got := read("test results", chromedp.Text(tid("test-results"))); !strings.Contains(got, "1 von 1 Testmail verschickt") {
+	if got := read("test results", chromedp.Text(tid("test-results"))); !strings.Contains(got, "1 von 1 Test-E-Mail verschickt") {
 		t.Fatalf("test results %q", got)
 	}
 	msgs := smtp.Messages()

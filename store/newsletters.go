@@ -601,7 +601,7 @@ func NormalizeTestRecipients(to []string) ([]string, error) {
 	case len(out) == 0:
 		return nil, Invalid("to", "Bitte mindestens eine Adresse angeben.")
 	case len(out) > MaxTestRecipients:
-		return nil, Invalid("to", fmt.Sprintf("Höchstens %d Adressen für eine Testmail.", MaxTestRecipients))
+		return nil, Invalid("to", fmt.Sprintf("Höchstens %d Adressen für eine Test-E-Mail.", MaxTestRecipients))
 	}
 	return out, nil
 }

@@ -78,7 +78,7 @@ func TestNewsletterEditor(t *testing.T) {
 		Format: views.FormatHTML, Content: "<p>Hi</p>", ListIDs: []int64{2}, SMTPServerID: 9, TrackClicks: true,
 		Lists:   []store.List{{ID: 1, Name: "Presse", MemberCount: 10}, {ID: 2, Name: "Kunden", MemberCount: 1500}},
 		Servers: []store.SMTPServer{{ID: 9, Name: "Eigener", FromEmail: "news@example.com"}},
-		Errors:  map[string]string{"subject": "Bitte einen Betreff angeben.", "to": "Höchstens 5 Adressen für eine Testmail."},
+		Errors:  map[string]string{"subject": "Bitte einen Betreff angeben.", "to": "Höchstens 5 Adressen für eine Test-E-Mail."},
 		CanSend: true,
 		Preview: views.NewsletterPreview{Subject: "Hallo Anna", HTML: `<p>Hi</p><script>alert(1)</script>`, Text: "Hi", For: "anna@example.com"},
 	}

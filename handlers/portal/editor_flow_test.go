@@ -47,7 +47,7 @@ func TestNewsletterRichTextFlow(t *testing.T) {
 	r = e.c.post(path, form, "HX-Request", "true")
 	wantStatus(t, r, http.StatusOK)
 	if r.find("test-results-slot").Length() != 1 || r.find("newsletter-form").Length() != 0 ||
-		!strings.HasPrefix(text(r.find("test-results")), "1 von 1 Testmail verschickt.") {
+		!strings.HasPrefix(text(r.find("test-results")), "1 von 1 Test-E-Mail verschickt.") {
 		t.Fatalf("htmx test answer:\n%s", r.Body)
 	}
 	form.Set("test_to", "a@x.test, b@x.test, c@x.test, d@x.test, e@x.test, f@x.test")

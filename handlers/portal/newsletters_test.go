@@ -255,7 +255,7 @@ func TestNewsletterTestSendAndSend(t *testing.T) {
 	form.Set("test_to", "pruefer@baeckerei.test\n"+e.emails[2])
 	r = e.c.post(path, form)
 	wantStatus(t, r, http.StatusOK)
-	if got := text(r.find("test-results")); !strings.HasPrefix(got, "2 von 2 Testmails verschickt.") {
+	if got := text(r.find("test-results")); !strings.HasPrefix(got, "2 von 2 Test-E-Mails verschickt.") {
 		t.Fatalf("test results %q", got)
 	}
 	msgs := e.smtp.Messages()
