@@ -34,6 +34,10 @@ func TestInboxPortal(t *testing.T) {
 	if r.find("inbox-not-connected").Length() != 1 || r.find("nav-inbox").Length() != 1 {
 		t.Fatalf("unconnected inbox:\n%s", r.Body)
 	}
+	// Nothing to fetch yet: the empty state's "Postfach verbinden" is the way on.
+	if r.find("inbox-sync").Length() != 0 {
+		t.Error("an unconnected inbox offers to fetch mail")
+	}
 
 	srv := imaptest.Start(t, imaptest.Options{})
 	srv.Append(t, "INBOX", imaptest.Mail("Anna <anna@example.com>", "Frage zum Kurs", "Wann beginnt der Kurs?", "Message-ID", "<k1@example.com>"))
@@ -65,6 +69,9 @@ func TestInboxPortal(t *testing.T) {
 	}
 
 	r = c.get("/inbox")
+	if r.find("inbox-sync").Length() != 1 {
+		t.Error("a connected inbox offers no fetch")
+	}
 	items := r.find("inbox-item")
 	if items.Length() != 2 || r.Doc.Find(".inbox-unread").Length() != 2 {
 		t.Fatalf("%d items:\n%s", items.Length(), r.Body)
