@@ -127,6 +127,15 @@ func TestPortalOnPhones(t *testing.T) {
 	if shown := b.read("nav folded", evalString(`String(`+navShown+`)`)); shown != "false" {
 		t.Errorf("on a phone the navigation shows before the menu is opened")
 	}
+	// The folded navigation is as tall on a screen taller than the page: the
+	// rest of the screen went to it as a blank band on short pages.
+	sidebarHeight := `String(Math.round(document.querySelector('[data-testid="sidebar"]').getBoundingClientRect().height))`
+	atPhone := b.read("sidebar height", evalString(sidebarHeight))
+	b.do("a screen taller than the page", chromedp.EmulateViewport(phoneWidth, 6000))
+	if tall := b.read("sidebar height on a tall screen", evalString(sidebarHeight)); tall != atPhone {
+		t.Errorf("the folded navigation is %s px tall on a tall screen, %s px on a phone", tall, atPhone)
+	}
+	b.do("the phone's screen", chromedp.EmulateViewport(phoneWidth, 844))
 	b.do("open the menu", chromedp.Click(tid("menu-toggle")), until(navShown))
 	if exp := b.read("menu state", evalString(`document.querySelector('[data-testid="menu-toggle"]').getAttribute("aria-expanded")`)); exp != "true" {
 		t.Errorf("menu button aria-expanded = %q after opening", exp)
