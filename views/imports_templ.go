@@ -138,7 +138,7 @@ func ImportUploadPage(s Shell, u ImportUpload) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			if len(u.Jobs) == 0 {
-				templ_7745c5c3_Err = EmptyState("imports-empty", t.Import.RecentEmpty, t.Import.Lead).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = EmptyState("imports-empty", t.Import.RecentEmpty, t.Import.RecentEmptyBody).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

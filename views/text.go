@@ -723,22 +723,22 @@ type ListsText struct {
 
 // ImportText holds the CSV import: upload, column mapping, progress, summary.
 type ImportText struct {
-	Title, Lead, File, FileHint, Upload              string
-	FileMissing, FileTooLarge, FileUnreadable        string // FileTooLarge %d: MB
-	Recent, RecentCaption, RecentEmpty               string
-	MapTitle, MapLead, Column, Sample, Target        string // MapLead %s: file, %d rows, %s delimiter
-	TargetIgnore, TargetCustom, CustomKey            string
-	TargetLabels                                     map[string]string
-	Lists, ListsHint, Tags, TagsHint, Start          string
-	DelimiterNames                                   map[string]string
-	ProgressTitle, Queued, Running, Progress         string // Progress %d, %d: processed, total
-	Refresh                                          string
-	DoneTitle, FailedTitle, Created, Updated, Failed string
-	RowErrors, RowErrorsCaption, Row, Email, Message string
-	MoreErrors                                       string // %d: errors not listed
-	MoreErrorsOne                                    string // the same of one error
-	StatusLabels                                     map[string]string
-	FileName, Rows, When, Status, ToContacts, Again  string
+	Title, Lead, File, FileHint, Upload                 string
+	FileMissing, FileTooLarge, FileUnreadable           string // FileTooLarge %d: MB
+	Recent, RecentCaption, RecentEmpty, RecentEmptyBody string
+	MapTitle, MapLead, Column, Sample, Target           string // MapLead %s: file, %d rows, %s delimiter
+	TargetIgnore, TargetCustom, CustomKey               string
+	TargetLabels                                        map[string]string
+	Lists, ListsHint, Tags, TagsHint, Start             string
+	DelimiterNames                                      map[string]string
+	ProgressTitle, Queued, Running, Progress            string // Progress %d, %d: processed, total
+	Refresh                                             string
+	DoneTitle, FailedTitle, Created, Updated, Failed    string
+	RowErrors, RowErrorsCaption, Row, Email, Message    string
+	MoreErrors                                          string // %d: errors not listed
+	MoreErrorsOne                                       string // the same of one error
+	StatusLabels                                        map[string]string
+	FileName, Rows, When, Status, ToContacts, Again     string
 }
 
 // SMTPText holds the SMTP servers pages.
@@ -1642,25 +1642,26 @@ func German() Text {
 			RemovedFlash:      "%s wurde aus der Liste entfernt.",
 		},
 		Import: ImportText{
-			Title:          "Kontakte importieren",
-			Lead:           "Laden Sie eine CSV-Datei hoch (UTF-8, mit Kopfzeile). Im nächsten Schritt ordnen Sie die Spalten den Kontaktfeldern zu.",
-			File:           "CSV-Datei",
-			FileHint:       "Höchstens 50 MB. Trennzeichen (Komma, Semikolon, Tabulator) wird erkannt.",
-			Upload:         "Hochladen und weiter",
-			FileMissing:    "Bitte eine CSV-Datei auswählen.",
-			FileTooLarge:   "Die Datei ist größer als %d MB. Bitte teilen Sie sie in mehrere Dateien auf.",
-			FileUnreadable: "Die Datei konnte nicht gelesen werden. Bitte laden Sie sie erneut hoch.",
-			Recent:         "Letzte Importe",
-			RecentCaption:  "Letzte Importe, neueste zuerst",
-			RecentEmpty:    "Noch keine Importe.",
-			MapTitle:       "Spalten zuordnen",
-			MapLead:        "%s: %s Zeilen, Trennzeichen %s. Wählen Sie für jede Spalte, wohin sie gehört.",
-			Column:         "Spalte",
-			Sample:         "Beispielwerte",
-			Target:         "Zuordnung",
-			TargetIgnore:   "Nicht importieren",
-			TargetCustom:   "Eigenes Feld …",
-			CustomKey:      "Name des eigenen Felds",
+			Title:           "Kontakte importieren",
+			Lead:            "Laden Sie eine CSV-Datei hoch (UTF-8, mit Kopfzeile). Im nächsten Schritt ordnen Sie die Spalten den Kontaktfeldern zu.",
+			File:            "CSV-Datei",
+			FileHint:        "Höchstens 50 MB. Trennzeichen (Komma, Semikolon, Tabulator) wird erkannt.",
+			Upload:          "Hochladen und weiter",
+			FileMissing:     "Bitte eine CSV-Datei auswählen.",
+			FileTooLarge:    "Die Datei ist größer als %d MB. Bitte teilen Sie sie in mehrere Dateien auf.",
+			FileUnreadable:  "Die Datei konnte nicht gelesen werden. Bitte laden Sie sie erneut hoch.",
+			Recent:          "Letzte Importe",
+			RecentCaption:   "Letzte Importe, neueste zuerst",
+			RecentEmpty:     "Noch keine Importe",
+			RecentEmptyBody: "Jeder Import erscheint hier mit seinem Fortschritt und dem Ergebnis: angelegte, geänderte und fehlerhafte Zeilen.",
+			MapTitle:        "Spalten zuordnen",
+			MapLead:         "%s: %s Zeilen, Trennzeichen %s. Wählen Sie für jede Spalte, wohin sie gehört.",
+			Column:          "Spalte",
+			Sample:          "Beispielwerte",
+			Target:          "Zuordnung",
+			TargetIgnore:    "Nicht importieren",
+			TargetCustom:    "Eigenes Feld …",
+			CustomKey:       "Name des eigenen Felds",
 			TargetLabels: map[string]string{
 				"email":      "E-Mail-Adresse",
 				"first_name": "Vorname",

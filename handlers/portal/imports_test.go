@@ -59,6 +59,10 @@ func TestImportFlow(t *testing.T) {
 
 	page := c.get("/contacts/import")
 	wantStatus(t, page, http.StatusOK)
+	// The empty list says what will show there, not the page's lead again.
+	if got := text(page.find("imports-empty")); got != "Noch keine ImporteJeder Import erscheint hier mit seinem Fortschritt und dem Ergebnis: angelegte, geänderte und fehlerhafte Zeilen." {
+		t.Errorf("empty imports: %q", got)
+	}
 	if page.find("imports-empty").Length() != 1 || page.Doc.Find(`form[enctype="multipart/form-data"] input[type="file"][name="file"]`).Length() != 1 {
 		t.Fatalf("upload page:\n%s", page.Body)
 	}
