@@ -142,13 +142,16 @@ func TestPortalOnPhones(t *testing.T) {
 	}
 
 	visited := crawlPortal(t, b, srv.URL, 400)
-	var wide, dups, broke []string
+	var wide, dups, broke, cramped []string
 	for _, pg := range visited {
 		if pg.over > 0 {
 			wide = append(wide, fmt.Sprintf("%s: %d px, %d too wide (widest: %s)", pg.path, pg.width, pg.over, pg.culprit))
 		}
 		if pg.broken != "[]" {
 			broke = append(broke, pg.path+": "+pg.broken)
+		}
+		if pg.cramped != "[]" {
+			cramped = append(cramped, pg.path+": "+pg.cramped)
 		}
 		if len(pg.dupIDs) > 0 {
 			dups = append(dups, pg.path+": "+strings.Join(pg.dupIDs, ", "))
@@ -163,6 +166,9 @@ func TestPortalOnPhones(t *testing.T) {
 	// "schaft") reads as two words.
 	if len(broke) > 0 {
 		t.Errorf("words broken across lines:\n  %s", strings.Join(broke, "\n  "))
+	}
+	if len(cramped) > 0 {
+		t.Errorf("filter rows touching the table below them:\n  %s", strings.Join(cramped, "\n  "))
 	}
 	sort.Strings(wide)
 	if len(wide) > 0 {
@@ -190,6 +196,7 @@ type phonePage struct {
 	culprit string
 	dupIDs  []string // ids that more than one element carries
 	broken  string   // JSON list of the words of labels, badges and headers broken inside
+	cramped string   // JSON list of the filter rows (their labels) that touch what follows
 }
 
 // widestScript reports how far the document reaches past the width it has
@@ -245,6 +252,10 @@ func crawlPortal(t *testing.T, b *tab, base string, limit int) []phonePage {
 		// Words broken inside: a chip keeps its name on one line by its style
 		// (its ellipsis would count as a break here).
 		out[len(out)-1].broken = b.read("broken words of "+path, evalString(brokenWords(`.badge, th, .btn, nav a, label, legend`)))
+		// A row of filter links keeps what follows it off its buttons.
+		out[len(out)-1].cramped = b.read("filter rows of "+path, evalString(`JSON.stringify(Array.from(document.querySelectorAll("nav.btn-group"))
+			.filter(n => n.nextElementSibling && n.nextElementSibling.getBoundingClientRect().top - n.getBoundingClientRect().bottom < 8)
+			.map(n => n.getAttribute("aria-label")))`))
 		name := strings.NewReplacer("/", "_", "?", "_", "=", "-", "&", "_").Replace(strings.TrimPrefix(path, "/"))
 		b.do("screenshot "+path, screenshot(t, b.dir, "phone-"+name))
 
