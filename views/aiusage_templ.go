@@ -69,7 +69,7 @@ func AIUsagePage(s Shell, u AIUsage) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			if u.Credit.Balance <= 0 {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "<div class=\"alert alert-warning\" role=\"status\" data-testid=\"ai-no-credit\"><strong>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "<div class=\"flash flash-warning\" role=\"status\" data-testid=\"ai-no-credit\"><strong>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

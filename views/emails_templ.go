@@ -561,7 +561,7 @@ func EmailFormPage(s Shell, f EmailForm) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 33, " <form class=\"card form\" method=\"post\" action=\"/emails/new\" data-testid=\"email-form\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 33, " <form class=\"card\" method=\"post\" action=\"/emails/new\" data-testid=\"email-form\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
