@@ -894,7 +894,7 @@ func checkListIDs(ctx context.Context, q sqlx.QueryerContext, accountID int64, f
 		return fmt.Errorf("store: check lists: %w", err)
 	}
 	if missing := missingIDs(ids, found); len(missing) > 0 {
-		return Invalid(field, fmt.Sprintf("Diese Listen gibt es nicht: %s.", joinIDs(missing)))
+		return Invalid(field, unknownIDs("Die Liste %d gibt es nicht.", "Diese Listen gibt es nicht: %s.", missing))
 	}
 	return nil
 }
@@ -927,6 +927,15 @@ func missingIDs(want, found []int64) []int64 {
 		}
 	}
 	return out
+}
+
+// unknownIDs says which ids name nothing: one in the singular form (one %d),
+// more in the plural form (many %s, the ids joined).
+func unknownIDs(one, many string, ids []int64) string {
+	if len(ids) == 1 {
+		return fmt.Sprintf(one, ids[0])
+	}
+	return fmt.Sprintf(many, joinIDs(ids))
 }
 
 func joinIDs(ids []int64) string {

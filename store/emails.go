@@ -173,7 +173,7 @@ func (db *DB) CreateEmail(ctx context.Context, accountID int64, actor Actor, in 
 				return fmt.Errorf("store: check contacts: %w", err)
 			}
 			if missing := missingIDs(in.ContactIDs, found); len(missing) > 0 {
-				return Invalid("contact_ids", fmt.Sprintf("Diese Kontakte gibt es nicht: %s.", joinIDs(missing)))
+				return Invalid("contact_ids", unknownIDs("Den Kontakt %d gibt es nicht.", "Diese Kontakte gibt es nicht: %s.", missing))
 			}
 		}
 		if err := checkSMTPServer(ctx, tx, accountID, in.SMTPServerID); err != nil {

@@ -98,7 +98,7 @@ func resolveContentTx(ctx context.Context, tx sqlx.QueryerContext, accountID int
 			return err
 		}
 		if len(missing) > 0 {
-			errs.Add("attachment_ids", fmt.Sprintf("Diese Anhänge gibt es nicht: %s.", joinIDs(missing)))
+			errs.Add("attachment_ids", unknownIDs("Den Anhang %d gibt es nicht.", "Diese Anhänge gibt es nicht: %s.", missing))
 		}
 	}
 	return errs.Err()
@@ -138,7 +138,7 @@ func (db *DB) MailAssets(ctx context.Context, accountID int64, mc MailContent) (
 		return MailAssets{}, err
 	}
 	if len(missing) > 0 {
-		return MailAssets{}, Invalid("attachment_ids", fmt.Sprintf("Diese Anhänge gibt es nicht: %s.", joinIDs(missing)))
+		return MailAssets{}, Invalid("attachment_ids", unknownIDs("Den Anhang %d gibt es nicht.", "Diese Anhänge gibt es nicht: %s.", missing))
 	}
 	a.Attachments = atts
 	return a, nil
