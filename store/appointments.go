@@ -350,11 +350,15 @@ func (db *DB) AppointmentSettings(ctx context.Context, accountID int64) (Appoint
 type BookingPage struct {
 	AppointmentSettings
 	AccountName string `db:"account_name"`
+	// PrivacyURL is the account's privacy policy (account settings), linked
+	// beside the consent; empty: none given.
+	PrivacyURL string `db:"privacy_url"`
 }
 
 const selectBookingPage = `SELECT s.account_id, s.enabled, s.title, s.description, s.duration_minutes, s.buffer_minutes,
 s.min_notice_hours, s.max_days_ahead, s.reminder_hours, s.weekly_hours, s.blocked_dates, s.list_id, s.min_fill_seconds,
-s.privacy_text, s.token, s.created_at, s.updated_at, a.name AS account_name
+s.privacy_text, s.token, s.created_at, s.updated_at, a.name AS account_name,
+coalesce((SELECT x.privacy_url FROM account_settings x WHERE x.account_id = s.account_id), '') AS privacy_url
 FROM appointment_settings s JOIN accounts a ON a.id = s.account_id JOIN plans p ON p.name = a.plan
 WHERE s.token = $1 AND a.blocked_at IS NULL AND 'appointments' = ANY (p.features)`
 

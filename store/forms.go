@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -39,7 +38,6 @@ const (
 	maxMinFillSeconds     = 3600
 	maxFormListIDs        = 20
 	maxSuccessMessage     = 1000
-	maxRedirectLen        = 2000
 )
 
 // Form is a sign-up form of an account. Its public Token is what the embedded
@@ -129,7 +127,7 @@ func (in *FormInput) Normalize(create bool) error {
 	}
 	if in.SuccessRedirect != nil {
 		*in.SuccessRedirect = strings.TrimSpace(*in.SuccessRedirect)
-		if r := *in.SuccessRedirect; r != "" && !validRedirect(r) {
+		if r := *in.SuccessRedirect; r != "" && !validWebURL(r) {
 			errs.Add("success_redirect", "Bitte eine vollständige http(s)-Adresse angeben, z. B. https://example.com/danke, oder leer lassen.")
 		}
 	}
@@ -138,16 +136,6 @@ func (in *FormInput) Normalize(create bool) error {
 		errs.Add("min_fill_seconds", fmt.Sprintf("Bitte eine ganze Zahl von 0 bis %d angeben (0 schaltet die Prüfung ab).", maxMinFillSeconds))
 	}
 	return errs.Err()
-}
-
-// validRedirect accepts an absolute http(s) URL with a host and no user info (a
-// redirect target must not carry credentials).
-func validRedirect(s string) bool {
-	if len(s) > maxRedirectLen || strings.ContainsAny(s, " \t\r\n\x00") {
-		return false
-	}
-	u, err := url.Parse(s)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil
 }
 
 // formColumns reads a form; list_ids keeps only lists that still exist, in the
@@ -332,6 +320,9 @@ func (db *DB) DeleteForm(ctx context.Context, accountID int64, actor Actor, id i
 type PublicForm struct {
 	Form
 	AccountName string `db:"account_name"`
+	// PrivacyURL is the account's privacy policy (account settings), linked
+	// under the form; empty: none given.
+	PrivacyURL string `db:"privacy_url"`
 	// ListsDoubleOptIn: a target list has double opt-in, so a sign-up is
 	// confirmed by mail even when the form's own flag is off.
 	ListsDoubleOptIn bool `db:"lists_double_opt_in"`
@@ -342,6 +333,7 @@ type PublicForm struct {
 func (f PublicForm) ConfirmsByMail() bool { return f.DoubleOptIn || f.ListsDoubleOptIn }
 
 const selectFormByToken = `SELECT ` + formColumns + `, a.name AS account_name,
+  coalesce((SELECT x.privacy_url FROM account_settings x WHERE x.account_id = f.account_id), '') AS privacy_url,
   EXISTS (SELECT 1 FROM lists l WHERE l.account_id = f.account_id AND l.id = ANY(f.list_ids) AND l.double_opt_in) AS lists_double_opt_in
 FROM forms f JOIN accounts a ON a.id = f.account_id
 WHERE f.token = $1 AND a.blocked_at IS NULL`

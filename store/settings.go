@@ -13,8 +13,9 @@ import (
 )
 
 // AccountSettings are the sender's identity: company and postal address (the
-// law wants both in every marketing mail), the imprint text, and the defaults
-// of From name and Reply-To for mails that set none.
+// law wants both in every marketing mail), the imprint text, the defaults
+// of From name and Reply-To for mails that set none, and the address of the
+// privacy policy that sign-up forms and the booking page link.
 type AccountSettings struct {
 	AccountID     int64      `db:"account_id"`
 	Company       string     `db:"company"`
@@ -22,6 +23,7 @@ type AccountSettings struct {
 	Imprint       string     `db:"imprint"`
 	FromName      string     `db:"from_name"`
 	ReplyTo       string     `db:"reply_to"`
+	PrivacyURL    string     `db:"privacy_url"`
 	UpdatedAt     *time.Time `db:"updated_at"`
 }
 
@@ -47,13 +49,17 @@ func (s AccountSettings) Warnings() []string {
 // postal address (CAN-SPAM, and the Impressum of German law).
 const WarningNoPostalAddress = "no_postal_address"
 
-// AccountSettingsInput is a PUT of the settings: every field is replaced.
+// AccountSettingsInput is a PUT of the settings: every field is replaced,
+// but PrivacyURL only when it is given. decisions.md pins the other five
+// fields; privacy_url came later, and a client written against those five
+// must not erase it with every PUT.
 type AccountSettingsInput struct {
 	Company       string
 	PostalAddress string
 	Imprint       string
 	FromName      string
 	ReplyTo       string
+	PrivacyURL    *string // nil: keep the stored address
 }
 
 // Normalize trims and checks the input.
@@ -74,10 +80,16 @@ func (in *AccountSettingsInput) Normalize() error {
 	if utf8.RuneCountInString(in.Imprint) > 5000 {
 		errs.Add("imprint", "Höchstens 5000 Zeichen.")
 	}
+	if in.PrivacyURL != nil {
+		*in.PrivacyURL = strings.TrimSpace(*in.PrivacyURL)
+		if u := *in.PrivacyURL; u != "" && !validWebURL(u) {
+			errs.Add("privacy_url", "Bitte die vollständige Adresse der Datenschutzerklärung angeben, z. B. https://example.com/datenschutz, oder leer lassen.")
+		}
+	}
 	return errs.Err()
 }
 
-const settingsColumns = `account_id, company, postal_address, imprint, from_name, reply_to, updated_at`
+const settingsColumns = `account_id, company, postal_address, imprint, from_name, reply_to, privacy_url, updated_at`
 
 const selectSettings = `SELECT ` + settingsColumns + ` FROM account_settings WHERE account_id = $1`
 
@@ -99,10 +111,11 @@ func accountSettings(ctx context.Context, q sqlx.QueryerContext, accountID int64
 	return s, nil
 }
 
-const upsertSettings = `INSERT INTO account_settings (account_id, company, postal_address, imprint, from_name, reply_to)
-VALUES ($1, $2, $3, $4, $5, $6)
+const upsertSettings = `INSERT INTO account_settings AS s (account_id, company, postal_address, imprint, from_name, reply_to, privacy_url)
+VALUES ($1, $2, $3, $4, $5, $6, coalesce($7, ''))
 ON CONFLICT (account_id) DO UPDATE SET company = excluded.company, postal_address = excluded.postal_address,
-  imprint = excluded.imprint, from_name = excluded.from_name, reply_to = excluded.reply_to, updated_at = now()
+  imprint = excluded.imprint, from_name = excluded.from_name, reply_to = excluded.reply_to,
+  privacy_url = coalesce($7, s.privacy_url), updated_at = now()
 RETURNING ` + settingsColumns
 
 // PutAccountSettings replaces the account's settings.
@@ -112,7 +125,7 @@ func (db *DB) PutAccountSettings(ctx context.Context, accountID int64, actor Act
 	}
 	var out AccountSettings
 	err := db.WithTx(ctx, func(tx *sqlx.Tx) error {
-		if err := tx.GetContext(ctx, &out, upsertSettings, accountID, in.Company, in.PostalAddress, in.Imprint, in.FromName, in.ReplyTo); err != nil {
+		if err := tx.GetContext(ctx, &out, upsertSettings, accountID, in.Company, in.PostalAddress, in.Imprint, in.FromName, in.ReplyTo, in.PrivacyURL); err != nil {
 			return fmt.Errorf("store: put account settings: %w", err)
 		}
 		return LogActivity(ctx, tx, accountID, actor, ActivityEntry{Action: "account.settings_updated", ObjectType: "account", ObjectID: accountID})

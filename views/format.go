@@ -81,5 +81,13 @@ func formatEUR(tx Text, f float64) string {
 
 func itoa64(n int64) string { return strconv.FormatInt(n, 10) }
 
+// derefString is *s, or "" for nil (an optional text not given).
+func derefString(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
 // boolAttr writes a boolean into a data attribute, for tests and scripts.
 func boolAttr(b bool) string { return strconv.FormatBool(b) }

@@ -292,12 +292,12 @@ func TestFormViews(t *testing.T) {
 		t.Error("double opt-in checked though off")
 	}
 
-	sf := views.NewSignUpEmbed("https://rundbrief.example/", f)
+	sf := views.NewSignUpEmbed("https://rundbrief.example/", f, "")
 	if sf.Action != "https://rundbrief.example/v1/subscribe/tok123" || sf.ScriptURL != "https://rundbrief.example/static/signup.js" {
 		t.Errorf("embed %+v", sf)
 	}
 	f.ProofOfWork, f.MinFillSeconds = false, 0
-	if views.NewSignUpEmbed("https://rundbrief.example", f).ScriptURL != "" {
+	if views.NewSignUpEmbed("https://rundbrief.example", f, "").ScriptURL != "" {
 		t.Error("a form without stamp and proof of work needs no script")
 	}
 	doc = render(t, views.FormEmbedPage(shell("owner"), views.FormEmbed{Form: f, Snippet: `<form action="x"></form>`,

@@ -655,20 +655,25 @@ type FormsText struct {
 	EmbedLead       string
 	EmbedCode       string
 	EmbedHint       string
-	HostedURL       string
-	HostedHint      string
-	PreviewTitle    string
-	PreviewFrame    string // title of the iframe
-	Delete          string
-	DeleteQuestion  string // %s: name
-	DeleteDetail    string
-	DeleteConfirm   string
-	DeletedFlash    string // %s: name
-	NoListsChosen   string
-	Protection      string
-	ProtectionPoW   string
-	ProtectionStamp string // %d: seconds
-	ProtectionNone  string
+	// NoPrivacyURL: the account has no privacy policy address, so the
+	// snippet and the hosted page link none; NoPrivacyURLLink goes to where
+	// it is entered.
+	NoPrivacyURL     string
+	NoPrivacyURLLink string
+	HostedURL        string
+	HostedHint       string
+	PreviewTitle     string
+	PreviewFrame     string // title of the iframe
+	Delete           string
+	DeleteQuestion   string // %s: name
+	DeleteDetail     string
+	DeleteConfirm    string
+	DeletedFlash     string // %s: name
+	NoListsChosen    string
+	Protection       string
+	ProtectionPoW    string
+	ProtectionStamp  string // %d: seconds
+	ProtectionNone   string
 }
 
 // ContactsText holds the contact pages: table, detail, form, confirmations.
@@ -942,7 +947,11 @@ type PublicText struct {
 	Honeypot    string // label of the field only bots fill
 	Submit      string
 	Privacy     string
-	ThanksTitle string
+	// PrivacyBefore and PrivacyLink say where the privacy policy is: the
+	// text before its link and the link's own words; a full stop follows.
+	PrivacyBefore string
+	PrivacyLink   string
+	ThanksTitle   string
 	// FieldErrors are shown after a browser post came back with errors, by
 	// field; FieldErrorDefault for a field without its own message.
 	FieldErrors       map[string]string
@@ -1423,61 +1432,63 @@ func German() Text {
 			DefaultRoute:     "Standard des Kontos",
 		},
 		Forms: FormsText{
-			Title:           "Anmeldeformulare",
-			Lead:            "Formulare für Ihre Website: neue Kontakte landen direkt in den gewählten Listen, auf Wunsch mit Double-Opt-in.",
-			New:             "Neues Formular",
-			NewTitle:        "Neues Anmeldeformular",
-			EditTitle:       "Formular „%s“ bearbeiten",
-			Caption:         "Anmeldeformulare dieses Kontos, neueste zuerst",
-			EmptyTitle:      "Noch keine Anmeldeformulare",
-			EmptyBody:       "Erstellen Sie ein Formular und binden Sie es mit einem kurzen HTML-Code auf Ihrer Website ein.",
-			Name:            "Name",
-			NameHint:        "Nur für Sie sichtbar, z. B. „Newsletter Fußzeile“.",
-			Lists:           "Listen",
-			ListsHint:       "Neue Kontakte werden in diese Listen eingetragen.",
-			NoLists:         "Es gibt noch keine Listen. Kontakte werden dann nur angelegt.",
-			DoubleOptIn:     "Double-Opt-in",
-			DoubleOptInHint: "Neue Kontakte bestätigen ihre Anmeldung über einen Link per E-Mail (empfohlen).",
-			Fields:          "Weitere Felder",
-			FieldsHint:      "Die E-Mail-Adresse ist immer dabei; diese Felder sind für Besucher freiwillig.",
-			Tags:            "Schlagwörter",
-			TagsHint:        "Werden jedem neuen Kontakt gegeben, durch Komma getrennt.",
-			SuccessRedirect: "Weiterleitung nach der Anmeldung",
-			RedirectHint:    "Optional: vollständige Adresse Ihrer Danke-Seite, z. B. https://example.com/danke.",
-			SuccessMessage:  "Danke-Text",
-			MessageHint:     "Wird ohne Weiterleitung nach der Anmeldung angezeigt. Leer: ein Standardtext.",
-			BotProtection:   "Schutz vor Bots",
-			ProofOfWork:     "Rechenaufgabe (Proof of Work)",
-			ProofOfWorkHint: "Der Browser löst unsichtbar eine kleine Rechenaufgabe; kein Captcha. Braucht JavaScript und HTTPS.",
-			MinFillSeconds:  "Mindestzeit zum Ausfüllen (Sekunden)",
-			MinFillHint:     "Anmeldungen, die schneller abgeschickt werden, gelten als Bot. 0 schaltet die Prüfung ab.",
-			MinFillNumber:   "Bitte eine ganze Zahl angeben.",
-			Create:          "Formular erstellen",
-			CreatedFlash:    "Das Formular „%s“ wurde erstellt. Kopieren Sie jetzt den Einbettungscode.",
-			SavedFlash:      "Das Formular „%s“ wurde gespeichert.",
-			Submissions:     "Anmeldungen",
-			Created:         "Angelegt",
-			On:              "an",
-			Off:             "aus",
-			Embed:           "Einbetten",
-			EmbedTitle:      "Formular „%s“ einbetten",
-			EmbedLead:       "Fügen Sie diesen Code an der Stelle Ihrer Website ein, an der das Formular erscheinen soll.",
-			EmbedCode:       "Einbettungscode (HTML)",
-			EmbedHint:       "Der Code enthält das Formular und, wenn nötig, ein kleines Skript für den Bot-Schutz.",
-			HostedURL:       "Gehostete Anmeldeseite",
-			HostedHint:      "Ohne eigene Website: verlinken Sie einfach diese Seite.",
-			PreviewTitle:    "Vorschau",
-			PreviewFrame:    "Vorschau der Anmeldeseite",
-			Delete:          "Löschen",
-			DeleteQuestion:  "Formular „%s“ löschen?",
-			DeleteDetail:    "Eingebettete Formulare und die Anmeldeseite funktionieren sofort nicht mehr. Bereits angemeldete Kontakte bleiben erhalten.",
-			DeleteConfirm:   "Endgültig löschen",
-			DeletedFlash:    "Das Formular „%s“ wurde gelöscht.",
-			NoListsChosen:   "keine Liste",
-			Protection:      "Bot-Schutz",
-			ProtectionPoW:   "Rechenaufgabe",
-			ProtectionStamp: "Mindestzeit %d s",
-			ProtectionNone:  "keiner",
+			Title:            "Anmeldeformulare",
+			Lead:             "Formulare für Ihre Website: neue Kontakte landen direkt in den gewählten Listen, auf Wunsch mit Double-Opt-in.",
+			New:              "Neues Formular",
+			NewTitle:         "Neues Anmeldeformular",
+			EditTitle:        "Formular „%s“ bearbeiten",
+			Caption:          "Anmeldeformulare dieses Kontos, neueste zuerst",
+			EmptyTitle:       "Noch keine Anmeldeformulare",
+			EmptyBody:        "Erstellen Sie ein Formular und binden Sie es mit einem kurzen HTML-Code auf Ihrer Website ein.",
+			Name:             "Name",
+			NameHint:         "Nur für Sie sichtbar, z. B. „Newsletter Fußzeile“.",
+			Lists:            "Listen",
+			ListsHint:        "Neue Kontakte werden in diese Listen eingetragen.",
+			NoLists:          "Es gibt noch keine Listen. Kontakte werden dann nur angelegt.",
+			DoubleOptIn:      "Double-Opt-in",
+			DoubleOptInHint:  "Neue Kontakte bestätigen ihre Anmeldung über einen Link per E-Mail (empfohlen).",
+			Fields:           "Weitere Felder",
+			FieldsHint:       "Die E-Mail-Adresse ist immer dabei; diese Felder sind für Besucher freiwillig.",
+			Tags:             "Schlagwörter",
+			TagsHint:         "Werden jedem neuen Kontakt gegeben, durch Komma getrennt.",
+			SuccessRedirect:  "Weiterleitung nach der Anmeldung",
+			RedirectHint:     "Optional: vollständige Adresse Ihrer Danke-Seite, z. B. https://example.com/danke.",
+			SuccessMessage:   "Danke-Text",
+			MessageHint:      "Wird ohne Weiterleitung nach der Anmeldung angezeigt. Leer: ein Standardtext.",
+			BotProtection:    "Schutz vor Bots",
+			ProofOfWork:      "Rechenaufgabe (Proof of Work)",
+			ProofOfWorkHint:  "Der Browser löst unsichtbar eine kleine Rechenaufgabe; kein Captcha. Braucht JavaScript und HTTPS.",
+			MinFillSeconds:   "Mindestzeit zum Ausfüllen (Sekunden)",
+			MinFillHint:      "Anmeldungen, die schneller abgeschickt werden, gelten als Bot. 0 schaltet die Prüfung ab.",
+			MinFillNumber:    "Bitte eine ganze Zahl angeben.",
+			Create:           "Formular erstellen",
+			CreatedFlash:     "Das Formular „%s“ wurde erstellt. Kopieren Sie jetzt den Einbettungscode.",
+			SavedFlash:       "Das Formular „%s“ wurde gespeichert.",
+			Submissions:      "Anmeldungen",
+			Created:          "Angelegt",
+			On:               "an",
+			Off:              "aus",
+			Embed:            "Einbetten",
+			EmbedTitle:       "Formular „%s“ einbetten",
+			EmbedLead:        "Fügen Sie diesen Code an der Stelle Ihrer Website ein, an der das Formular erscheinen soll.",
+			EmbedCode:        "Einbettungscode (HTML)",
+			EmbedHint:        "Der Code enthält das Formular und, wenn nötig, ein kleines Skript für den Bot-Schutz.",
+			NoPrivacyURL:     "Unter dem Formular steht noch kein Link zu Ihrer Datenschutzerklärung. Wer seine Adresse einträgt, muss erfahren können, wie Sie sie verarbeiten (DSGVO).",
+			NoPrivacyURLLink: "Adresse der Datenschutzerklärung eintragen",
+			HostedURL:        "Gehostete Anmeldeseite",
+			HostedHint:       "Ohne eigene Website: verlinken Sie einfach diese Seite.",
+			PreviewTitle:     "Vorschau",
+			PreviewFrame:     "Vorschau der Anmeldeseite",
+			Delete:           "Löschen",
+			DeleteQuestion:   "Formular „%s“ löschen?",
+			DeleteDetail:     "Eingebettete Formulare und die Anmeldeseite funktionieren sofort nicht mehr. Bereits angemeldete Kontakte bleiben erhalten.",
+			DeleteConfirm:    "Endgültig löschen",
+			DeletedFlash:     "Das Formular „%s“ wurde gelöscht.",
+			NoListsChosen:    "keine Liste",
+			Protection:       "Bot-Schutz",
+			ProtectionPoW:    "Rechenaufgabe",
+			ProtectionStamp:  "Mindestzeit %d s",
+			ProtectionNone:   "keiner",
 		},
 		Contacts: ContactsText{
 			TagSuggestion:    "%s (%s Kontakte)",
@@ -2468,11 +2479,13 @@ func German() Text {
 				"zip":        "PLZ",
 				"city":       "Ort",
 			},
-			Optional:    "(optional)",
-			Honeypot:    "Bitte dieses Feld leer lassen",
-			Submit:      "Anmelden",
-			Privacy:     "Sie können sich jederzeit mit einem Klick wieder abmelden.",
-			ThanksTitle: "Vielen Dank!",
+			Optional:      "(optional)",
+			Honeypot:      "Bitte dieses Feld leer lassen",
+			Submit:        "Anmelden",
+			Privacy:       "Sie können sich jederzeit mit einem Klick wieder abmelden.",
+			PrivacyBefore: "Wie wir Ihre Angaben verarbeiten, steht in unserer",
+			PrivacyLink:   "Datenschutzerklärung",
+			ThanksTitle:   "Vielen Dank!",
 			FieldErrors: map[string]string{
 				"email": "Bitte geben Sie eine gültige E-Mail-Adresse an.",
 			},
@@ -2566,6 +2579,8 @@ func German() Text {
 			FromNameHint:      "Für E-Mails ohne eigenen Absendernamen.",
 			ReplyTo:           "Antwortadresse (Standard)",
 			ReplyToHint:       "Für E-Mails ohne eigene Antwortadresse.",
+			PrivacyURL:        "Datenschutzerklärung (Adresse)",
+			PrivacyURLHint:    "Zum Beispiel https://example.com/datenschutz. Verlinkt unter jedem Anmeldeformular und auf der Buchungsseite.",
 			SenderSavedFlash:  "Absender und Impressum sind gespeichert.",
 			SenderReadOnly:    "Nur Inhaber und Administratoren können Absender und Impressum ändern.",
 			NoPostalTitle:     "Postanschrift fehlt",
@@ -2614,6 +2629,7 @@ type TemplatesText struct {
 	AttDownload, AttStorage, AttStorageFull                                              string
 	SenderTitle, SenderLead, Company, CompanyHint, PostalAddress, PostalAddressHint      string
 	Imprint, ImprintHint, FromName, FromNameHint, ReplyTo, ReplyToHint                   string
+	PrivacyURL, PrivacyURLHint                                                           string
 	SenderSavedFlash, SenderReadOnly, NoPostalTitle, NoPostal, NoPostalLink, NoPostalAsk string
 }
 

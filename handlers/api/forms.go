@@ -164,7 +164,11 @@ func (a *API) getFormEmbed(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	sf := a.signUpForm(f)
+	settings, err := a.db.AccountSettings(r.Context(), accountID(r))
+	if err != nil {
+		return err
+	}
+	sf := views.NewSignUpEmbed(a.cfg.BaseURL, f, settings.PrivacyURL)
 	var b strings.Builder
 	if err := views.SignUpEmbed(sf).Render(r.Context(), &b); err != nil {
 		return err
@@ -175,9 +179,3 @@ func (a *API) getFormEmbed(w http.ResponseWriter, r *http.Request) error {
 
 // scriptURL is where signup.js is served.
 func (a *API) scriptURL() string { return strings.TrimRight(a.cfg.BaseURL, "/") + "/static/signup.js" }
-
-// signUpForm is a form as the embed snippet renders it (no stamp: signup.js
-// fetches one when the snippet is shown); the portal's embed page shows the same.
-func (a *API) signUpForm(f store.Form) views.SignUpForm {
-	return views.NewSignUpEmbed(a.cfg.BaseURL, f)
-}

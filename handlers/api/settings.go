@@ -13,23 +13,26 @@ type accountSettingsResponse struct {
 	Imprint       string   `json:"imprint"`
 	FromName      string   `json:"from_name"`
 	ReplyTo       string   `json:"reply_to"`
+	PrivacyURL    string   `json:"privacy_url"`
 	Warnings      []string `json:"warnings"`
 	UpdatedAt     *Time    `json:"updated_at"`
 }
 
 func newAccountSettingsResponse(s store.AccountSettings) accountSettingsResponse {
 	return accountSettingsResponse{Company: s.Company, PostalAddress: s.PostalAddress, Imprint: s.Imprint,
-		FromName: s.FromName, ReplyTo: s.ReplyTo, Warnings: nonNil(s.Warnings()), UpdatedAt: timePtr(s.UpdatedAt)}
+		FromName: s.FromName, ReplyTo: s.ReplyTo, PrivacyURL: s.PrivacyURL, Warnings: nonNil(s.Warnings()), UpdatedAt: timePtr(s.UpdatedAt)}
 }
 
 // accountSettingsRequest is the body of PUT /account/settings: every field
-// is replaced (an absent one becomes empty).
+// is replaced (an absent one becomes empty), but an absent privacy_url keeps
+// the stored address (store.AccountSettingsInput).
 type accountSettingsRequest struct {
-	Company       string `json:"company"`
-	PostalAddress string `json:"postal_address"`
-	Imprint       string `json:"imprint"`
-	FromName      string `json:"from_name"`
-	ReplyTo       string `json:"reply_to"`
+	Company       string  `json:"company"`
+	PostalAddress string  `json:"postal_address"`
+	Imprint       string  `json:"imprint"`
+	FromName      string  `json:"from_name"`
+	ReplyTo       string  `json:"reply_to"`
+	PrivacyURL    *string `json:"privacy_url"`
 }
 
 func (a *API) getAccountSettings(w http.ResponseWriter, r *http.Request) error {
@@ -46,7 +49,7 @@ func (a *API) putAccountSettings(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s, err := a.db.PutAccountSettings(r.Context(), accountID(r), actor(r), store.AccountSettingsInput{Company: req.Company,
-		PostalAddress: req.PostalAddress, Imprint: req.Imprint, FromName: req.FromName, ReplyTo: req.ReplyTo})
+		PostalAddress: req.PostalAddress, Imprint: req.Imprint, FromName: req.FromName, ReplyTo: req.ReplyTo, PrivacyURL: req.PrivacyURL})
 	if err != nil {
 		return err
 	}

@@ -128,12 +128,16 @@ func (p *Portal) formEmbed(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	settings, err := p.db.AccountSettings(r.Context(), accountID(r))
+	if err != nil {
+		return err
+	}
 	var b strings.Builder
-	if err := views.SignUpEmbed(views.NewSignUpEmbed(p.baseURL, f)).Render(r.Context(), &b); err != nil {
+	if err := views.SignUpEmbed(views.NewSignUpEmbed(p.baseURL, f, settings.PrivacyURL)).Render(r.Context(), &b); err != nil {
 		return err
 	}
 	e := views.FormEmbed{Form: f, Snippet: b.String(), HostedURL: p.baseURL + "/subscribe/" + f.Token,
-		PreviewURL: "/subscribe/" + f.Token}
+		PreviewURL: "/subscribe/" + f.Token, NoPrivacyURL: settings.PrivacyURL == "", CanEditSender: viewer(r).User.CanManageKeys()}
 	s := p.shell(r, sprintf(views.TextFor(r.Context()).Forms.EmbedTitle, f.Name), views.NavForms)
 	p.render(w, r, http.StatusOK, views.FormEmbedPage(s, e))
 	return nil

@@ -369,7 +369,7 @@ func (p *Portal) senderPage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	f := views.SenderForm{In: store.AccountSettingsInput{Company: s.Company, PostalAddress: s.PostalAddress, Imprint: s.Imprint,
-		FromName: s.FromName, ReplyTo: s.ReplyTo}, Errors: map[string]string{}, ReadOnly: !viewer(r).User.CanManageKeys()}
+		FromName: s.FromName, ReplyTo: s.ReplyTo, PrivacyURL: &s.PrivacyURL}, Errors: map[string]string{}, ReadOnly: !viewer(r).User.CanManageKeys()}
 	p.render(w, r, http.StatusOK, views.SenderSettingsPage(p.shell(r, views.TextFor(r.Context()).Templates.SenderTitle, views.NavSender), f))
 	return nil
 }
@@ -379,8 +379,10 @@ func (p *Portal) saveSender(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	form := r.PostForm
+	privacyURL := form.Get("privacy_url")
 	f := views.SenderForm{In: store.AccountSettingsInput{Company: form.Get("company"), PostalAddress: form.Get("postal_address"),
-		Imprint: form.Get("imprint"), FromName: form.Get("from_name"), ReplyTo: form.Get("reply_to")}, Errors: map[string]string{}}
+		Imprint: form.Get("imprint"), FromName: form.Get("from_name"), ReplyTo: form.Get("reply_to"), PrivacyURL: &privacyURL},
+		Errors: map[string]string{}}
 	_, err := p.db.PutAccountSettings(r.Context(), accountID(r), actor(r), f.In)
 	if fieldErrors(err, f.Errors) {
 		p.render(w, r, http.StatusUnprocessableEntity, views.SenderSettingsPage(p.shell(r, views.TextFor(r.Context()).Templates.SenderTitle, views.NavSender), f))

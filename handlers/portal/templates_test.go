@@ -238,3 +238,48 @@ func TestMemberSeesTheSenderReadOnly(t *testing.T) {
 	wantRedirect(t, owner.post("/settings/sender", url.Values{"company": {"Bäckerei Müller"}, "postal_address": {"Hauptstr. 1\n10115 Berlin"}}),
 		"/settings/sender")
 }
+
+// TestSenderPrivacyURL: the privacy policy's address is entered beside the
+// imprint, refused with a message at its field when it is no web address, and
+// once saved, the forms' embed page stops warning that the snippet links none
+// and the snippet links it. A member sees the warning without the link to a
+// page they cannot save.
+func TestSenderPrivacyURL(t *testing.T) {
+	s := newServer(t, dbtest.URL(t), nil, base)
+	acct := newAccount(t, s.db, "business")
+	f, err := s.db.CreateForm(context.Background(), acct.ID, store.Actor{Type: store.ActorSystem}, store.FormInput{Name: ptr("Fußzeile")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	embed := fmt.Sprintf("/forms/%d/embed", f.ID)
+	if _, err := s.db.CreateUser(context.Background(), acct.ID, store.NewUser{Email: "member-privacy@example.com", Role: store.RoleMember,
+		Password: "member password"}); err != nil {
+		t.Fatal(err)
+	}
+	member := newClient(t, s)
+	member.signIn("member-privacy@example.com", "member password")
+	if note := member.get(embed).find("no-privacy-url"); note.Length() != 1 || note.Find("a").Length() != 0 {
+		t.Errorf("member's embed page: %d notices, %d links", note.Length(), note.Find("a").Length())
+	}
+
+	c := newClient(t, s)
+	c.signIn(acct.Email, acct.Password)
+	note := c.get(embed).find("no-privacy-url")
+	if note.Find(`a[href="/settings/sender#field-privacy_url"]`).Length() != 1 {
+		t.Fatalf("owner's embed page without the way to the field: %q", text(note))
+	}
+	r := c.post("/settings/sender", url.Values{"company": {"Bäckerei Müller"}, "privacy_url": {"baeckerei.test/datenschutz"}})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	if text(r.find("error-privacy_url")) == "" || r.Doc.Find("#field-privacy_url").AttrOr("value", "") != "baeckerei.test/datenschutz" {
+		t.Fatalf("no field error, or the typed address is gone:\n%s", r.Body)
+	}
+	const policy = "https://baeckerei.test/datenschutz"
+	wantRedirect(t, c.post("/settings/sender", url.Values{"company": {"Bäckerei Müller"}, "privacy_url": {policy}}), "/settings/sender")
+	if v := c.get("/settings/sender").Doc.Find("#field-privacy_url").AttrOr("value", ""); v != policy {
+		t.Errorf("saved address shown as %q", v)
+	}
+	r = c.get(embed)
+	if r.find("no-privacy-url").Length() != 0 || !strings.Contains(r.find("embed-code").Text(), `href="`+policy+`"`) {
+		t.Errorf("embed page after saving: notice %d, snippet:\n%s", r.find("no-privacy-url").Length(), r.find("embed-code").Text())
+	}
+}

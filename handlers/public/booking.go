@@ -51,7 +51,7 @@ func (p *Public) bookingView(r *http.Request, page store.BookingPage, day, start
 	v := views.BookingView{
 		AccountName: page.AccountName, Title: page.Title, Description: page.Description,
 		DurationMinutes: page.DurationMinutes, Action: base, Stamp: p.appointments.Stamp(page.Token),
-		PrivacyText: page.PrivacyOrDefault(), Values: map[string]string{}, Errors: map[string]string{},
+		PrivacyText: page.PrivacyOrDefault(), PrivacyURL: page.PrivacyURL, Values: map[string]string{}, Errors: map[string]string{},
 	}
 	if v.Title == "" {
 		v.Title = "Termin mit " + page.AccountName

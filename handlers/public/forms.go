@@ -43,7 +43,7 @@ func (p *Public) subscribePage(w http.ResponseWriter, r *http.Request) error {
 func (p *Public) signUpForm(f store.PublicForm) views.SignUpForm {
 	action := "/v1/subscribe/" + f.Token
 	sf := views.SignUpForm{Token: f.Token, Action: action, ChallengeURL: action + "/challenge", Fields: f.Fields,
-		ProofOfWork: f.ProofOfWork}
+		ProofOfWork: f.ProofOfWork, PrivacyURL: f.PrivacyURL}
 	if f.MinFillSeconds > 0 {
 		sf.Stamp = p.guard.Stamp(f.Token)
 	}
