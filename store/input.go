@@ -1,6 +1,7 @@
 package store
 
 import (
+	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -36,4 +37,18 @@ func ClockMinutes(s string) (int, bool) {
 		return 0, false
 	}
 	return int(s[0]-'0')*600 + int(s[1]-'0')*60 + int(s[3]-'0')*10 + int(s[4]-'0'), true
+}
+
+// maxWebURLLen bounds the web addresses an account stores (a form's success
+// redirect, the privacy policy): longer ones are no real page's address.
+const maxWebURLLen = 2000
+
+// validWebURL accepts an absolute http(s) URL with a host and no user info: an
+// address visitors are sent to or shown as a link must not carry credentials.
+func validWebURL(s string) bool {
+	if len(s) > maxWebURLLen || strings.ContainsAny(s, " \t\r\n\x00") {
+		return false
+	}
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil
 }
