@@ -877,6 +877,22 @@ func likePattern(q string) string {
 	return "%" + r.Replace(strings.ToLower(strings.TrimSpace(q))) + "%"
 }
 
+// contactSearch is the condition of a contact search for q, a format whose
+// %[1]d (and %[2]d) number its arguments. The first part is what the trigram
+// index contacts_search_idx answers (every match of the per-field test after
+// it is a substring of it); the second keeps the search to one field at a
+// time. A domain written in Unicode is also searched in its stored ASCII form
+// (asciiSearch), so "müller.de" finds info@xn--mller-kva.de.
+func contactSearch(q string) (string, []any) {
+	const all = "(c.email || ' ' || lower(c.first_name) || ' ' || lower(c.last_name))"
+	const names = "lower(c.first_name) LIKE $%[1]d OR lower(c.last_name) LIKE $%[1]d OR lower(c.first_name || ' ' || c.last_name) LIKE $%[1]d"
+	if a := asciiSearch(q); a != "" {
+		return "(" + all + " LIKE $%[1]d OR " + all + " LIKE $%[2]d) AND (c.email LIKE $%[1]d OR c.email LIKE $%[2]d OR " + names + ")",
+			[]any{likePattern(q), likePattern(a)}
+	}
+	return all + " LIKE $%[1]d AND (c.email LIKE $%[1]d OR " + names + ")", []any{likePattern(q)}
+}
+
 // Contacts lists one page of an account's contacts and the exact number of
 // contacts the filter matches. The total costs nothing for the unfiltered and
 // the per-list listing (maintained counters); an updated_after sync counts the
@@ -888,14 +904,7 @@ func (db *DB) Contacts(ctx context.Context, accountID int64, f ContactFilter, p 
 	order, _ := sortOrder(f.Sort)
 	where := []string{"c.account_id = $1"}
 	args := []any{accountID}
-	add := func(cond string, v ...any) {
-		n := make([]any, len(v))
-		for i, x := range v {
-			args = append(args, x)
-			n[i] = len(args)
-		}
-		where = append(where, fmt.Sprintf(cond, n...))
-	}
+	add := func(cond string, v ...any) { where, args = addCond(where, args, cond, v...) }
 	if f.ListID != 0 {
 		add("EXISTS (SELECT 1 FROM list_members m WHERE m.list_id = $%d AND m.contact_id = c.id)", f.ListID)
 	}
@@ -906,10 +915,8 @@ func (db *DB) Contacts(ctx context.Context, accountID int64, f ContactFilter, p 
 		add("c.tags @> ARRAY[$%d]::text[]", strings.TrimSpace(f.Tag))
 	}
 	if strings.TrimSpace(f.Query) != "" {
-		// The first condition is what the trigram index contacts_search_idx
-		// answers (every match of the exact per-field test below is a substring
-		// of it); the second keeps the search to one field at a time.
-		add("(c.email || ' ' || lower(c.first_name) || ' ' || lower(c.last_name)) LIKE $%[1]d AND (c.email LIKE $%[1]d OR lower(c.first_name) LIKE $%[1]d OR lower(c.last_name) LIKE $%[1]d OR lower(c.first_name || ' ' || c.last_name) LIKE $%[1]d)", likePattern(f.Query))
+		cond, v := contactSearch(f.Query)
+		add(cond, v...)
 	}
 	if f.UpdatedAfter != nil {
 		if f.AfterID != 0 {

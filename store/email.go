@@ -170,3 +170,82 @@ func emailProblem(raw string, err error) string {
 	}
 	return fmt.Sprintf("%q: %s", raw, err.Error())
 }
+
+// DisplayEmail is a stored address as people read it: a domain label in its
+// IDNA ASCII form ("xn--mller-kva") is shown in Unicode ("müller") when every
+// character of it is Latin, as German, French or Turkish names are. Labels in
+// other scripts keep their ASCII form, as browsers do for mixed and
+// confusable scripts: a Cyrillic "раураl" must not read as "paypal" in the
+// inbox. The result is for showing only; the stored form stays the key.
+func DisplayEmail(stored string) string {
+	at := strings.LastIndexByte(stored, '@')
+	if at < 0 || !strings.Contains(stored[at+1:], "xn--") {
+		return stored
+	}
+	labels := strings.Split(stored[at+1:], ".")
+	for i, l := range labels {
+		if !strings.HasPrefix(l, "xn--") {
+			continue
+		}
+		u, err := idna.Display.ToUnicode(l)
+		if err != nil || !latinLabel(u) {
+			continue
+		}
+		labels[i] = u
+	}
+	return stored[:at+1] + strings.Join(labels, ".")
+}
+
+// latinLabel reports whether a Unicode label is letters of the Latin script,
+// digits and hyphens only.
+func latinLabel(l string) bool {
+	for _, r := range l {
+		if r >= utf8.RuneSelf {
+			if !unicode.Is(unicode.Latin, r) {
+				return false
+			}
+		} else if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// asciiSearch is a search text with every whole domain label written in
+// Unicode turned into its stored ASCII form, so that "müller.de" or
+// "@müller" find info@xn--mller-kva.de; "" when the text has no such label
+// (a name like "Müller" is searched as typed as well). Only whole labels can
+// match: punycode is not a substring of itself.
+func asciiSearch(q string) string {
+	q = strings.ToLower(norm.NFKC.String(strings.TrimSpace(q)))
+	at := strings.LastIndexByte(q, '@')
+	local, domain := "", q
+	if at >= 0 {
+		local, domain = q[:at+1], q[at+1:]
+	}
+	labels := strings.Split(domain, ".")
+	changed := false
+	for i, l := range labels {
+		if l == "" || !hasNonASCII(l) {
+			continue
+		}
+		a, err := idna.Lookup.ToASCII(l)
+		if err != nil || strings.Contains(a, ".") {
+			continue
+		}
+		labels[i], changed = a, true
+	}
+	if !changed {
+		return ""
+	}
+	return local + strings.Join(labels, ".")
+}
+
+func hasNonASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return true
+		}
+	}
+	return false
+}

@@ -20,10 +20,7 @@ const exportBatch = 1000
 func exportWhere(accountID int64, f ContactFilter, perRow bool) (string, []any) {
 	where := []string{"c.account_id = $1"}
 	args := []any{accountID}
-	add := func(cond string, v any) {
-		args = append(args, v)
-		where = append(where, fmt.Sprintf(cond, len(args)))
-	}
+	add := func(cond string, v ...any) { where, args = addCond(where, args, cond, v...) }
 	switch {
 	case f.ListID != 0 && perRow:
 		add("coalesce((SELECT true FROM list_members m WHERE m.list_id = $%d AND m.contact_id = c.id), false)", f.ListID)
@@ -37,12 +34,8 @@ func exportWhere(accountID int64, f ContactFilter, perRow bool) (string, []any) 
 		add("c.tags @> ARRAY[$%d]::text[]", t)
 	}
 	if strings.TrimSpace(f.Query) != "" {
-		args = append(args, likePattern(f.Query))
-		n := len(args)
-		// As in Contacts: the first condition is the one the trigram index
-		// contacts_search_idx answers, the second the exact per-field match.
-		where = append(where, fmt.Sprintf("(c.email || ' ' || lower(c.first_name) || ' ' || lower(c.last_name)) LIKE $%[1]d AND "+
-			"(c.email LIKE $%[1]d OR lower(c.first_name) LIKE $%[1]d OR lower(c.last_name) LIKE $%[1]d OR lower(c.first_name || ' ' || c.last_name) LIKE $%[1]d)", n))
+		cond, v := contactSearch(f.Query)
+		add(cond, v...)
 	}
 	where, args = filterConds(f, where, args)
 	return strings.Join(where, " AND "), args

@@ -610,7 +610,12 @@ func (db *DB) InboxMessages(ctx context.Context, accountID int64, f InboxFilter,
 	}
 	if f.Q != "" {
 		args = append(args, likePattern(f.Q))
-		conds = append(conds, fmt.Sprintf("search LIKE $%d", len(args)))
+		cond := fmt.Sprintf("search LIKE $%d", len(args))
+		if a := asciiSearch(f.Q); a != "" { // a sender's domain typed in Unicode
+			args = append(args, likePattern(a))
+			cond = fmt.Sprintf("(%s OR search LIKE $%d)", cond, len(args))
+		}
+		conds = append(conds, cond)
 	}
 	countCond := strings.Join(conds, " AND ")
 	if f.Label != "" {

@@ -129,14 +129,7 @@ const numericField = `'^\s*-?[0-9]+(\.[0-9]+)?\s*$'`
 // status, tag and search are written by the listing's callers (Contacts and
 // exportWhere) so that each keeps the form its index needs.
 func filterConds(f ContactFilter, where []string, args []any) ([]string, []any) {
-	add := func(cond string, v ...any) {
-		n := make([]any, len(v))
-		for i, x := range v {
-			args = append(args, x)
-			n[i] = len(args)
-		}
-		where = append(where, fmt.Sprintf(cond, n...))
-	}
+	add := func(cond string, v ...any) { where, args = addCond(where, args, cond, v...) }
 	for _, c := range f.Fields {
 		switch c.Op {
 		case FieldEquals:

@@ -143,6 +143,10 @@ func (db *DB) BlockedList(ctx context.Context, accountID int64, query string, p 
 	if q := strings.TrimSpace(query); q != "" {
 		cond += " AND email LIKE $2"
 		args = append(args, likePattern(q))
+		if a := asciiSearch(q); a != "" { // a domain typed in Unicode
+			cond = "account_id = $1 AND (email LIKE $2 OR email LIKE $3)"
+			args = append(args, likePattern(a))
+		}
 	}
 	var out []BlockedAddress
 	var total int

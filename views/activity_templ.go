@@ -596,7 +596,7 @@ func activityActor(t Text, a store.Activity, keys []store.APIKey, users []store.
 		}
 		for _, u := range users {
 			if u.ID == *a.ActorID {
-				return u.Email
+				return store.DisplayEmail(u.Email)
 			}
 		}
 		return sprintf(t.Activity.RemovedUser, *a.ActorID)

@@ -707,9 +707,9 @@ func ContactRow(c store.Contact) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var33 string
-		templ_7745c5c3_Var33, templ_7745c5c3_Err = templ.JoinStringErrs(sprintf(t.Segments.BulkSelect, c.Email))
+		templ_7745c5c3_Var33, templ_7745c5c3_Err = templ.JoinStringErrs(sprintf(t.Segments.BulkSelect, store.DisplayEmail(c.Email)))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/contacts.templ`, Line: 182, Col: 139}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/contacts.templ`, Line: 182, Col: 159}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var33))
 		if templ_7745c5c3_Err != nil {
@@ -733,9 +733,9 @@ func ContactRow(c store.Contact) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var35 string
-		templ_7745c5c3_Var35, templ_7745c5c3_Err = templ.JoinStringErrs(c.Email)
+		templ_7745c5c3_Var35, templ_7745c5c3_Err = templ.JoinStringErrs(store.DisplayEmail(c.Email))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/contacts.templ`, Line: 183, Col: 91}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/contacts.templ`, Line: 183, Col: 111}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var35))
 		if templ_7745c5c3_Err != nil {
@@ -1208,7 +1208,7 @@ func ContactPage(s Shell, d ContactDetail) templ.Component {
 				}
 				return nil
 			})
-			templ_7745c5c3_Err = PageHeader(c.Email, contactName(c)).Render(templ.WithChildren(ctx, templ_7745c5c3_Var49), templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = PageHeader(store.DisplayEmail(c.Email), contactName(c)).Render(templ.WithChildren(ctx, templ_7745c5c3_Var49), templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -2946,7 +2946,7 @@ func ContactConfirmPage(s Shell, c store.Contact, action string) templ.Component
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = PageHeader(c.Email, "").Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = PageHeader(store.DisplayEmail(c.Email), "").Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -3057,9 +3057,9 @@ func ContactConfirmPage(s Shell, c store.Contact, action string) templ.Component
 
 func contactConfirmText(t Text, c store.Contact, action string) (string, string, string) {
 	if action == ContactDelete {
-		return sprintf(t.Contacts.DeleteQ, c.Email), t.Contacts.DeleteDetail, t.Contacts.DeleteOK
+		return sprintf(t.Contacts.DeleteQ, store.DisplayEmail(c.Email)), t.Contacts.DeleteDetail, t.Contacts.DeleteOK
 	}
-	return sprintf(t.Contacts.UnsubscribeQ, c.Email), t.Contacts.UnsubscribeDetail, t.Contacts.UnsubscribeOK
+	return sprintf(t.Contacts.UnsubscribeQ, store.DisplayEmail(c.Email)), t.Contacts.UnsubscribeDetail, t.Contacts.UnsubscribeOK
 }
 
 var _ = templruntime.GeneratedTemplate

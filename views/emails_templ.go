@@ -1233,9 +1233,9 @@ func RecipientSection(l RecipientTable) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var65 string
-					templ_7745c5c3_Var65, templ_7745c5c3_Err = templ.JoinStringErrs(rc.Email)
+					templ_7745c5c3_Var65, templ_7745c5c3_Err = templ.JoinStringErrs(store.DisplayEmail(rc.Email))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/emails.templ`, Line: 243, Col: 84}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/emails.templ`, Line: 243, Col: 104}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var65))
 					if templ_7745c5c3_Err != nil {
@@ -1247,9 +1247,9 @@ func RecipientSection(l RecipientTable) templ.Component {
 					}
 				} else {
 					var templ_7745c5c3_Var66 string
-					templ_7745c5c3_Var66, templ_7745c5c3_Err = templ.JoinStringErrs(rc.Email)
+					templ_7745c5c3_Var66, templ_7745c5c3_Err = templ.JoinStringErrs(store.DisplayEmail(rc.Email))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/emails.templ`, Line: 245, Col: 20}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/emails.templ`, Line: 245, Col: 40}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var66))
 					if templ_7745c5c3_Err != nil {

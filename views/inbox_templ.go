@@ -76,7 +76,7 @@ func fromLabel(m store.InboxMessage) string {
 	if m.FromName != "" {
 		return m.FromName
 	}
-	return m.FromEmail
+	return store.DisplayEmail(m.FromEmail)
 }
 
 func preview(s string) string {
@@ -1044,9 +1044,9 @@ func InboxReadingPane(rd *InboxReading) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var56 string
-				templ_7745c5c3_Var56, templ_7745c5c3_Err = templ.JoinStringErrs(tm.FromEmail)
+				templ_7745c5c3_Var56, templ_7745c5c3_Err = templ.JoinStringErrs(store.DisplayEmail(tm.FromEmail))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/inbox.templ`, Line: 226, Col: 51}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/inbox.templ`, Line: 226, Col: 71}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var56))
 				if templ_7745c5c3_Err != nil {
@@ -1059,7 +1059,7 @@ func InboxReadingPane(rd *InboxReading) templ.Component {
 				var templ_7745c5c3_Var57 string
 				templ_7745c5c3_Var57, templ_7745c5c3_Err = templ.JoinStringErrs(formatTime(t, tm.ReceivedAt))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/inbox.templ`, Line: 226, Col: 91}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/inbox.templ`, Line: 226, Col: 111}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var57))
 				if templ_7745c5c3_Err != nil {
@@ -1749,7 +1749,7 @@ func inboxEncryptionOptions(t Text, selected string) []Option {
 func smtpRouteOptions(t Text, servers []store.SMTPServer, selected string) []Option {
 	out := []Option{{Value: "", Label: t.Inbox.DefaultRoute, Selected: selected == ""}}
 	for _, s := range servers {
-		out = append(out, Option{Value: itoa64(s.ID), Label: s.Name + " (" + s.FromEmail + ")", Selected: itoa64(s.ID) == selected})
+		out = append(out, Option{Value: itoa64(s.ID), Label: s.Name + " (" + store.DisplayEmail(s.FromEmail) + ")", Selected: itoa64(s.ID) == selected})
 	}
 	return out
 }

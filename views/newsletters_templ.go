@@ -1834,9 +1834,9 @@ func testResults(results []TestMailResult) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var88 string
-			templ_7745c5c3_Var88, templ_7745c5c3_Err = templ.JoinStringErrs(r.Email)
+			templ_7745c5c3_Var88, templ_7745c5c3_Err = templ.JoinStringErrs(store.DisplayEmail(r.Email))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/newsletters.templ`, Line: 479, Col: 33}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/newsletters.templ`, Line: 479, Col: 53}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var88))
 			if templ_7745c5c3_Err != nil {
@@ -4126,7 +4126,7 @@ func listChoices(t Text, lists []store.List, selected []int64) []Option {
 func serverOptions(t Text, servers []store.SMTPServer, selected int64) []Option {
 	out := []Option{{Value: "0", Label: t.Newsletters.SMTPDefault, Selected: selected == 0}}
 	for _, s := range servers {
-		out = append(out, Option{Value: itoa64(s.ID), Label: s.Name + " (" + s.FromEmail + ")", Selected: s.ID == selected})
+		out = append(out, Option{Value: itoa64(s.ID), Label: s.Name + " (" + store.DisplayEmail(s.FromEmail) + ")", Selected: s.ID == selected})
 	}
 	return out
 }

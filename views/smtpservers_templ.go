@@ -428,9 +428,9 @@ func SMTPRow(srv store.SMTPServer) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var24 string
-		templ_7745c5c3_Var24, templ_7745c5c3_Err = templ.JoinStringErrs(srv.FromEmail)
+		templ_7745c5c3_Var24, templ_7745c5c3_Err = templ.JoinStringErrs(store.DisplayEmail(srv.FromEmail))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/smtpservers.templ`, Line: 86, Col: 44}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/smtpservers.templ`, Line: 86, Col: 64}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var24))
 		if templ_7745c5c3_Err != nil {
@@ -1386,9 +1386,9 @@ func OutboxSection(l OutboxList) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var73 string
-				templ_7745c5c3_Var73, templ_7745c5c3_Err = templ.JoinStringErrs(m.FromEmail)
+				templ_7745c5c3_Var73, templ_7745c5c3_Err = templ.JoinStringErrs(store.DisplayEmail(m.FromEmail))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/smtpservers.templ`, Line: 298, Col: 25}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/smtpservers.templ`, Line: 298, Col: 45}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var73))
 				if templ_7745c5c3_Err != nil {
@@ -1399,9 +1399,9 @@ func OutboxSection(l OutboxList) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var74 string
-				templ_7745c5c3_Var74, templ_7745c5c3_Err = templ.JoinStringErrs(m.ToEmail)
+				templ_7745c5c3_Var74, templ_7745c5c3_Err = templ.JoinStringErrs(store.DisplayEmail(m.ToEmail))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/smtpservers.templ`, Line: 299, Col: 47}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/smtpservers.templ`, Line: 299, Col: 67}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var74))
 				if templ_7745c5c3_Err != nil {
@@ -1509,7 +1509,7 @@ func OutboxMailPage(s Shell, m store.DevOutboxMail, msg mailer.ReadMessage, read
 				}
 				return nil
 			})
-			templ_7745c5c3_Err = PageHeader(or(m.Subject, t.Outbox.NoSubject), sprintf(t.Outbox.MailLead, m.ToEmail, formatTime(t, m.CreatedAt))).Render(templ.WithChildren(ctx, templ_7745c5c3_Var78), templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = PageHeader(or(m.Subject, t.Outbox.NoSubject), sprintf(t.Outbox.MailLead, store.DisplayEmail(m.ToEmail), formatTime(t, m.CreatedAt))).Render(templ.WithChildren(ctx, templ_7745c5c3_Var78), templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

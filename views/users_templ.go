@@ -100,7 +100,7 @@ func UsersPage(s Shell, l UserList, created *NewUserPassword) templ.Component {
 			}
 			if created != nil {
 				templ_7745c5c3_Err = SecretRevealCard(SecretReveal{
-					Title: t.Users.RevealTitle, Body: t.Users.RevealBody, Label: sprintf(t.Users.RevealLabel, created.Email),
+					Title: t.Users.RevealTitle, Body: t.Users.RevealBody, Label: sprintf(t.Users.RevealLabel, store.DisplayEmail(created.Email)),
 					Value: created.Password, TestID: "user-password",
 				}).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
@@ -265,9 +265,9 @@ func UserRow(u store.User, meID int64, myRole string) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var14 string
-		templ_7745c5c3_Var14, templ_7745c5c3_Err = templ.JoinStringErrs(u.Email)
+		templ_7745c5c3_Var14, templ_7745c5c3_Err = templ.JoinStringErrs(store.DisplayEmail(u.Email))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/users.templ`, Line: 61, Col: 45}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/users.templ`, Line: 61, Col: 65}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var14))
 		if templ_7745c5c3_Err != nil {
@@ -364,9 +364,9 @@ func UserRow(u store.User, meID int64, myRole string) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var20 string
-			templ_7745c5c3_Var20, templ_7745c5c3_Err = templ.JoinStringErrs(sprintf(t.Users.RoleOf, u.Email))
+			templ_7745c5c3_Var20, templ_7745c5c3_Err = templ.JoinStringErrs(sprintf(t.Users.RoleOf, store.DisplayEmail(u.Email)))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/users.templ`, Line: 81, Col: 104}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/users.templ`, Line: 81, Col: 124}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var20))
 			if templ_7745c5c3_Err != nil {

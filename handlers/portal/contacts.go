@@ -190,7 +190,7 @@ func (p *Portal) showContact(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p.render(w, r, http.StatusOK, views.ContactPage(p.shell(r, c.Email, views.NavContacts), d))
+	p.render(w, r, http.StatusOK, views.ContactPage(p.shell(r, store.DisplayEmail(c.Email), views.NavContacts), d))
 	return nil
 }
 
@@ -275,7 +275,7 @@ func (p *Portal) createContact(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p.flash(r.Context(), "success", sprintf(t.Contacts.Created1, res.Contact.Email))
+	p.flash(r.Context(), "success", sprintf(t.Contacts.Created1, store.DisplayEmail(res.Contact.Email)))
 	p.redirect(w, r, "/contacts/"+strconv.FormatInt(res.Contact.ID, 10))
 	return nil
 }
@@ -324,9 +324,9 @@ func (p *Portal) editContactFormFor(r *http.Request, c store.Contact) (views.Con
 	t := views.TextFor(r.Context())
 	lists, err := p.accountLists(r)
 	f := views.ContactForm{
-		Title: sprintf(t.Contacts.EditTitle, c.Email), Action: "/contacts/" + strconv.FormatInt(c.ID, 10) + "/edit",
+		Title: sprintf(t.Contacts.EditTitle, store.DisplayEmail(c.Email)), Action: "/contacts/" + strconv.FormatInt(c.ID, 10) + "/edit",
 		Submit: t.Common.Save, Cancel: "/contacts/" + strconv.FormatInt(c.ID, 10), Lists: lists,
-		Email: c.Email, FirstName: c.FirstName, LastName: c.LastName, Address: c.Address, Zip: c.Zip, City: c.City,
+		Email: store.DisplayEmail(c.Email), FirstName: c.FirstName, LastName: c.LastName, Address: c.Address, Zip: c.Zip, City: c.City,
 		Phone: c.Phone, Note: c.Note, Tags: strings.Join(c.Tags, ", "),
 	}
 	for _, l := range c.Lists {
@@ -379,7 +379,7 @@ func (p *Portal) updateContact(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p.flash(r.Context(), "success", sprintf(views.TextFor(r.Context()).Contacts.Updated1, res.Contact.Email))
+	p.flash(r.Context(), "success", sprintf(views.TextFor(r.Context()).Contacts.Updated1, store.DisplayEmail(res.Contact.Email)))
 	p.redirect(w, r, "/contacts/"+strconv.FormatInt(c.ID, 10))
 	return nil
 }
@@ -501,7 +501,7 @@ func (p *Portal) confirmContact(action string) func(http.ResponseWriter, *http.R
 		if err != nil {
 			return err
 		}
-		p.render(w, r, http.StatusOK, views.ContactConfirmPage(p.shell(r, c.Email, views.NavContacts), c, action))
+		p.render(w, r, http.StatusOK, views.ContactConfirmPage(p.shell(r, store.DisplayEmail(c.Email), views.NavContacts), c, action))
 		return nil
 	}
 }
@@ -517,7 +517,7 @@ func (p *Portal) unsubscribeContact(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	p.flash(r.Context(), "success", sprintf(views.TextFor(r.Context()).Contacts.UnsubscribedFlash, c.Email))
+	p.flash(r.Context(), "success", sprintf(views.TextFor(r.Context()).Contacts.UnsubscribedFlash, store.DisplayEmail(c.Email)))
 	p.redirect(w, r, "/contacts/"+strconv.FormatInt(id, 10))
 	return nil
 }
@@ -530,7 +530,7 @@ func (p *Portal) deleteContact(w http.ResponseWriter, r *http.Request) error {
 	if err := p.db.DeleteContact(r.Context(), accountID(r), actor(r), c.ID); err != nil {
 		return err
 	}
-	p.flash(r.Context(), "success", sprintf(views.TextFor(r.Context()).Contacts.DeletedFlash, c.Email))
+	p.flash(r.Context(), "success", sprintf(views.TextFor(r.Context()).Contacts.DeletedFlash, store.DisplayEmail(c.Email)))
 	p.redirect(w, r, "/contacts")
 	return nil
 }
@@ -650,7 +650,7 @@ func (p *Portal) contactPart(w http.ResponseWriter, r *http.Request, c store.Con
 		// The changed section, and the timeline that now tells of the change.
 		p.render(w, r, status, templ.Join(part(d), views.ContactActivity(d, true)))
 	case status != http.StatusOK:
-		p.render(w, r, status, views.ContactPage(p.shell(r, c.Email, views.NavContacts), d))
+		p.render(w, r, status, views.ContactPage(p.shell(r, store.DisplayEmail(c.Email), views.NavContacts), d))
 	default:
 		p.redirect(w, r, "/contacts/"+strconv.FormatInt(c.ID, 10))
 	}

@@ -253,7 +253,7 @@ func (p *Portal) removeMember(w http.ResponseWriter, r *http.Request) error {
 	if err := p.db.RemoveListMember(r.Context(), accountID(r), actor(r), l.ID, c.ID); err != nil {
 		return err
 	}
-	p.flash(r.Context(), "success", sprintf(views.TextFor(r.Context()).Lists.RemovedFlash, c.Email))
+	p.flash(r.Context(), "success", sprintf(views.TextFor(r.Context()).Lists.RemovedFlash, store.DisplayEmail(c.Email)))
 	p.redirect(w, r, "/lists/"+strconv.FormatInt(l.ID, 10))
 	return nil
 }

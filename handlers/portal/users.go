@@ -71,7 +71,7 @@ func (p *Portal) addUser(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	p.flash(r.Context(), "success", sprintf(t.CreatedFlash, u.Email))
+	p.flash(r.Context(), "success", sprintf(t.CreatedFlash, store.DisplayEmail(u.Email)))
 	p.redirect(w, r, "/users")
 	return nil
 }
@@ -125,7 +125,7 @@ func (p *Portal) removeUser(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p.flash(r.Context(), "success", sprintf(views.TextFor(r.Context()).Users.RemovedFlash, u.Email))
+	p.flash(r.Context(), "success", sprintf(views.TextFor(r.Context()).Users.RemovedFlash, store.DisplayEmail(u.Email)))
 	p.redirect(w, r, "/users")
 	return nil
 }

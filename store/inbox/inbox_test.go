@@ -342,6 +342,31 @@ func TestConcurrentBatchesBypassingLease(t *testing.T) {
 	}
 }
 
+// TestInboxSearchByUnicodeDomain: a sender's domain typed in Unicode finds
+// the messages from its stored ASCII form.
+func TestInboxSearchByUnicodeDomain(t *testing.T) {
+	f := newFixture(t, imaptest.Options{})
+	f.connect(t)
+	ctx := context.Background()
+	if _, err := f.db.ExecContext(ctx, `UPDATE inbox_settings SET sync_lease_owner = 'a' WHERE account_id = $1`, f.acct); err != nil {
+		t.Fatal(err)
+	}
+	var msgs []store.NewInboxMessage
+	for i, from := range []string{"info@müller.de", "anna@example.org"} {
+		msgs = append(msgs, store.NewInboxMessage{UID: int64(i + 1), MessageID: fmt.Sprintf("u%d@example.com", i),
+			From: store.InboxAddress{Email: store.NormalizeEmail(from)}, Subject: "Frage", ReceivedAt: time.Now()})
+	}
+	if _, err := f.db.StoreInboxMessages(ctx, f.acct, "a", "INBOX", 1, 2, time.Minute, msgs); err != nil {
+		t.Fatal(err)
+	}
+	for q, want := range map[string]int{"müller.de": 1, "xn--mller-kva": 1, "frage": 2, "bäcker.de": 0} {
+		got, total, err := f.db.InboxMessages(ctx, f.acct, store.InboxFilter{Status: store.InboxStatusAll, Q: q}, store.Page{Page: 1, PerPage: 10})
+		if err != nil || total != want || len(got) != want {
+			t.Errorf("search %q: %d (%d on the page), want %d: %v", q, total, len(got), want, err)
+		}
+	}
+}
+
 func TestReplyThreadedDeliveredAndAppendedToSent(t *testing.T) {
 	f := newFixture(t, imaptest.Options{Folders: []string{"Sent"}})
 	f.imap.Append(t, "INBOX", imaptest.Mail("Anna <anna@example.com>", "Frage", "Hallo?", "Message-ID", "<q2@example.com>", "References", "<q0@example.com> <q1@example.com>"))
