@@ -29,11 +29,14 @@ const benchContacts = 1_000_000
 // g (1-based) has seedBase + g·30 s, so a depth in the account maps to a time.
 var seedBase = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// contactsServer is a running server with one account of benchContacts contacts
-// (every fifth of them on one list, the oldest fifth on another, the newest
-// fifth on a third) and a key for it.
+// contactsServer is `rundbrief serve` in a process of its own
+// (startServeProcess) on a database with one account of benchContacts
+// contacts (every fifth of them on one list, the oldest fifth on another, the
+// newest fifth on a third) and a key for it.
 type contactsServer struct {
-	*server
+	serve     *serveProcess
+	URL       string
+	db        *store.DB
 	acct      int64
 	key       string
 	listID    int64
@@ -46,7 +49,7 @@ type contactsServer struct {
 // that every index grows at its right edge), keeps the maintained counters
 // right, vacuums so that deep pages can use index-only scans, and checkpoints so
 // that the benchmarks measure the steady state rather than the seed's write-out.
-func seedContacts(b *testing.B, s *server, acct, listID, oldListID, newListID int64) {
+func seedContacts(b *testing.B, db *store.DB, acct, listID, oldListID, newListID int64) {
 	b.Helper()
 	ctx := context.Background()
 	start := time.Now()
@@ -78,7 +81,7 @@ WHERE c.account_id = %[1]d AND c.tags <> '{}' GROUP BY t`, acct),
 		`CHECKPOINT`,
 	}
 	for _, q := range stmts {
-		if _, err := s.db.ExecContext(ctx, q); err != nil {
+		if _, err := db.ExecContext(ctx, q); err != nil {
 			b.Fatalf("seed: %v\n%s", err, q)
 		}
 	}
@@ -88,26 +91,28 @@ WHERE c.account_id = %[1]d AND c.tags <> '{}' GROUP BY t`, acct),
 func startContactsServer(b *testing.B) *contactsServer {
 	b.Helper()
 	ctx := context.Background()
-	s := startServer(b, 1_000_000_000)
-	acct, err := s.db.CreateAccount(ctx, store.NewAccount{Name: "Bench", Email: "bench@example.com", Password: "benchmark-password"})
+	dbURL := dbtest.URL(b)
+	db := dbtest.Open(b, dbURL)
+	acct, err := db.CreateAccount(ctx, store.NewAccount{Name: "Bench", Email: "bench@example.com", Password: "benchmark-password"})
 	if err != nil {
 		b.Fatal(err)
 	}
-	_, full, err := s.db.CreateKey(ctx, acct.Account.ID, store.KeySettings{})
+	_, full, err := db.CreateKey(ctx, acct.Account.ID, store.KeySettings{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	var lists []int64
 	for _, name := range []string{"Bestand", "Altkunden", "Neukunden"} {
-		l, err := s.db.CreateList(ctx, acct.Account.ID, store.Actor{Type: store.ActorSystem}, store.ListInput{Name: &name})
+		l, err := db.CreateList(ctx, acct.Account.ID, store.Actor{Type: store.ActorSystem}, store.ListInput{Name: &name})
 		if err != nil {
 			b.Fatal(err)
 		}
 		lists = append(lists, l.ID)
 	}
-	seedContacts(b, s, acct.Account.ID, lists[0], lists[1], lists[2])
+	seedContacts(b, db, acct.Account.ID, lists[0], lists[1], lists[2])
+	sp := startServeProcess(b, dbURL)
 	const conns = 16
-	return &contactsServer{server: s, acct: acct.Account.ID, key: full, listID: lists[0], oldListID: lists[1], newListID: lists[2],
+	return &contactsServer{serve: sp, URL: sp.URL, db: db, acct: acct.Account.ID, key: full, listID: lists[0], oldListID: lists[1], newListID: lists[2],
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}}}
 }
 
@@ -145,13 +150,14 @@ func wantStatus(want int) func(int, []byte) error {
 	return func(status int, body []byte) error { return expect(status, want, body) }
 }
 
-// cpuTime is the CPU time used so far by this process (server and load
-// generator) and by the PostgreSQL backends serving this test database (on a
-// server other test runs share, their backends and the server's own background
-// processes are left out). On a shared machine req/s depends on what else runs;
-// CPU per request does much less, so the benchmarks report both (cpu_ms/op: what
-// one request costs in all; pg_cpu_ms/op: PostgreSQL's part of it).
-func (cs *contactsServer) cpuTime(b *testing.B) (self, pg time.Duration) {
+// cpuTime is the CPU time used so far by serve (app), by the PostgreSQL
+// backends serving this test database (pg; on a server other test runs share,
+// their backends and the server's own background processes are left out), and
+// by this process, the load generator (load). On a shared machine req/s
+// depends on what else runs; CPU per request does much less, so the
+// benchmarks report both (cpu_ms/op: what one request costs the app and
+// PostgreSQL; pg_cpu_ms/op: PostgreSQL's part of it).
+func (cs *contactsServer) cpuTime(b *testing.B) (app, pg, load time.Duration) {
 	b.Helper()
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
@@ -161,7 +167,7 @@ func (cs *contactsServer) cpuTime(b *testing.B) (self, pg time.Duration) {
 		ticks, _ := procStat(pid)
 		pg += time.Duration(ticks) * (time.Second / 100) // USER_HZ
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), pg
+	return cs.serve.cpuTime(), pg, time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // backends are the pids of the PostgreSQL backends serving this test database.
@@ -221,8 +227,9 @@ func (cs *contactsServer) dbRoundTrips(b *testing.B) int64 {
 }
 
 // load runs b.N calls of do over conns concurrent connections (webtest.Load)
-// and adds cpu_ms/op (this process and PostgreSQL together) and db_rt/op
-// (round trips to PostgreSQL). do gets the call's number (0 … b.N-1) and
+// and adds cpu_ms/op (serve and PostgreSQL together), app_cpu_ms/op (serve's
+// part), pg_cpu_ms/op, load_cpu_ms/op (the load generator, not in cpu_ms/op)
+// and db_rt/op (round trips to PostgreSQL). do gets the call's number (0 … b.N-1) and
 // returns whether the response was what it should be.
 //
 // Unless warm is nil, 20 calls of it per connection come first, unmeasured,
@@ -253,14 +260,15 @@ func (cs *contactsServer) load(b *testing.B, conns int, warm, do func(i int) err
 			b.Fatalf("warm-up: %v", err)
 		}
 	}
-	self0, pg0 := cs.cpuTime(b)
+	app0, pg0, load0 := cs.cpuTime(b)
 	rt0 := cs.dbRoundTrips(b)
 	webtest.Load(b, conns, do)
-	self, pg := cs.cpuTime(b)
+	app, pg, load := cs.cpuTime(b)
 	perOp := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N) }
-	b.ReportMetric(perOp(self-self0+pg-pg0), "cpu_ms/op")
-	b.ReportMetric(perOp(self-self0), "app_cpu_ms/op")
+	b.ReportMetric(perOp(app-app0+pg-pg0), "cpu_ms/op")
+	b.ReportMetric(perOp(app-app0), "app_cpu_ms/op")
 	b.ReportMetric(perOp(pg-pg0), "pg_cpu_ms/op")
+	b.ReportMetric(perOp(load-load0), "load_cpu_ms/op")
 	b.ReportMetric(float64(cs.dbRoundTrips(b)-rt0)/float64(b.N), "db_rt/op")
 }
 
@@ -283,8 +291,8 @@ func expect(status, want int, body []byte) error {
 // < 100 ms.
 //
 // With -busy 2 two busy loops spin beside it (the busy machine's figures);
-// app_cpu_ms/op is this process's part of cpu_ms/op (server and load
-// generator), pg_cpu_ms/op PostgreSQL's.
+// app_cpu_ms/op is serve's part of cpu_ms/op, pg_cpu_ms/op PostgreSQL's;
+// load_cpu_ms/op is the load generator's, which cpu_ms/op leaves out.
 func BenchmarkContacts(b *testing.B) {
 	cs := startContactsServer(b)
 	dbtest.BusyLoops(b, *busy)
