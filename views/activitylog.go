@@ -69,6 +69,9 @@ func activityObjectName(t Text, a store.Activity) string {
 	// list's name (list_name), which ActivitySentence shows.
 	for _, k := range []string{"name", "email", "label", "key", "filename", "url"} {
 		if s, ok := d[k].(string); ok && s != "" {
+			if k == "email" {
+				s = store.DisplayEmail(s)
+			}
 			return sprintf(t.Changes.Named, typ, s)
 		}
 	}
@@ -164,6 +167,8 @@ func changeValue(t Text, field string, v any) string {
 			if l := t.Changes.Roles[x]; l != "" {
 				return l
 			}
+		case "email":
+			x = store.DisplayEmail(x)
 		}
 		return "„" + x + "“"
 	case bool:

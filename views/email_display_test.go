@@ -36,4 +36,19 @@ func TestAddressesReadInUnicode(t *testing.T) {
 	if v := blocked.Find(`input[type=hidden][name=email]`).AttrOr("value", ""); v != stored {
 		t.Errorf("the remove button posts %q, want the stored form", v)
 	}
+
+	// The activity log names the object by the address, and a changed
+	// address reads as the other texts do; the raw details stay as stored.
+	id := int64(7)
+	log := render(t, views.ActivitySection(views.ActivityList{Entries: []store.Activity{
+		{ID: 1, ActorType: "system", Action: "address.blocked", ObjectType: "blocked_address", Details: []byte(`{"email": "` + stored + `"}`)},
+		{ID: 2, ActorType: "system", Action: "contact.updated", ObjectType: "contact", ObjectID: &id,
+			Details: []byte(`{"changes": {"email": {"from": "info@example.org", "to": "` + stored + `"}}}`)},
+	}, Pager: views.Pager{Page: 1, PerPage: 25, Total: 2, URL: func(int) string { return "/logs/activity" }}}))
+	if got := text(tid(log, "activity-object").First()); !strings.Contains(got, "„"+shown+"“") {
+		t.Errorf("activity object: %q", got)
+	}
+	if got := text(tid(log, "activity-row").Eq(1)); !strings.Contains(got, "„"+shown+"“") {
+		t.Errorf("activity change: %q", got)
+	}
 }
