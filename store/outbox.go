@@ -62,6 +62,14 @@ type ConsumerOptions struct {
 	Batch int
 	// PollInterval is how often Run looks for events without a notification: 1 s.
 	PollInterval time.Duration
+	// MinGap is the least time between the starts of two of Run's rounds:
+	// 50 ms. Under a steady stream of writes, transactions are always open,
+	// so every round found a few new events and came back 2 ms later, with
+	// about ten round trips to PostgreSQL each: serve's three consumers cost
+	// more than the contact creations that wrote the events (0.72-0.79 ms of
+	// CPU per create against 0.33-0.37 without them; 0.54-0.61 with 50 ms).
+	// An event reaches its webhook or sequence at most that much later.
+	MinGap time.Duration
 	// Drained, when set, is called by Run after each round that handled events,
 	// with their number.
 	Drained func(events int)
@@ -81,6 +89,9 @@ func (o *ConsumerOptions) defaults() {
 	}
 	if o.PollInterval <= 0 {
 		o.PollInterval = time.Second
+	}
+	if o.MinGap <= 0 {
+		o.MinGap = 50 * time.Millisecond
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
@@ -392,15 +403,19 @@ func (c *Consumer) CatchUp(ctx context.Context) (int, error) {
 // older transaction was still open lie above the horizon at first: while
 // transactions open at a round's start are still running, Run comes back
 // after a short pause (2 ms, doubling while rounds find nothing) instead of
-// waiting for the next poll. Errors are logged and retried at the next round.
+// waiting for the next poll. Rounds start at least MinGap apart. Errors are
+// logged and retried at the next round.
 func (c *Consumer) Run(ctx context.Context) error {
 	tick := time.NewTicker(c.opts.PollInterval)
 	defer tick.Stop()
 	full, pause := true, time.Duration(0)
+	gap := time.NewTimer(0)
+	defer gap.Stop()
 	for {
 		// Taken before the round, so that events committing during it ring
 		// this very channel.
 		woken := c.db.newEvents.wait()
+		gap.Reset(c.opts.MinGap)
 		n, behind, err := c.round(ctx, full)
 		if err != nil && ctx.Err() == nil {
 			c.opts.Log.Error("outbox consumer", "consumer", c.name, "err", err)
@@ -427,6 +442,11 @@ func (c *Consumer) Run(ctx context.Context) error {
 			full = true // new accounts' cursors are made on the poll
 		case <-woken:
 		case <-again:
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-gap.C:
 		}
 	}
 }

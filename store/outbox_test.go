@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -805,5 +806,44 @@ func TestOneNotifyingTransactionAtATime(t *testing.T) {
 	}
 	if n := drain(500 * time.Millisecond); n != 1 {
 		t.Fatalf("the first transaction's commit sent %d notifications, want 1", n)
+	}
+}
+
+// TestConsumerRoundsKeepTheirGap: under a steady stream of events a
+// consumer's rounds start at least MinGap apart, however often it polls or
+// is woken, and every event is still handled once.
+func TestConsumerRoundsKeepTheirGap(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	acct := newAccount(t, db, "business")
+	var batches, handled atomic.Int64
+	c := db.NewConsumer("gap", func(_ context.Context, _ *sqlx.Tx, events []store.StoredEvent) error {
+		batches.Add(1)
+		handled.Add(int64(len(events)))
+		return nil
+	}, store.ConsumerOptions{PollInterval: 2 * time.Millisecond, MinGap: 100 * time.Millisecond})
+	runCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = c.Run(runCtx) })
+	defer func() { stop(); wg.Wait() }()
+
+	// An event every 5 ms for a second: polled every 2 ms, the consumer would
+	// take them a few at a time in some 200 rounds.
+	start := time.Now()
+	const events = 200
+	for range events {
+		emit(t, db, acct, store.Event{Name: store.EventContactUpdated, Data: map[string]any{}})
+		time.Sleep(5 * time.Millisecond)
+	}
+	for i := 0; i < 3000 && handled.Load() < events; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	elapsed := time.Since(start)
+	if handled.Load() != events {
+		t.Fatalf("handled %d events, want %d", handled.Load(), events)
+	}
+	// One batch per round at most; a round every 100 ms, and one more.
+	if most := int64(elapsed/(100*time.Millisecond)) + 2; batches.Load() > most {
+		t.Errorf("%d batches in %v: rounds closer than the gap (at most %d)", batches.Load(), elapsed.Round(time.Millisecond), most)
 	}
 }
