@@ -142,13 +142,14 @@ WHERE NOT EXISTS (SELECT 1 FROM outbox_cursors k WHERE k.consumer = $1 AND k.acc
 ON CONFLICT DO NOTHING`
 
 // claimCursor picks the consumer's least recently moved cursor with events
-// below the horizon $2 and locks it (see the top of the file). The lock function
-// sits outside the sorted subquery, whose OFFSET 0 keeps PostgreSQL from
-// pushing it down into the scan of the cursors (where it ran on every row and
-// locked them all): above the sort it runs row by row in that order and stops
-// at the first lock it gets.
-const claimCursor = `SELECT c.account_id FROM (
-  SELECT k.account_id FROM outbox_cursors k
+// below the horizon $2 and locks it (see the top of the file), and counts the
+// cursors that had events (waiting, the claimed one included). The lock
+// function sits outside the sorted subquery, whose OFFSET 0 keeps PostgreSQL
+// from pushing it down into the scan of the cursors (where it ran on every row
+// and locked them all): above the sort it runs row by row in that order and
+// stops at the first lock it gets.
+const claimCursor = `SELECT c.account_id, c.waiting FROM (
+  SELECT k.account_id, count(*) OVER () AS waiting FROM outbox_cursors k
   WHERE k.consumer = $1 AND EXISTS (
     SELECT 1 FROM events e
     WHERE e.account_id = k.account_id AND (e.xid, e.id) > (k.last_xid, k.last_id)
@@ -186,10 +187,10 @@ ORDER BY e.xid, e.id`
 // A window of passed-over events costs a scan of their index entries and rows
 // in PostgreSQL and one row on the wire.
 const selectNamedBatch = `SELECT e.id, e.account_id, e.public_id, e.name,
-  CASE WHEN e.name = ANY($5) THEN e.payload ELSE 'null' END AS payload, e.created_at, e.xid::text AS xid
+  CASE WHEN e.name = ANY($5) THEN e.payload ELSE 'null' END AS payload, e.created_at, e.xid::text AS xid, e.window_size
 FROM outbox_cursors k
 CROSS JOIN LATERAL (
-  SELECT w.*, lead(w.id) OVER (ORDER BY w.xid, w.id) IS NULL AS last FROM (` + batchWindow + `) w
+  SELECT w.*, lead(w.id) OVER (ORDER BY w.xid, w.id) IS NULL AS last, count(*) OVER () AS window_size FROM (` + batchWindow + `) w
 ) e
 WHERE k.consumer = $1 AND k.account_id = $2 AND (e.name = ANY($5) OR e.last)
 ORDER BY e.xid, e.id`
@@ -208,25 +209,33 @@ func (c *Consumer) Step(ctx context.Context) (int, bool, error) {
 	if err != nil {
 		return 0, false, err
 	}
-	return c.step(ctx, h.Horizon)
+	n, claimed, _, err := c.step(ctx, h.Horizon)
+	return n, claimed, err
 }
 
-// step is Step below the given horizon.
-func (c *Consumer) step(ctx context.Context, horizon string) (int, bool, error) {
-	n, claimed := 0, false
-	err := c.db.WithTx(ctx, func(tx *sqlx.Tx) error {
-		n, claimed = 0, false
-		var acct int64
-		if err := tx.GetContext(ctx, &acct, claimCursor, c.name, horizon); errors.Is(err, sql.ErrNoRows) {
+// step is Step below the given horizon. more reports whether another step
+// may find events below it: another cursor had events when this one was
+// claimed, or this one's window was full. Without it, a drain's last step
+// would be a transaction of three round trips that claims nothing.
+func (c *Consumer) step(ctx context.Context, horizon string) (n int, claimed, more bool, err error) {
+	err = c.db.WithTx(ctx, func(tx *sqlx.Tx) error {
+		n, claimed, more = 0, false, false
+		var claim struct {
+			Account int64 `db:"account_id"`
+			Waiting int64 `db:"waiting"`
+		}
+		if err := tx.GetContext(ctx, &claim, claimCursor, c.name, horizon); errors.Is(err, sql.ErrNoRows) {
 			return nil
 		} else if err != nil {
 			return fmt.Errorf("store: outbox %s: claim: %w", c.name, err)
 		}
+		acct := claim.Account
 		claimed = true
-		events, err := c.batch(ctx, tx, acct, horizon)
+		events, window, err := c.batch(ctx, tx, acct, horizon)
 		if err != nil {
 			return fmt.Errorf("store: outbox %s: events: %w", c.name, err)
 		}
+		more = claim.Waiting > 1 || window >= c.opts.Batch
 		if len(events) == 0 {
 			return nil // another process moved the cursor before we locked it
 		}
@@ -249,21 +258,29 @@ func (c *Consumer) step(ctx context.Context, horizon string) (int, bool, error) 
 		n = len(events)
 		return nil
 	})
-	return n, claimed, err
+	return n, claimed, more, err
 }
 
 // batch reads the events after the account's cursor below horizon: the
 // next window of at most Batch events, of which a consumer with Names gets its
-// own and the window's last one.
-func (c *Consumer) batch(ctx context.Context, tx *sqlx.Tx, acct int64, horizon string) ([]StoredEvent, error) {
-	var events []StoredEvent
-	var err error
+// own and the window's last one. window is the window's size.
+func (c *Consumer) batch(ctx context.Context, tx *sqlx.Tx, acct int64, horizon string) (events []StoredEvent, window int, err error) {
 	if c.names == nil {
 		err = tx.SelectContext(ctx, &events, selectBatch, c.name, acct, c.opts.Batch, horizon)
-	} else {
-		err = tx.SelectContext(ctx, &events, selectNamedBatch, c.name, acct, c.opts.Batch, horizon, pq.StringArray(c.opts.Names))
+		return events, len(events), err
 	}
-	return events, err
+	var rows []struct {
+		StoredEvent
+		Window int `db:"window_size"`
+	}
+	if err = tx.SelectContext(ctx, &rows, selectNamedBatch, c.name, acct, c.opts.Batch, horizon, pq.StringArray(c.opts.Names)); err != nil {
+		return nil, 0, err
+	}
+	events = make([]StoredEvent, len(rows))
+	for i, r := range rows {
+		events[i], window = r.StoredEvent, r.Window
+	}
+	return events, window, nil
 }
 
 // Drain registers the consumer, creates missing cursors and steps until this
@@ -288,9 +305,9 @@ func (c *Consumer) drain(ctx context.Context, horizon string) (int, error) {
 func (c *Consumer) steps(ctx context.Context, horizon string) (int, error) {
 	total := 0
 	for {
-		n, claimed, err := c.step(ctx, horizon)
+		n, claimed, more, err := c.step(ctx, horizon)
 		total += n
-		if err != nil || !claimed {
+		if err != nil || !claimed || !more {
 			return total, err
 		}
 	}

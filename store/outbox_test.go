@@ -847,3 +847,44 @@ func TestConsumerRoundsKeepTheirGap(t *testing.T) {
 		t.Errorf("%d batches in %v: rounds closer than the gap (at most %d)", batches.Load(), elapsed.Round(time.Millisecond), most)
 	}
 }
+
+// TestDrainEndsWithoutAnEmptyStep: a drain stops after the step that leaves
+// nothing below the horizon (no other cursor had events, the window was not
+// full) instead of opening one more transaction that claims nothing; while
+// another account or a full window may hold more, it goes on.
+func TestDrainEndsWithoutAnEmptyStep(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	a, b := newAccount(t, db, "business"), newAccount(t, db, "business")
+	ev := store.Event{Name: store.EventContactUpdated, Data: map[string]any{}}
+	for _, named := range []bool{false, true} {
+		opts := store.ConsumerOptions{Batch: 2}
+		name := "more"
+		if named {
+			opts.Names, name = []string{store.EventContactUpdated}, "more-named"
+		}
+		c := db.NewConsumer(name, func(context.Context, *sqlx.Tx, []store.StoredEvent) error { return nil }, opts)
+		if _, err := c.Drain(ctx); err != nil { // cursors for both accounts
+			t.Fatal(err)
+		}
+		step := func(wantN int, wantMore bool) {
+			t.Helper()
+			n, claimed, more, err := c.StepMore(ctx)
+			if err != nil || !claimed || n != wantN || more != wantMore {
+				t.Fatalf("named %v: step %d events, claimed %v, more %v (%v); want %d, true, %v", named, n, claimed, more, err, wantN, wantMore)
+			}
+		}
+		// One account, three events, windows of two: full, then the rest.
+		emit(t, db, a, ev, ev, ev)
+		step(2, true)
+		step(1, false)
+		// Two accounts with one event each: the first step knows of the other.
+		emit(t, db, a, ev)
+		emit(t, db, b, ev)
+		step(1, true)
+		step(1, false)
+		if n, claimed, _, err := c.StepMore(ctx); err != nil || claimed || n != 0 {
+			t.Fatalf("named %v: a step after the drain claimed %v with %d events (%v)", named, claimed, n, err)
+		}
+	}
+}
