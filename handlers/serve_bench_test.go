@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -42,7 +44,11 @@ func startServeProcess(b *testing.B, dbURL string) *serveProcess {
 	l.Close()
 	sp := &serveProcess{URL: "http://" + addr}
 	sp.cmd = exec.Command(bin, "serve")
-	sp.cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "RUNDBRIEF_ADDR="+addr, "RUNDBRIEF_DATA_DIR="+filepath.Join(dir, "data"),
+	// The operator's own settings in this environment stay out: only these count.
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "RUNDBRIEF_") || strings.HasPrefix(kv, "DATABASE_URL=")
+	})
+	sp.cmd.Env = append(env, "DATABASE_URL="+dbURL, "RUNDBRIEF_ADDR="+addr, "RUNDBRIEF_DATA_DIR="+filepath.Join(dir, "data"),
 		"RUNDBRIEF_SECRET=benchmark secret, at least 32 characters long", "RUNDBRIEF_RATE_LIMIT=1000000000",
 		"RUNDBRIEF_METRICS_TOKEN=benchmark")
 	sp.cmd.Stdout, sp.cmd.Stderr = &sp.out, &sp.out
