@@ -30,11 +30,11 @@ const benchContacts = 1_000_000
 var seedBase = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // contactsServer is `rundbrief serve` in a process of its own
-// (startServeProcess) on a database with one account of benchContacts
+// (webtest.StartServe) on a database with one account of benchContacts
 // contacts (every fifth of them on one list, the oldest fifth on another, the
 // newest fifth on a third) and a key for it.
 type contactsServer struct {
-	serve     *serveProcess
+	serve     *webtest.Serve
 	URL       string
 	db        *store.DB
 	acct      int64
@@ -110,7 +110,7 @@ func startContactsServer(b *testing.B) *contactsServer {
 		lists = append(lists, l.ID)
 	}
 	seedContacts(b, db, acct.Account.ID, lists[0], lists[1], lists[2])
-	sp := startServeProcess(b, dbURL)
+	sp := webtest.StartServe(b, dbURL)
 	const conns = 16
 	return &contactsServer{serve: sp, URL: sp.URL, db: db, acct: acct.Account.ID, key: full, listID: lists[0], oldListID: lists[1], newListID: lists[2],
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}}}
@@ -164,10 +164,9 @@ func (cs *contactsServer) cpuTime(b *testing.B) (app, pg, load time.Duration) {
 		b.Fatal(err)
 	}
 	for _, pid := range cs.backends(b) {
-		ticks, _ := procStat(pid)
-		pg += time.Duration(ticks) * (time.Second / 100) // USER_HZ
+		pg += dbtest.ProcessCPU(pid)
 	}
-	return cs.serve.cpuTime(), pg, time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return cs.serve.CPUTime(), pg, time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // backends are the pids of the PostgreSQL backends serving this test database.
@@ -181,23 +180,6 @@ func (cs *contactsServer) backends(b *testing.B) []int {
 		b.Fatal(err)
 	}
 	return pids
-}
-
-// procStat reads a process's CPU ticks (user + system) and parent pid.
-func procStat(pid int) (ticks int64, parent int) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, -1
-	}
-	// Fields after the command name (which may hold spaces) start at ") ".
-	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+2:]))
-	if len(f) < 13 {
-		return 0, -1
-	}
-	parent, _ = strconv.Atoi(f[1])
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return utime + stime, parent
 }
 
 // dbRoundTrips counts the round trips to PostgreSQL so far, from the

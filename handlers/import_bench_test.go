@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rundbrief/rundbrief/handlers/webtest"
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/dbtest"
 )
@@ -24,7 +25,7 @@ var busy = flag.Int("busy", 0, "busy loops (processes spinning on the CPU) besid
 // requests of 1,000 contacts, as a client importing a file would send them.
 const importTotal, importBatch = 20_000, 1_000
 
-// newImportServer is serve (startServeProcess) on a fresh database with one
+// newImportServer is serve (webtest.StartServe) on a fresh database with one
 // account on the business plan and a key for it.
 func newImportServer(b *testing.B) *contactsServer {
 	b.Helper()
@@ -39,7 +40,7 @@ func newImportServer(b *testing.B) *contactsServer {
 	if err != nil {
 		b.Fatal(err)
 	}
-	sp := startServeProcess(b, dbURL)
+	sp := webtest.StartServe(b, dbURL)
 	return &contactsServer{serve: sp, URL: sp.URL, db: db, acct: acct.Account.ID, key: full, client: &http.Client{}}
 }
 

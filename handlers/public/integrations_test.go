@@ -109,27 +109,33 @@ func newPayPalCA(t testing.TB) *paypalCA {
 
 // hookSite serves the API and the public pages (with the inbound route) of one
 // business account over loopback.
+// hookSecret seals the integrations' secrets; a serve process on the same
+// database (the benchmark's) must be given it to read them.
+const hookSecret = "integration tests secret, at least 32 characters"
+
 type hookSite struct {
-	url  string
-	db   *store.DB
-	acct int64
-	c    *apitest.Client
-	ca   *paypalCA
-	http *http.Client
+	url   string
+	dbURL string
+	db    *store.DB
+	acct  int64
+	c     *apitest.Client
+	ca    *paypalCA
+	http  *http.Client
 }
 
 func newHookSite(t testing.TB, plan string) *hookSite {
 	t.Helper()
-	db := dbtest.NewDB(t)
+	dbURL := dbtest.URL(t)
+	db := dbtest.Open(t, dbURL)
 	ca := newPayPalCA(t)
 	srv := httptest.NewUnstartedServer(nil)
 	base := "http://" + srv.Listener.Addr().String()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	box, err := secret.NewBox("integration tests secret, at least 32 characters")
+	box, err := secret.NewBox(hookSecret)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tokens, err := mailer.NewTokens("integration tests secret, at least 32 characters")
+	tokens, err := mailer.NewTokens(hookSecret)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +165,7 @@ func newHookSite(t testing.TB, plan string) *hookSite {
 	}
 	c := apitest.NewURLClient(t, base, apitest.NewValidator(t, api.OpenAPIDocument()))
 	c.Header.Set("Authorization", "Bearer "+key)
-	return &hookSite{url: base, db: db, acct: res.Account.ID, c: c, ca: ca, http: &http.Client{}}
+	return &hookSite{url: base, dbURL: dbURL, db: db, acct: res.Account.ID, c: c, ca: ca, http: &http.Client{}}
 }
 
 func (s *hookSite) count(t *testing.T, query string, args ...any) int {
@@ -820,7 +826,7 @@ func elsewhere(t *testing.T) string {
 }
 
 func mustBox(t *testing.T) *secret.Box {
-	b, err := secret.NewBox("integration tests secret, at least 32 characters")
+	b, err := secret.NewBox(hookSecret)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,9 +32,15 @@ func CPUTime(tb testing.TB, db *store.DB) (self, pg time.Duration) {
 		tb.Fatal(err)
 	}
 	for _, pid := range pids {
-		pg += time.Duration(procTicks(pid)) * (time.Second / 100) // USER_HZ
+		pg += ProcessCPU(pid)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), pg
+}
+
+// ProcessCPU is the CPU time (user and system) a process of this machine has
+// used so far, in /proc's ticks of 10 ms; 0 when it is gone.
+func ProcessCPU(pid int) time.Duration {
+	return time.Duration(procTicks(pid)) * (time.Second / 100) // USER_HZ
 }
 
 // procTicks reads a process's CPU ticks (user + system); 0 if it is gone.

@@ -1,4 +1,4 @@
-package handlers_test
+package webtest
 
 import (
 	"bytes"
@@ -12,24 +12,27 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rundbrief/rundbrief/store/dbtest"
 )
 
-// serveProcess is `rundbrief serve`, built from this module and run on a
+// Serve is `rundbrief serve`, built from this module and run on a
 // benchmark's database in a process of its own, with the configuration an
 // operator would give it. Its CPU time is the app's, with the middleware and
-// the workers serve runs, and without the load generator's, which is this
-// process's: measured in one process, the load generator's HTTP client
-// counted as a quarter of the app's CPU per request.
-type serveProcess struct {
+// the workers serve runs, and without the load generator's, which is the
+// benchmark's process: measured in one process, the load generator's HTTP
+// client counted as a quarter of the app's CPU per request.
+type Serve struct {
 	URL string
 	cmd *exec.Cmd
 	out bytes.Buffer // what serve logged, shown when it fails
 }
 
-// startServeProcess builds the binary, starts it on dbURL (a migrated
-// database) and waits until it answers /healthz. It is stopped with SIGTERM
+// StartServe builds the binary, starts it on dbURL (a migrated database)
+// and waits until it answers /healthz. env adds settings (KEY=value) after
+// the benchmark's own, which it may override. It is stopped with SIGTERM
 // when the benchmark ends.
-func startServeProcess(b *testing.B, dbURL string) *serveProcess {
+func StartServe(b testing.TB, dbURL string, env ...string) *Serve {
 	b.Helper()
 	dir := b.TempDir()
 	bin := filepath.Join(dir, "rundbrief")
@@ -42,15 +45,16 @@ func startServeProcess(b *testing.B, dbURL string) *serveProcess {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	sp := &serveProcess{URL: "http://" + addr}
+	sp := &Serve{URL: "http://" + addr}
 	sp.cmd = exec.Command(bin, "serve")
 	// The operator's own settings in this environment stay out: only these count.
-	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
+	inherited := slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		return strings.HasPrefix(kv, "RUNDBRIEF_") || strings.HasPrefix(kv, "DATABASE_URL=")
 	})
-	sp.cmd.Env = append(env, "DATABASE_URL="+dbURL, "RUNDBRIEF_ADDR="+addr, "RUNDBRIEF_DATA_DIR="+filepath.Join(dir, "data"),
+	sp.cmd.Env = append(inherited, "DATABASE_URL="+dbURL, "RUNDBRIEF_ADDR="+addr, "RUNDBRIEF_DATA_DIR="+filepath.Join(dir, "data"),
 		"RUNDBRIEF_SECRET=benchmark secret, at least 32 characters long", "RUNDBRIEF_RATE_LIMIT=1000000000",
 		"RUNDBRIEF_METRICS_TOKEN=benchmark")
+	sp.cmd.Env = append(sp.cmd.Env, env...)
 	sp.cmd.Stdout, sp.cmd.Stderr = &sp.out, &sp.out
 	if err := sp.cmd.Start(); err != nil {
 		b.Fatal(err)
@@ -79,8 +83,5 @@ func startServeProcess(b *testing.B, dbURL string) *serveProcess {
 	}
 }
 
-// cpuTime is the CPU time serve has used so far (user and system).
-func (sp *serveProcess) cpuTime() time.Duration {
-	ticks, _ := procStat(sp.cmd.Process.Pid)
-	return time.Duration(ticks) * (time.Second / 100) // USER_HZ
-}
+// CPUTime is the CPU time serve has used so far (user and system).
+func (sp *Serve) CPUTime() time.Duration { return dbtest.ProcessCPU(sp.cmd.Process.Pid) }
