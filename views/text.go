@@ -2568,7 +2568,7 @@ func German() Text {
 			AttStorage:        "Speicher: %s von %s belegt",
 			AttStorageFull:    "Der Speicher Ihres Tarifs (%s) reicht für diese Datei nicht. Löschen Sie nicht mehr benötigte Anhänge oder wechseln Sie den Tarif.",
 			SenderTitle:       "Absender & Impressum",
-			SenderLead:        "Diese Angaben erscheinen in jeder Werbe-E-Mail: Das deutsche Recht verlangt ein Impressum, das US-Recht (CAN-SPAM) eine Postanschrift.",
+			SenderLead:        "Absender und Impressum erscheinen in jeder Werbe-E-Mail: Das deutsche Recht verlangt ein Impressum, das US-Recht (CAN-SPAM) eine Postanschrift. Die Datenschutzerklärung verlinken Ihre Anmeldeformulare und die Buchungsseite.",
 			Company:           "Firma",
 			CompanyHint:       "Füllt den Platzhalter {{firma}}.",
 			PostalAddress:     "Postanschrift",
