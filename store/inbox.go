@@ -609,13 +609,9 @@ func (db *DB) InboxMessages(ctx context.Context, accountID int64, f InboxFilter,
 		conds = append(conds, "archived")
 	}
 	if f.Q != "" {
-		args = append(args, likePattern(f.Q))
-		cond := fmt.Sprintf("search LIKE $%d", len(args))
-		if a := asciiSearch(f.Q); a != "" { // a sender's domain typed in Unicode
-			args = append(args, likePattern(a))
-			cond = fmt.Sprintf("(%s OR search LIKE $%d)", cond, len(args))
-		}
-		conds = append(conds, cond)
+		var match string
+		match, args = likeSearch("search", f.Q, args)
+		conds = append(conds, match)
 	}
 	countCond := strings.Join(conds, " AND ")
 	if f.Label != "" {

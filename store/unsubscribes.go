@@ -141,12 +141,9 @@ func (db *DB) UnblockAddress(ctx context.Context, accountID int64, actor Actor, 
 func (db *DB) BlockedList(ctx context.Context, accountID int64, query string, p Page) ([]BlockedAddress, int, error) {
 	cond, args := "account_id = $1", []any{accountID}
 	if q := strings.TrimSpace(query); q != "" {
-		cond += " AND email LIKE $2"
-		args = append(args, likePattern(q))
-		if a := asciiSearch(q); a != "" { // a domain typed in Unicode
-			cond = "account_id = $1 AND (email LIKE $2 OR email LIKE $3)"
-			args = append(args, likePattern(a))
-		}
+		var match string
+		match, args = likeSearch("email", q, args)
+		cond += " AND " + match
 	}
 	var out []BlockedAddress
 	var total int
