@@ -109,6 +109,15 @@ FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6
   AS x(public_id, account_id, webhook_id, event_id, event_public_id, event, payload)
 ON CONFLICT (webhook_id, event_id) WHERE event_id IS NOT NULL DO NOTHING`
 
+// webhookAccountNames is the fan-out's ConsumerOptions.AccountNames: the
+// events the account's active webhooks are subscribed to (NULL when one takes
+// every event), so that the events of an account without webhooks are passed
+// without being read.
+const webhookAccountNames = `SELECT CASE WHEN bool_or(w.events @> '{` + WebhookAllEvents + `}') THEN NULL
+  ELSE coalesce(array_agg(DISTINCT e.name), '{}') END
+FROM webhooks w CROSS JOIN LATERAL unnest(w.events) AS e(name)
+WHERE w.account_id = c.account_id AND w.status = 'active'`
+
 // WebhookFanOut is the outbox consumer OutboxConsumerWebhooks: it turns each event
 // into one pending delivery per active webhook of the account subscribed to it,
 // in the transaction that moves its cursor, so a crash before the commit
@@ -117,6 +126,7 @@ ON CONFLICT (webhook_id, event_id) WHERE event_id IS NOT NULL DO NOTHING`
 // time get nothing. now stamps the deliveries (tests inject a clock); ctr, when
 // not nil, counts the deliveries created.
 func (db *DB) WebhookFanOut(now func() time.Time, ctr *int, opts ConsumerOptions) *Consumer {
+	opts.AccountNames = webhookAccountNames
 	return db.NewConsumer(OutboxConsumerWebhooks, func(ctx context.Context, tx *sqlx.Tx, events []StoredEvent) error {
 		n, err := fanOut(ctx, tx, events, now())
 		if ctr != nil {

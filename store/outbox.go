@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -81,6 +82,15 @@ type ConsumerOptions struct {
 	// an email.sent per recipient, which consumers of contact events would
 	// otherwise fetch and decode only to drop. nil: every event.
 	Names []string
+	// AccountNames, when set, is an SQL expression over the claimed cursor's
+	// account (c.account_id) giving the event names the handler would act on
+	// for that account now: NULL for all of Names, an empty array for none.
+	// It is read with the claim, in the step's transaction. An account with
+	// nothing to act on has its cursor moved past all of its events below the
+	// horizon without reading them: most accounts have no webhook, and the
+	// fan-out read every event of every import, purchase and sign-up only to
+	// find no webhook for it. Empty: every account gets Names.
+	AccountNames string
 }
 
 func (o *ConsumerOptions) defaults() {
@@ -107,6 +117,7 @@ type Consumer struct {
 	handle ConsumerHandler
 	opts   ConsumerOptions
 	names  map[string]bool // opts.Names as a set; nil: every event
+	claim  string          // claimCursor with opts.AccountNames
 
 	mu    sync.Mutex // guards own and ownAt
 	own   uint64     // the last outbox_horizon() read: true for good once read
@@ -117,14 +128,25 @@ type Consumer struct {
 // (and so holds back retention) on its first Drain or Step.
 func (db *DB) NewConsumer(name string, handle ConsumerHandler, opts ConsumerOptions) *Consumer {
 	opts.defaults()
-	c := &Consumer{db: db, name: name, handle: handle, opts: opts}
-	if opts.Names != nil {
-		c.names = make(map[string]bool, len(opts.Names))
-		for _, n := range opts.Names {
-			c.names[n] = true
-		}
+	c := &Consumer{db: db, name: name, handle: handle, opts: opts, names: nameSet(opts.Names)}
+	accountNames := "NULL::text[]"
+	if opts.AccountNames != "" {
+		accountNames = "(" + opts.AccountNames + ")::text[]"
 	}
+	c.claim = fmt.Sprintf(claimCursor, accountNames)
 	return c
+}
+
+// nameSet is names as a set; nil for nil (every event).
+func nameSet(names []string) map[string]bool {
+	if names == nil {
+		return nil
+	}
+	set := make(map[string]bool, len(names))
+	for _, n := range names {
+		set[n] = true
+	}
+	return set
 }
 
 // Name is the consumer's name.
@@ -147,8 +169,9 @@ ON CONFLICT DO NOTHING`
 // function sits outside the sorted subquery, whose OFFSET 0 keeps PostgreSQL
 // from pushing it down into the scan of the cursors (where it ran on every row
 // and locked them all): above the sort it runs row by row in that order and
-// stops at the first lock it gets.
-const claimCursor = `SELECT c.account_id, c.waiting FROM (
+// stops at the first lock it gets, and only that row's account names (%s, the
+// consumer's AccountNames) are read: every is true when they are NULL.
+const claimCursor = `SELECT c.account_id, c.waiting, n.names IS NULL AS every, coalesce(n.names, '{}') AS names FROM (
   SELECT k.account_id, count(*) OVER () AS waiting FROM outbox_cursors k
   WHERE k.consumer = $1 AND EXISTS (
     SELECT 1 FROM events e
@@ -157,8 +180,20 @@ const claimCursor = `SELECT c.account_id, c.waiting FROM (
   ORDER BY k.advanced_at, k.account_id
   OFFSET 0
 ) c
+CROSS JOIN LATERAL (SELECT %s AS names) n
 WHERE pg_try_advisory_xact_lock(hashtextextended('outbox:' || $1, c.account_id))
 LIMIT 1`
+
+// passCursor moves the cursor past all of the account's events below the
+// horizon $3, read from the index alone (the newest of them), for an account
+// whose events its consumer has nothing to do with. Zero rows: the cursor is
+// there already.
+const passCursor = `UPDATE outbox_cursors k SET last_xid = e.xid, last_id = e.id, advanced_at = now()
+FROM (
+  SELECT e.xid, e.id FROM events e WHERE e.account_id = $2 AND e.xid < $3::xid8
+  ORDER BY e.xid DESC, e.id DESC LIMIT 1
+) e
+WHERE k.consumer = $1 AND k.account_id = $2 AND (k.last_xid, k.last_id) < (e.xid, e.id)`
 
 // batchWindow is the next window of at most $3 events after the cursor k,
 // below the horizon $4, in the consumers' order. A horizon taken by an earlier
@@ -221,17 +256,30 @@ func (c *Consumer) step(ctx context.Context, horizon string) (n int, claimed, mo
 	err = c.db.WithTx(ctx, func(tx *sqlx.Tx) error {
 		n, claimed, more = 0, false, false
 		var claim struct {
-			Account int64 `db:"account_id"`
-			Waiting int64 `db:"waiting"`
+			Account int64          `db:"account_id"`
+			Waiting int64          `db:"waiting"`
+			Every   bool           `db:"every"`
+			Names   pq.StringArray `db:"names"`
 		}
-		if err := tx.GetContext(ctx, &claim, claimCursor, c.name, horizon); errors.Is(err, sql.ErrNoRows) {
+		if err := tx.GetContext(ctx, &claim, c.claim, c.name, horizon); errors.Is(err, sql.ErrNoRows) {
 			return nil
 		} else if err != nil {
 			return fmt.Errorf("store: outbox %s: claim: %w", c.name, err)
 		}
 		acct := claim.Account
 		claimed = true
-		events, window, err := c.batch(ctx, tx, acct, horizon)
+		names := c.opts.Names
+		if !claim.Every {
+			names = slices.DeleteFunc(claim.Names, func(n string) bool { return c.names != nil && !c.names[n] })
+		}
+		if !claim.Every && len(names) == 0 {
+			more = claim.Waiting > 1
+			if _, err := tx.ExecContext(ctx, passCursor, c.name, acct, horizon); err != nil {
+				return fmt.Errorf("store: outbox %s: pass account %d: %w", c.name, acct, err)
+			}
+			return nil
+		}
+		events, window, err := c.batch(ctx, tx, acct, horizon, names)
 		if err != nil {
 			return fmt.Errorf("store: outbox %s: events: %w", c.name, err)
 		}
@@ -240,7 +288,7 @@ func (c *Consumer) step(ctx context.Context, horizon string) (n int, claimed, mo
 			return nil // another process moved the cursor before we locked it
 		}
 		last := events[len(events)-1]
-		if c.names != nil && !c.names[last.Name] {
+		if names != nil && !slices.Contains(names, last.Name) {
 			events = events[:len(events)-1] // only the window's end, for the cursor
 		}
 		if len(events) > 0 {
@@ -262,10 +310,10 @@ func (c *Consumer) step(ctx context.Context, horizon string) (n int, claimed, mo
 }
 
 // batch reads the events after the account's cursor below horizon: the
-// next window of at most Batch events, of which a consumer with Names gets its
-// own and the window's last one. window is the window's size.
-func (c *Consumer) batch(ctx context.Context, tx *sqlx.Tx, acct int64, horizon string) (events []StoredEvent, window int, err error) {
-	if c.names == nil {
+// next window of at most Batch events, of which, when names is not nil, those
+// named so and the window's last one. window is the window's size.
+func (c *Consumer) batch(ctx context.Context, tx *sqlx.Tx, acct int64, horizon string, names []string) (events []StoredEvent, window int, err error) {
+	if names == nil {
 		err = tx.SelectContext(ctx, &events, selectBatch, c.name, acct, c.opts.Batch, horizon)
 		return events, len(events), err
 	}
@@ -273,7 +321,7 @@ func (c *Consumer) batch(ctx context.Context, tx *sqlx.Tx, acct int64, horizon s
 		StoredEvent
 		Window int `db:"window_size"`
 	}
-	if err = tx.SelectContext(ctx, &rows, selectNamedBatch, c.name, acct, c.opts.Batch, horizon, pq.StringArray(c.opts.Names)); err != nil {
+	if err = tx.SelectContext(ctx, &rows, selectNamedBatch, c.name, acct, c.opts.Batch, horizon, pq.StringArray(names)); err != nil {
 		return nil, 0, err
 	}
 	events = make([]StoredEvent, len(rows))

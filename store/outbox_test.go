@@ -888,3 +888,96 @@ func TestDrainEndsWithoutAnEmptyStep(t *testing.T) {
 		}
 	}
 }
+
+// TestAccountNamesPassAccountsWithoutInterest: a consumer with AccountNames
+// gets of each account only the events the expression names for it (all of
+// them for NULL); an account with none has its cursor moved past its events
+// without the handler seeing them, but only past those below the horizon:
+// an event of a transaction still open then reaches the handler once the
+// account has something to act on.
+func TestAccountNamesPassAccountsWithoutInterest(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	if _, err := db.ExecContext(ctx, `CREATE TABLE outbox_interest (account_id bigint PRIMARY KEY, names text[])`); err != nil {
+		t.Fatal(err)
+	}
+	interest := func(acct int64, names any) {
+		t.Helper()
+		if _, err := db.ExecContext(ctx, `INSERT INTO outbox_interest VALUES ($1, $2)
+ON CONFLICT (account_id) DO UPDATE SET names = excluded.names`, acct, names); err != nil {
+			t.Fatal(err)
+		}
+	}
+	none, some, all := newAccount(t, db, "business"), newAccount(t, db, "business"), newAccount(t, db, "business")
+	interest(none, pq.StringArray{})
+	interest(some, pq.StringArray{store.EventListJoined, store.EventContactDeleted})
+	// all has no row: NULL, every event.
+	mix := func(acct int64, n int) []string {
+		names := []string{store.EventContactCreated, store.EventListJoined, store.EventEmailSent}
+		var events []store.Event
+		for i := range n {
+			events = append(events, store.Event{Name: names[i%3], Data: map[string]any{"n": i}})
+		}
+		ids := emit(t, db, acct, events...)
+		for i := range ids {
+			ids[i] += " " + names[i%3]
+		}
+		return ids
+	}
+	noneIDs, someIDs, allIDs := mix(none, 7), mix(some, 7), mix(all, 7)
+
+	got := map[int64][]string{}
+	c := db.NewConsumer("interested", func(_ context.Context, _ *sqlx.Tx, batch []store.StoredEvent) error {
+		for _, e := range batch {
+			got[e.AccountID] = append(got[e.AccountID], e.PublicID+" "+e.Name)
+		}
+		return nil
+	}, store.ConsumerOptions{Batch: 3, AccountNames: `SELECT i.names FROM outbox_interest i WHERE i.account_id = c.account_id`})
+
+	// An event of none's stays uncommitted while the consumer passes the
+	// account, and one committed after it lies above the horizon.
+	tx, err := db.BeginTxx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	open, err := store.EmitAll(ctx, tx, none, []store.Event{{Name: store.EventContactCreated, Data: map[string]any{"n": "open"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := mix(none, 1)
+	if _, err := c.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var wantSome []string
+	for _, id := range someIDs {
+		if strings.HasSuffix(id, " "+store.EventListJoined) {
+			wantSome = append(wantSome, id)
+		}
+	}
+	if len(got[none]) != 0 || !slices.Equal(got[some], wantSome) || !slices.Equal(got[all], allIDs) {
+		t.Fatalf("handled\nnone %v (want nothing)\nsome %v (want %v)\nall %v (want %v)", got[none], got[some], wantSome, got[all], allIDs)
+	}
+	// none's cursor stands at its last event below the horizon.
+	var at string
+	if err := db.GetContext(ctx, &at, `SELECT e.public_id FROM outbox_cursors k JOIN events e
+  ON e.account_id = k.account_id AND (e.xid, e.id) = (k.last_xid, k.last_id)
+WHERE k.consumer = 'interested' AND k.account_id = $1`, none); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(noneIDs[len(noneIDs)-1], at+" ") {
+		t.Fatalf("none's cursor at %s, want the last of %v", at, noneIDs)
+	}
+
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	interest(none, nil)
+	if _, err := c.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{open[0] + " " + store.EventContactCreated, after[0]}
+	if !slices.Equal(got[none], want) {
+		t.Fatalf("none, interested again, handled %v; want the open transaction's event and the later one %v", got[none], want)
+	}
+}

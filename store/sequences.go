@@ -1555,6 +1555,18 @@ func SequenceEventNames() []string {
 	return []string{EventContactCreated, EventContactUpdated, EventListJoined, EventContactUnsubscribed, EventContactDeleted}
 }
 
+// SequenceAccountNames is the sequences consumer's
+// ConsumerOptions.AccountNames: all of SequenceEventNames while the account
+// has an active sequence with a trigger, only the exits while contacts take
+// part in one, and nothing otherwise: the events of an account without
+// sequences are passed without being read.
+const SequenceAccountNames = `CASE
+  WHEN EXISTS (SELECT 1 FROM sequences s WHERE s.account_id = c.account_id AND s.status = 'active'
+    AND s.trigger <> 'manual' AND s.activated_at IS NOT NULL) THEN NULL
+  WHEN EXISTS (SELECT 1 FROM sequence_participants p WHERE p.account_id = c.account_id AND p.status = 'active')
+    THEN ARRAY['` + EventContactUnsubscribed + `', '` + EventContactDeleted + `']
+  ELSE '{}' END`
+
 // HandleSequenceEvents is the handler of the sequences consumer for one
 // account's batch of events: list.joined of a sequence's trigger list, and a
 // contact created or updated with a sequence's trigger tag, enrol the contact

@@ -554,6 +554,30 @@ func TestTriggersAndExits(t *testing.T) {
 	if p := e.participant(byTag.ID, newWithTag); p.Status != store.ParticipantExited || p.ExitReason != "deleted" {
 		t.Fatalf("deleted participant: %+v", p)
 	}
+
+	// With no active sequence the consumer passes an account's events, but
+	// not the exits while contacts still take part: the joiner unsubscribing
+	// now still leaves its paused sequence, and a tag added now enrols no one
+	// when the sequence is active again.
+	for _, s := range []int64{byList.ID, byTag.ID} {
+		if _, err := svc.Deactivate(ctx, e.acct, sys, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	late := upsert("late@example.com", nil, []string{"kunde"})
+	if _, err := e.db.UnsubscribeContact(ctx, e.acct, sys, joiner, store.Unsubscribe{Source: "api"}); err != nil {
+		t.Fatal(err)
+	}
+	drain()
+	if p := e.participant(byList.ID, joiner); p.Status != store.ParticipantExited || p.ExitReason != "unsubscribed" {
+		t.Fatalf("participant unsubscribed while its sequence was paused: %+v", p)
+	}
+	if _, err := svc.Activate(ctx, e.acct, sys, byTag.ID); err != nil {
+		t.Fatal(err)
+	}
+	drain()
+	check(byTag.ID)
+	_ = late
 }
 
 // TestDaysInFlight edits days while a participant is between them: it

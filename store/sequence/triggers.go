@@ -9,5 +9,6 @@ import "github.com/rundbrief/rundbrief/store"
 // process). serve runs it among the workers.
 func NewTriggerConsumer(db *store.DB, opts store.ConsumerOptions) *store.Consumer {
 	opts.Names = store.SequenceEventNames()
+	opts.AccountNames = store.SequenceAccountNames
 	return db.NewConsumer(store.OutboxConsumerSequences, store.HandleSequenceEvents, opts)
 }
