@@ -276,6 +276,13 @@ ORDER BY k.n
 LIMIT greatest(0, $4 - (SELECT count(*) FROM contact_fields WHERE account_id = $1))
 ON CONFLICT (account_id, key) DO NOTHING`
 
+// fieldEventPayload is the field consumer's ConsumerOptions.Payload: of a
+// contact event only its custom fields (fieldEvent), and nothing of one
+// without them, which the consumer then passes over. An import or a stream
+// of sign-ups without custom fields had every payload read and decoded here.
+const fieldEventPayload = `CASE WHEN e.payload->'contact'->'custom_fields' <> '{}'
+  THEN jsonb_build_object('contact', jsonb_build_object('custom_fields', e.payload->'contact'->'custom_fields')) END`
+
 // fieldEvent is what the consumer reads of a contact event's payload.
 type fieldEvent struct {
 	Contact struct {
@@ -356,5 +363,6 @@ func sortedFieldKeys(m map[string]json.RawMessage) []string {
 // among the workers, and any number of processes share it.
 func (db *DB) NewFieldConsumer(opts ConsumerOptions) *Consumer {
 	opts.Names = []string{EventContactCreated, EventContactUpdated} // what HandleFieldEvents reads
+	opts.Payload = fieldEventPayload
 	return db.NewConsumer(OutboxConsumerFields, HandleFieldEvents, opts)
 }

@@ -91,6 +91,11 @@ type ConsumerOptions struct {
 	// fan-out read every event of every import, purchase and sign-up only to
 	// find no webhook for it. Empty: every account gets Names.
 	AccountNames string
+	// Payload, when set, is an SQL expression over the event e giving what
+	// the handler gets as its payload; an event for which it is NULL is passed
+	// over like one not in Names. A handler that reads a small part of large
+	// payloads has only that part read out and sent. Empty: e.payload.
+	Payload string
 }
 
 func (o *ConsumerOptions) defaults() {
@@ -118,6 +123,7 @@ type Consumer struct {
 	opts   ConsumerOptions
 	names  map[string]bool // opts.Names as a set; nil: every event
 	claim  string          // claimCursor with opts.AccountNames
+	named  string          // selectNamedBatch with opts.Payload
 
 	mu    sync.Mutex // guards own and ownAt
 	own   uint64     // the last outbox_horizon() read: true for good once read
@@ -134,6 +140,11 @@ func (db *DB) NewConsumer(name string, handle ConsumerHandler, opts ConsumerOpti
 		accountNames = "(" + opts.AccountNames + ")::text[]"
 	}
 	c.claim = fmt.Sprintf(claimCursor, accountNames)
+	payload := "e.payload"
+	if opts.Payload != "" {
+		payload = "(" + opts.Payload + ")::jsonb"
+	}
+	c.named = fmt.Sprintf(selectNamedBatch, payload)
 	return c
 }
 
@@ -216,19 +227,23 @@ CROSS JOIN LATERAL (` + batchWindow + `) e
 WHERE k.consumer = $1 AND k.account_id = $2
 ORDER BY e.xid, e.id`
 
-// selectNamedBatch is selectBatch for a consumer with Names ($5): of the
-// same window it returns the events named $5, and the window's last event
-// whatever its name (without its payload), which is where the cursor moves.
-// A window of passed-over events costs a scan of their index entries and rows
-// in PostgreSQL and one row on the wire.
-const selectNamedBatch = `SELECT e.id, e.account_id, e.public_id, e.name,
-  CASE WHEN e.name = ANY($5) THEN e.payload ELSE 'null' END AS payload, e.created_at, e.xid::text AS xid, e.window_size
+// selectNamedBatch is selectBatch for a consumer with Names ($5; NULL: every
+// name) or a Payload (%s: the consumer's, or e.payload): of the same window
+// it returns the handler's events (own: named $5, with a payload that is not
+// NULL), and the window's last event whatever it is (without its payload),
+// which is where the cursor moves. A window of passed-over events costs a
+// scan of their index entries and rows in PostgreSQL and one row on the wire.
+const selectNamedBatch = `SELECT x.id, x.account_id, x.public_id, x.name, coalesce(x.handed, 'null') AS payload, x.created_at,
+  x.xid::text AS xid, x.handed IS NOT NULL AS own, x.window_size
 FROM outbox_cursors k
 CROSS JOIN LATERAL (
-  SELECT w.*, lead(w.id) OVER (ORDER BY w.xid, w.id) IS NULL AS last, count(*) OVER () AS window_size FROM (` + batchWindow + `) w
-) e
-WHERE k.consumer = $1 AND k.account_id = $2 AND (e.name = ANY($5) OR e.last)
-ORDER BY e.xid, e.id`
+  SELECT e.id, e.account_id, e.public_id, e.name, e.created_at, e.xid,
+    CASE WHEN $5::text[] IS NULL OR e.name = ANY($5) THEN %s END AS handed,
+    lead(e.id) OVER (ORDER BY e.xid, e.id) IS NULL AS last, count(*) OVER () AS window_size
+  FROM (` + batchWindow + `) e
+) x
+WHERE k.consumer = $1 AND k.account_id = $2 AND (x.handed IS NOT NULL OR x.last)
+ORDER BY x.xid, x.id`
 
 // advanceCursor moves the cursor only forward; zero rows means the lock did
 // not hold and the transaction must not commit.
@@ -279,7 +294,7 @@ func (c *Consumer) step(ctx context.Context, horizon string) (n int, claimed, mo
 			}
 			return nil
 		}
-		events, window, err := c.batch(ctx, tx, acct, horizon, names)
+		events, lastOwn, window, err := c.batch(ctx, tx, acct, horizon, names)
 		if err != nil {
 			return fmt.Errorf("store: outbox %s: events: %w", c.name, err)
 		}
@@ -288,7 +303,7 @@ func (c *Consumer) step(ctx context.Context, horizon string) (n int, claimed, mo
 			return nil // another process moved the cursor before we locked it
 		}
 		last := events[len(events)-1]
-		if names != nil && !slices.Contains(names, last.Name) {
+		if !lastOwn {
 			events = events[:len(events)-1] // only the window's end, for the cursor
 		}
 		if len(events) > 0 {
@@ -310,25 +325,28 @@ func (c *Consumer) step(ctx context.Context, horizon string) (n int, claimed, mo
 }
 
 // batch reads the events after the account's cursor below horizon: the
-// next window of at most Batch events, of which, when names is not nil, those
-// named so and the window's last one. window is the window's size.
-func (c *Consumer) batch(ctx context.Context, tx *sqlx.Tx, acct int64, horizon string, names []string) (events []StoredEvent, window int, err error) {
-	if names == nil {
+// next window of at most Batch events, of which, with names or a Payload,
+// the handler's (those named so, with a payload) and the window's last one.
+// lastOwn reports whether that last one is the handler's; window is the
+// window's size.
+func (c *Consumer) batch(ctx context.Context, tx *sqlx.Tx, acct int64, horizon string, names []string) (events []StoredEvent, lastOwn bool, window int, err error) {
+	if names == nil && c.opts.Payload == "" {
 		err = tx.SelectContext(ctx, &events, selectBatch, c.name, acct, c.opts.Batch, horizon)
-		return events, len(events), err
+		return events, true, len(events), err
 	}
 	var rows []struct {
 		StoredEvent
-		Window int `db:"window_size"`
+		Own    bool `db:"own"`
+		Window int  `db:"window_size"`
 	}
-	if err = tx.SelectContext(ctx, &rows, selectNamedBatch, c.name, acct, c.opts.Batch, horizon, pq.StringArray(names)); err != nil {
-		return nil, 0, err
+	if err = tx.SelectContext(ctx, &rows, c.named, c.name, acct, c.opts.Batch, horizon, pq.StringArray(names)); err != nil {
+		return nil, false, 0, err
 	}
 	events = make([]StoredEvent, len(rows))
 	for i, r := range rows {
-		events[i], window = r.StoredEvent, r.Window
+		events[i], lastOwn, window = r.StoredEvent, r.Own, r.Window
 	}
-	return events, window, nil
+	return events, lastOwn, window, nil
 }
 
 // Drain registers the consumer, creates missing cursors and steps until this

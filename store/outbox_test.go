@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -979,5 +980,52 @@ WHERE k.consumer = 'interested' AND k.account_id = $1`, none); err != nil {
 	want := []string{open[0] + " " + store.EventContactCreated, after[0]}
 	if !slices.Equal(got[none], want) {
 		t.Fatalf("none, interested again, handled %v; want the open transaction's event and the later one %v", got[none], want)
+	}
+}
+
+// TestConsumerPayloadHandsOnlyItsPart: a consumer with a Payload gets that
+// expression's value as each event's payload, and is not handed the events
+// for which it is NULL (nor those outside its Names), though its cursor moves
+// past them all.
+func TestConsumerPayloadHandsOnlyItsPart(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	acct := newAccount(t, db, "business")
+	var events []store.Event
+	var want []string
+	for i := range 11 {
+		name := store.EventContactCreated
+		if i%4 == 3 {
+			name = store.EventEmailSent
+		}
+		events = append(events, store.Event{Name: name, Data: map[string]any{"n": i, "bulk": strings.Repeat("x", 500)}})
+		if name == store.EventContactCreated && i%2 == 0 {
+			want = append(want, fmt.Sprintf("%s %d", name, i/2))
+		}
+	}
+	emit(t, db, acct, events...)
+	var got []string
+	c := db.NewConsumer("part", func(_ context.Context, _ *sqlx.Tx, batch []store.StoredEvent) error {
+		for _, e := range batch {
+			var p map[string]int
+			if err := json.Unmarshal(e.Payload, &p); err != nil || len(p) != 1 {
+				return fmt.Errorf("payload %s (%v)", e.Payload, err)
+			}
+			got = append(got, fmt.Sprintf("%s %d", e.Name, p["half"]))
+		}
+		return nil
+	}, store.ConsumerOptions{Batch: 3, Names: []string{store.EventContactCreated},
+		Payload: `CASE WHEN (e.payload->>'n')::int % 2 = 0 THEN jsonb_build_object('half', (e.payload->>'n')::int / 2) END`})
+	n, err := c.CatchUp(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != len(want) || !slices.Equal(got, want) {
+		t.Fatalf("handled %d: %v; want %v", n, got, want)
+	}
+	var behind bool
+	if err := db.GetContext(ctx, &behind, `SELECT EXISTS (SELECT 1 FROM events e JOIN outbox_cursors k
+  ON k.consumer = 'part' AND k.account_id = e.account_id WHERE (e.xid, e.id) > (k.last_xid, k.last_id))`); err != nil || behind {
+		t.Fatalf("cursor left events behind it: %v (%v)", behind, err)
 	}
 }
