@@ -181,7 +181,9 @@ ON CONFLICT DO NOTHING`
 // from pushing it down into the scan of the cursors (where it ran on every row
 // and locked them all): above the sort it runs row by row in that order and
 // stops at the first lock it gets, and only that row's account names (%s, the
-// consumer's AccountNames) are read: every is true when they are NULL.
+// consumer's AccountNames) are read, once (OFFSET 0 again: pulled up into the
+// select list, the expression ran for each of the two columns that use it):
+// every is true when they are NULL.
 const claimCursor = `SELECT c.account_id, c.waiting, n.names IS NULL AS every, coalesce(n.names, '{}') AS names FROM (
   SELECT k.account_id, count(*) OVER () AS waiting FROM outbox_cursors k
   WHERE k.consumer = $1 AND EXISTS (
@@ -191,7 +193,7 @@ const claimCursor = `SELECT c.account_id, c.waiting, n.names IS NULL AS every, c
   ORDER BY k.advanced_at, k.account_id
   OFFSET 0
 ) c
-CROSS JOIN LATERAL (SELECT %s AS names) n
+CROSS JOIN LATERAL (SELECT %s AS names OFFSET 0) n
 WHERE pg_try_advisory_xact_lock(hashtextextended('outbox:' || $1, c.account_id))
 LIMIT 1`
 
