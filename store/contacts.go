@@ -871,25 +871,6 @@ func sortColumns(s string) string {
 	return "c.email, c.id"
 }
 
-// likePattern makes a case-insensitive substring pattern of q.
-func likePattern(q string) string {
-	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
-	return "%" + r.Replace(strings.ToLower(strings.TrimSpace(q))) + "%"
-}
-
-// likeSearch is the condition that col contains q, with its arguments
-// appended to args; a domain written in Unicode is also searched in its
-// stored ASCII form (asciiSearch).
-func likeSearch(col, q string, args []any) (string, []any) {
-	args = append(args, likePattern(q))
-	cond := fmt.Sprintf("%s LIKE $%d", col, len(args))
-	if a := asciiSearch(q); a != "" {
-		args = append(args, likePattern(a))
-		cond = fmt.Sprintf("(%s OR %s LIKE $%d)", cond, col, len(args))
-	}
-	return cond, args
-}
-
 // contactSearch is the condition of a contact search for q, a format whose
 // %[1]d (and %[2]d) number its arguments. The first part is what the trigram
 // index contacts_search_idx answers (every match of the per-field test after
