@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lib/pq"
 	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/dbtest"
 )
@@ -1539,6 +1541,168 @@ func TestContactLimitUnderConcurrency(t *testing.T) {
 	_, total, err := db.Contacts(ctx, far, store.ContactFilter{}, store.Page{Page: 1, PerPage: 10})
 	if err != nil || total != 59 {
 		t.Errorf("listing total = %d, %v; want 59", total, err)
+	}
+}
+
+// A transaction whose fast-path check of the contact limit fails after it
+// took its stripe (others committed in between) must not wait for the usage
+// row: a transaction on the slow path holds that row and waits for every
+// stripe, its own included, a cycle PostgreSQL breaks only after
+// deadlock_timeout, by failing one of them. The transaction gives up at once
+// instead, with a serialization failure its caller retries (retryTxOn), and
+// the slow path goes on. The steps are ordered by waiting until each
+// transaction is blocked where it should be.
+func TestContactLimitSlowPathDoesNotDeadlock(t *testing.T) {
+	ctx := context.Background()
+	url := dbtest.URL(t)
+	db := dbtest.Open(t, url)
+	// Room for 33,000: the fast path's first check (the total, the call and
+	// 32 stripes of 1,000 in flight) just passes for a call of 1,000 while
+	// nothing is committed, and its second fails once 2,000 more are.
+	newContactPlan(t, db, "tight", 33000)
+	acct := newAccount(t, db, "tight")
+	if _, err := db.ExecContext(ctx, `INSERT INTO account_contact_counts (account_id, stripe)
+		SELECT $1, g FROM generate_series(0, 31) AS g ON CONFLICT DO NOTHING`, acct); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("postgres", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = raw.Close() })
+
+	// Connections by stripe (backend pid % 32) until two share one.
+	type conn struct {
+		*sql.Conn
+		pid int
+	}
+	var same [2]conn
+	byStripe := map[int]conn{}
+	for same[1].Conn == nil {
+		c, err := raw.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		var pid int
+		if err := c.QueryRowContext(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+			t.Fatal(err)
+		}
+		if o, ok := byStripe[pid%32]; ok && same[0].Conn == nil {
+			same = [2]conn{o, {c, pid}}
+			delete(byStripe, pid%32)
+			continue
+		}
+		byStripe[pid%32] = conn{c, pid}
+	}
+	var others []conn
+	for _, c := range byStripe {
+		others = append(others, c)
+	}
+	for len(others) < 2 {
+		c, err := raw.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		var pid int
+		if err := c.QueryRowContext(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+			t.Fatal(err)
+		}
+		if pid%32 != same[0].pid%32 {
+			others = append(others, conn{c, pid})
+		}
+	}
+	begin := func(c conn) *sql.Tx {
+		tx, err := c.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = tx.Rollback() })
+		return tx
+	}
+	add := func(tx *sql.Tx, n int) (bool, error) {
+		var ok bool
+		err := tx.QueryRowContext(ctx, `SELECT add_account_contacts($1, $2)`, acct, n).Scan(&ok)
+		return ok, err
+	}
+	type result struct {
+		ok  bool
+		err error
+	}
+	addLater := func(tx *sql.Tx, n int) <-chan result {
+		out := make(chan result, 1)
+		go func() {
+			ok, err := add(tx, n)
+			out <- result{ok, err}
+		}()
+		return out
+	}
+	blocked := func(pid int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			var waiting bool
+			if err := db.GetContext(ctx, &waiting, `SELECT coalesce(wait_event_type = 'Lock', false) FROM pg_stat_activity WHERE pid = $1`, pid); err != nil {
+				t.Fatal(err)
+			}
+			if waiting {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("backend %d did not wait for a lock", pid)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+
+	// Two fast-path adds of 1,000, on the shared stripe and on another.
+	elsewhere, first := begin(others[0]), begin(same[0])
+	for _, tx := range []*sql.Tx{elsewhere, first} {
+		if ok, err := add(tx, 1000); err != nil || !ok {
+			t.Fatalf("fast-path add: %v, %v", ok, err)
+		}
+	}
+	// The third passes its first check (it sees neither) and waits for the
+	// shared stripe.
+	late := begin(same[1])
+	lateRes := addLater(late, 1000)
+	blocked(same[1].pid)
+	// 1,001 at once takes the slow path: the usage row, then every stripe.
+	slow := begin(others[1])
+	slowRes := addLater(slow, 1001)
+	blocked(others[1].pid)
+	// Both fast adds commit: the third gets the stripe, and its second check
+	// sees 3,000 in flight.
+	for _, tx := range []*sql.Tx{elsewhere, first} {
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := <-lateRes
+	var pqErr *pq.Error
+	if !errors.As(r.err, &pqErr) || pqErr.Code != "40001" {
+		t.Fatalf("the add whose second check failed: %v, %v; want a serialization failure (40001)", r.ok, r.err)
+	}
+	if err := late.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-slowRes; r.err != nil || !r.ok {
+		t.Fatalf("slow-path add: %v, %v", r.ok, r.err)
+	}
+	if err := slow.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	// Retried, it takes the slow path and is within the limit.
+	retry := begin(same[1])
+	if ok, err := add(retry, 1000); err != nil || !ok {
+		t.Fatalf("retried add: %v, %v", ok, err)
+	}
+	if err := retry.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if u := usageOf(t, db, acct); u.Contacts != 4001 {
+		t.Errorf("usage %d, want 4001", u.Contacts)
 	}
 }
 
