@@ -1571,14 +1571,15 @@ func TestContactLimitSlowPathDoesNotDeadlock(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = raw.Close() })
 
-	// Connections by stripe (backend pid % 32) until two share one.
+	// Connections until two share a stripe (backend pid % 32) and two more
+	// are on stripes of their own.
 	type conn struct {
 		*sql.Conn
 		pid int
 	}
-	var same [2]conn
-	byStripe := map[int]conn{}
-	for same[1].Conn == nil {
+	byStripe := map[int][]conn{}
+	var same []conn
+	for same == nil || len(byStripe) < 3 {
 		c, err := raw.Conn(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -1588,29 +1589,16 @@ func TestContactLimitSlowPathDoesNotDeadlock(t *testing.T) {
 		if err := c.QueryRowContext(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
 			t.Fatal(err)
 		}
-		if o, ok := byStripe[pid%32]; ok && same[0].Conn == nil {
-			same = [2]conn{o, {c, pid}}
-			delete(byStripe, pid%32)
-			continue
+		s := pid % 32
+		byStripe[s] = append(byStripe[s], conn{c, pid})
+		if same == nil && len(byStripe[s]) == 2 {
+			same = byStripe[s]
 		}
-		byStripe[pid%32] = conn{c, pid}
 	}
 	var others []conn
-	for _, c := range byStripe {
-		others = append(others, c)
-	}
-	for len(others) < 2 {
-		c, err := raw.Conn(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Close() })
-		var pid int
-		if err := c.QueryRowContext(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
-			t.Fatal(err)
-		}
-		if pid%32 != same[0].pid%32 {
-			others = append(others, conn{c, pid})
+	for s, cs := range byStripe {
+		if s != same[0].pid%32 {
+			others = append(others, cs[0])
 		}
 	}
 	begin := func(c conn) *sql.Tx {
