@@ -55,8 +55,10 @@ BEGIN
     -- Close to the limit: serialise on the usage row, then wait for every
     -- transaction that holds a stripe. A transaction that holds its stripe
     -- already (its second check failed) must not wait for the usage row: its
-    -- holder may be waiting for that stripe. It gives up instead; its caller
-    -- retries, and the retry starts on this path without a stripe.
+    -- holder may be waiting for that stripe. It gives up instead, and its
+    -- caller retries: the retry reads at least the total that failed the
+    -- second check here, so its first check fails and it comes to this path
+    -- without a stripe (unless contacts were deleted meanwhile).
     IF added THEN
         PERFORM 1 FROM account_usage WHERE account_id = p_account FOR UPDATE SKIP LOCKED;
         IF NOT FOUND THEN
