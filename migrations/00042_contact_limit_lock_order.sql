@@ -6,11 +6,12 @@
 -- path holding its stripe, where it waited for the usage row. The transaction
 -- holding that row was on the slow path too, waiting for every stripe, its
 -- own included. PostgreSQL broke the cycle after deadlock_timeout (a second)
--- by failing one of them. Now a transaction that holds its stripe takes the
--- usage row only if it is free, and otherwise fails at once with a
--- serialization failure (40001), which the contact writes retry (retryTxOn)
--- and the single-statement writes hand to their locked path. The fast path is
--- unchanged.
+-- by failing one of them. The same cycle formed when an earlier statement of
+-- the transaction had counted contacts on its stripe. Now a transaction that
+-- holds its stripe takes the usage row only if it is free, and otherwise
+-- fails at once with a serialization failure (40001), which the contact
+-- writes retry (retryTxOn) and the single-statement writes hand to their
+-- locked path. The fast path is unchanged.
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION add_account_contacts(p_account bigint, p_n bigint) RETURNS boolean
 LANGUAGE plpgsql VOLATILE AS $$
@@ -54,12 +55,16 @@ BEGIN
     END IF;
     -- Close to the limit: serialise on the usage row, then wait for every
     -- transaction that holds a stripe. A transaction that holds its stripe
-    -- already (its second check failed) must not wait for the usage row: its
-    -- holder may be waiting for that stripe. It gives up instead, and its
-    -- caller retries: the retry reads at least the total that failed the
-    -- second check here, so its first check fails and it comes to this path
-    -- without a stripe (unless contacts were deleted meanwhile).
-    IF added THEN
+    -- already must not wait for the usage row: its holder may be waiting for
+    -- that stripe. It holds it when its second check here failed, or when an
+    -- earlier statement of it counted contacts (the row version it sees is
+    -- its own). It gives up instead, and its caller retries. After a failed
+    -- second check the retry reads at least the total that failed it, so its
+    -- first check fails and it comes to this path without a stripe (unless
+    -- contacts were deleted meanwhile).
+    IF added OR EXISTS (SELECT 1 FROM account_contact_counts
+                        WHERE account_id = p_account AND stripe = my_stripe
+                          AND xmin::text::bigint = pg_current_xact_id_if_assigned()::text::bigint % 4294967296) THEN
         PERFORM 1 FROM account_usage WHERE account_id = p_account FOR UPDATE SKIP LOCKED;
         IF NOT FOUND THEN
             RAISE EXCEPTION 'account % is counting contacts near its limit in another transaction', p_account

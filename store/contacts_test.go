@@ -1544,24 +1544,24 @@ func TestContactLimitUnderConcurrency(t *testing.T) {
 	}
 }
 
-// A transaction whose fast-path check of the contact limit fails after it
-// took its stripe (others committed in between) must not wait for the usage
-// row: a transaction on the slow path holds that row and waits for every
-// stripe, its own included, a cycle PostgreSQL breaks only after
-// deadlock_timeout, by failing one of them. The transaction gives up at once
-// instead, with a serialization failure its caller retries (retryTxOn), and
-// the slow path goes on. The steps are ordered by waiting until each
-// transaction is blocked where it should be.
-func TestContactLimitSlowPathDoesNotDeadlock(t *testing.T) {
-	ctx := context.Background()
+// limitHarness drives add_account_contacts from transactions on connections
+// of their own, for tests of its locks.
+type limitHarness struct {
+	t    *testing.T
+	db   *store.DB
+	raw  *sql.DB
+	acct int64
+}
+
+// newLimitHarness makes an account on a plan with room for max contacts, with
+// its counter stripes in place.
+func newLimitHarness(t *testing.T, plan string, max int64) *limitHarness {
+	t.Helper()
 	url := dbtest.URL(t)
 	db := dbtest.Open(t, url)
-	// Room for 33,000: the fast path's first check (the total, the call and
-	// 32 stripes of 1,000 in flight) just passes for a call of 1,000 while
-	// nothing is committed, and its second fails once 2,000 more are.
-	newContactPlan(t, db, "tight", 33000)
-	acct := newAccount(t, db, "tight")
-	if _, err := db.ExecContext(ctx, `INSERT INTO account_contact_counts (account_id, stripe)
+	newContactPlan(t, db, plan, max)
+	acct := newAccount(t, db, plan)
+	if _, err := db.ExecContext(context.Background(), `INSERT INTO account_contact_counts (account_id, stripe)
 		SELECT $1, g FROM generate_series(0, 31) AS g ON CONFLICT DO NOTHING`, acct); err != nil {
 		t.Fatal(err)
 	}
@@ -1570,106 +1570,174 @@ func TestContactLimitSlowPathDoesNotDeadlock(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = raw.Close() })
+	return &limitHarness{t: t, db: db, raw: raw, acct: acct}
+}
 
-	// Connections until two share a stripe (backend pid % 32) and two more
-	// are on stripes of their own.
-	type conn struct {
-		*sql.Conn
-		pid int
-	}
-	byStripe := map[int][]conn{}
-	var same []conn
-	for same == nil || len(byStripe) < 3 {
-		c, err := raw.Conn(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Close() })
-		var pid int
-		if err := c.QueryRowContext(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
-			t.Fatal(err)
-		}
-		s := pid % 32
-		byStripe[s] = append(byStripe[s], conn{c, pid})
-		if same == nil && len(byStripe[s]) == 2 {
-			same = byStripe[s]
-		}
-	}
-	var others []conn
-	for s, cs := range byStripe {
-		if s != same[0].pid%32 {
-			others = append(others, cs[0])
-		}
-	}
-	begin := func(c conn) *sql.Tx {
-		tx, err := c.BeginTx(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = tx.Rollback() })
-		return tx
-	}
-	add := func(tx *sql.Tx, n int) (bool, error) {
-		var ok bool
-		err := tx.QueryRowContext(ctx, `SELECT add_account_contacts($1, $2)`, acct, n).Scan(&ok)
-		return ok, err
-	}
-	type result struct {
-		ok  bool
-		err error
-	}
-	addLater := func(tx *sql.Tx, n int) <-chan result {
-		out := make(chan result, 1)
-		go func() {
-			ok, err := add(tx, n)
-			out <- result{ok, err}
-		}()
-		return out
-	}
-	blocked := func(pid int) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			var waiting bool
-			if err := db.GetContext(ctx, &waiting, `SELECT coalesce(wait_event_type = 'Lock', false) FROM pg_stat_activity WHERE pid = $1`, pid); err != nil {
-				t.Fatal(err)
-			}
-			if waiting {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("backend %d did not wait for a lock", pid)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
+// limitConn is a connection and its backend's pid (pid % 32 is its stripe).
+type limitConn struct {
+	*sql.Conn
+	pid int
+}
 
-	// Two fast-path adds of 1,000, on the shared stripe and on another.
-	elsewhere, first := begin(others[0]), begin(same[0])
-	for _, tx := range []*sql.Tx{elsewhere, first} {
-		if ok, err := add(tx, 1000); err != nil || !ok {
-			t.Fatalf("fast-path add: %v, %v", ok, err)
-		}
+func (h *limitHarness) conn() limitConn {
+	h.t.Helper()
+	ctx := context.Background()
+	c, err := h.raw.Conn(ctx)
+	if err != nil {
+		h.t.Fatal(err)
 	}
-	// The third passes its first check (it sees neither) and waits for the
-	// shared stripe.
-	late := begin(same[1])
-	lateRes := addLater(late, 1000)
-	blocked(same[1].pid)
-	// 1,001 at once takes the slow path: the usage row, then every stripe.
-	slow := begin(others[1])
-	slowRes := addLater(slow, 1001)
-	blocked(others[1].pid)
-	// Both fast adds commit: the third gets the stripe, and its second check
-	// sees 3,000 in flight.
-	for _, tx := range []*sql.Tx{elsewhere, first} {
-		if err := tx.Commit(); err != nil {
-			t.Fatal(err)
-		}
+	h.t.Cleanup(func() { _ = c.Close() })
+	var pid int
+	if err := c.QueryRowContext(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		h.t.Fatal(err)
 	}
-	r := <-lateRes
+	return limitConn{c, pid}
+}
+
+func (h *limitHarness) begin(c limitConn) *sql.Tx {
+	h.t.Helper()
+	tx, err := c.BeginTx(context.Background(), nil)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { _ = tx.Rollback() })
+	return tx
+}
+
+func (h *limitHarness) add(tx *sql.Tx, n int) (bool, error) {
+	var ok bool
+	err := tx.QueryRowContext(context.Background(), `SELECT add_account_contacts($1, $2)`, h.acct, n).Scan(&ok)
+	return ok, err
+}
+
+// mustAdd adds n and fails the test unless that is within the limit.
+func (h *limitHarness) mustAdd(tx *sql.Tx, n int) {
+	h.t.Helper()
+	if ok, err := h.add(tx, n); err != nil || !ok {
+		h.t.Fatalf("add %d: %v, %v", n, ok, err)
+	}
+}
+
+type limitResult struct {
+	ok  bool
+	err error
+}
+
+// addLater adds n in the background, for a call that is to wait for a lock.
+func (h *limitHarness) addLater(tx *sql.Tx, n int) <-chan limitResult {
+	out := make(chan limitResult, 1)
+	go func() {
+		ok, err := h.add(tx, n)
+		out <- limitResult{ok, err}
+	}()
+	return out
+}
+
+// blocked returns once the backend pid waits for a lock.
+func (h *limitHarness) blocked(pid int) {
+	h.t.Helper()
+	h.returnedOrBlocked(nil, pid)
+}
+
+// returnedOrBlocked returns once the call behind res has returned (its
+// result stays in res; a nil res never returns) or its backend pid waits for
+// a lock.
+func (h *limitHarness) returnedOrBlocked(res <-chan limitResult, pid int) {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(res) == 0 {
+		var waiting bool
+		if err := h.db.GetContext(context.Background(), &waiting,
+			`SELECT coalesce(wait_event_type = 'Lock', false) FROM pg_stat_activity WHERE pid = $1`, pid); err != nil {
+			h.t.Fatal(err)
+		}
+		if waiting {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("backend %d did not wait for a lock", pid)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// isSerializationFailure reports whether err is SQLSTATE 40001, which the
+// contact writes retry.
+func isSerializationFailure(err error) bool {
 	var pqErr *pq.Error
-	if !errors.As(r.err, &pqErr) || pqErr.Code != "40001" {
+	return errors.As(err, &pqErr) && pqErr.Code == "40001"
+}
+
+// A transaction whose fast-path check of the contact limit fails after it
+// took its stripe (others committed in between) must not wait for the usage
+// row: a transaction on the slow path holds that row and waits for every
+// stripe in order, its stripe included, a cycle PostgreSQL breaks only after
+// deadlock_timeout, by failing one of them. The transaction gives up at once
+// instead, with a serialization failure its caller retries (retryTxOn), and
+// the slow path goes on. The steps are ordered by waiting until each
+// transaction is blocked where it should be; the slow path is kept on a lower
+// stripe until the late adder has its own, so that the two never race for it.
+func TestContactLimitSlowPathDoesNotDeadlock(t *testing.T) {
+	// Room for 33,000: the fast path's first check (the total, the call and
+	// 32 stripes of 1,000 in flight) just passes for a call of 1,000 while
+	// nothing is committed, and its second fails once 2,000 more are.
+	h := newLimitHarness(t, "tight", 33000)
+	// Connections until two share a stripe that has another stripe below it,
+	// and two more stripes are taken.
+	byStripe := map[int][]limitConn{}
+	shared, below := -1, -1
+	for shared < 0 || len(byStripe) < 4 {
+		c := h.conn()
+		byStripe[c.pid%32] = append(byStripe[c.pid%32], c)
+		if shared >= 0 {
+			continue
+		}
+		for s, cs := range byStripe {
+			for b := range byStripe {
+				if len(cs) >= 2 && b < s {
+					shared, below = s, b
+				}
+			}
+		}
+	}
+	var rest []limitConn
+	for s, cs := range byStripe {
+		if s != shared && s != below {
+			rest = append(rest, cs[0])
+		}
+	}
+	same, lower := byStripe[shared], byStripe[below][0]
+
+	// Three fast-path adds of 1,000: on the shared stripe, below it, and on a
+	// third.
+	first, held, early := h.begin(same[0]), h.begin(lower), h.begin(rest[0])
+	for _, tx := range []*sql.Tx{first, held, early} {
+		h.mustAdd(tx, 1000)
+	}
+	// The late adder passes its first check (it sees none of them) and waits
+	// for the shared stripe.
+	late := h.begin(same[1])
+	lateRes := h.addLater(late, 1000)
+	h.blocked(same[1].pid)
+	if err := early.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	// 1,001 at once takes the slow path: the usage row, then every stripe in
+	// order, up to the lower one that is still held.
+	slow := h.begin(rest[1])
+	slowRes := h.addLater(slow, 1001)
+	h.blocked(rest[1].pid)
+	// The late adder gets the shared stripe, and its second check sees 3,000.
+	// It must give up now; had it waited for the usage row, the slow path
+	// would close the cycle as soon as the lower stripe is free.
+	if err := first.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	h.returnedOrBlocked(lateRes, same[1].pid)
+	if err := held.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-lateRes; !isSerializationFailure(r.err) {
 		t.Fatalf("the add whose second check failed: %v, %v; want a serialization failure (40001)", r.ok, r.err)
 	}
 	if err := late.Rollback(); err != nil {
@@ -1682,15 +1750,47 @@ func TestContactLimitSlowPathDoesNotDeadlock(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Retried, it takes the slow path and is within the limit.
-	retry := begin(same[1])
-	if ok, err := add(retry, 1000); err != nil || !ok {
-		t.Fatalf("retried add: %v, %v", ok, err)
-	}
+	retry := h.begin(same[1])
+	h.mustAdd(retry, 1000)
 	if err := retry.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	if u := usageOf(t, db, acct); u.Contacts != 4001 {
-		t.Errorf("usage %d, want 4001", u.Contacts)
+	if u := usageOf(t, h.db, h.acct); u.Contacts != 5001 {
+		t.Errorf("usage %d, want 5001", u.Contacts)
+	}
+}
+
+// A transaction that counted contacts in an earlier statement holds its
+// stripe; when a later statement of it takes the slow path, it must not wait
+// for the usage row either.
+func TestContactLimitSecondCallDoesNotDeadlock(t *testing.T) {
+	h := newLimitHarness(t, "roomy", 1000000)
+	a, b := h.conn(), h.conn()
+	holder := h.begin(a)
+	h.mustAdd(holder, 1) // fast path: holds its stripe until it ends
+	slow := h.begin(b)
+	slowRes := h.addLater(slow, 1001) // the usage row, then every stripe
+	h.blocked(b.pid)
+	if ok, err := h.add(holder, 1001); !isSerializationFailure(err) {
+		t.Fatalf("second, slow-path add of the transaction holding a stripe: %v, %v; want a serialization failure (40001)", ok, err)
+	}
+	if err := holder.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-slowRes; r.err != nil || !r.ok {
+		t.Fatalf("slow-path add: %v, %v", r.ok, r.err)
+	}
+	if err := slow.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	retry := h.begin(a)
+	h.mustAdd(retry, 1)
+	h.mustAdd(retry, 1001)
+	if err := retry.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if u := usageOf(t, h.db, h.acct); u.Contacts != 2003 {
+		t.Errorf("usage %d, want 2003", u.Contacts)
 	}
 }
 
