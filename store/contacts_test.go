@@ -1604,6 +1604,21 @@ func (h *limitHarness) begin(c limitConn) *sql.Tx {
 	return tx
 }
 
+func (h *limitHarness) commit(tx *sql.Tx) {
+	h.t.Helper()
+	if err := tx.Commit(); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// wantUsage checks the account's counted contacts.
+func (h *limitHarness) wantUsage(n int64) {
+	h.t.Helper()
+	if u := usageOf(h.t, h.db, h.acct); u.Contacts != n {
+		h.t.Errorf("usage %d, want %d", u.Contacts, n)
+	}
+}
+
 func (h *limitHarness) add(tx *sql.Tx, n int) (bool, error) {
 	var ok bool
 	err := tx.QueryRowContext(context.Background(), `SELECT add_account_contacts($1, $2)`, h.acct, n).Scan(&ok)
@@ -1719,9 +1734,7 @@ func TestContactLimitSlowPathDoesNotDeadlock(t *testing.T) {
 	late := h.begin(same[1])
 	lateRes := h.addLater(late, 1000)
 	h.blocked(same[1].pid)
-	if err := early.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	h.commit(early)
 	// 1,001 at once takes the slow path: the usage row, then every stripe in
 	// order, up to the lower one that is still held.
 	slow := h.begin(rest[1])
@@ -1730,13 +1743,9 @@ func TestContactLimitSlowPathDoesNotDeadlock(t *testing.T) {
 	// The late adder gets the shared stripe, and its second check sees 3,000.
 	// It must give up now; had it waited for the usage row, the slow path
 	// would close the cycle as soon as the lower stripe is free.
-	if err := first.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	h.commit(first)
 	h.returnedOrBlocked(lateRes, same[1].pid)
-	if err := held.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	h.commit(held)
 	if r := <-lateRes; !isSerializationFailure(r.err) {
 		t.Fatalf("the add whose second check failed: %v, %v; want a serialization failure (40001)", r.ok, r.err)
 	}
@@ -1746,18 +1755,12 @@ func TestContactLimitSlowPathDoesNotDeadlock(t *testing.T) {
 	if r := <-slowRes; r.err != nil || !r.ok {
 		t.Fatalf("slow-path add: %v, %v", r.ok, r.err)
 	}
-	if err := slow.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	h.commit(slow)
 	// Retried, it takes the slow path and is within the limit.
 	retry := h.begin(same[1])
 	h.mustAdd(retry, 1000)
-	if err := retry.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	if u := usageOf(t, h.db, h.acct); u.Contacts != 5001 {
-		t.Errorf("usage %d, want 5001", u.Contacts)
-	}
+	h.commit(retry)
+	h.wantUsage(5001)
 }
 
 // A transaction that counted contacts in an earlier statement holds its
@@ -1780,18 +1783,12 @@ func TestContactLimitSecondCallDoesNotDeadlock(t *testing.T) {
 	if r := <-slowRes; r.err != nil || !r.ok {
 		t.Fatalf("slow-path add: %v, %v", r.ok, r.err)
 	}
-	if err := slow.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	h.commit(slow)
 	retry := h.begin(a)
 	h.mustAdd(retry, 1)
 	h.mustAdd(retry, 1001)
-	if err := retry.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	if u := usageOf(t, h.db, h.acct); u.Contacts != 2003 {
-		t.Errorf("usage %d, want 2003", u.Contacts)
-	}
+	h.commit(retry)
+	h.wantUsage(2003)
 }
 
 // GET /tags reads maintained counts (contact_tag_counts): after creates, added
