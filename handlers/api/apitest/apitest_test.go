@@ -565,3 +565,62 @@ func TestResponseHelpersFailOnBadBodies(t *testing.T) {
 		t.Errorf("ErrorCode of a non-JSON body = %q", code)
 	}
 }
+
+// TestBodySchemas checks response bodies against a small document: a schema
+// reached through a reference and one written inline under a path template,
+// the generic 404 of an undescribed path, and a writeOnly property, which a
+// response must not carry.
+func TestBodySchemas(t *testing.T) {
+	doc := `{"openapi": "3.1.0", "info": {"title": "t", "version": "1"},
+  "paths": {
+    "/things": {"get": {"responses": {"200": {"description": "ok",
+      "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Thing"}}}}}}},
+    "/things/{id}": {"get": {"parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "integer"}}],
+      "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {
+        "type": "object", "required": ["id"], "properties": {"id": {"type": "integer"}, "token": {"type": "string", "writeOnly": true}}}}}},
+        "404": {"$ref": "#/components/responses/NotFound"}}}}
+  },
+  "components": {
+    "schemas": {
+      "Thing": {"type": "object", "required": ["name"], "properties": {"name": {"type": ["string", "null"]}, "secret": {"type": "string", "writeOnly": true}}},
+      "Error": {"type": "object", "required": ["code"], "properties": {"code": {"type": "string", "const": "not_found"}}}
+    },
+    "responses": {
+      "NotFound": {"description": "nf", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+      "MethodNotAllowed": {"description": "mna", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+    }
+  }}`
+	v := apitest.NewValidator(t, []byte(doc))
+	jsonHeader := http.Header{"Content-Type": {"application/json"}}
+	for _, tc := range []struct {
+		name, path string
+		status     int
+		body       string
+		wantErr    string
+	}{
+		{"referenced schema", "/v1/things", 200, `{"name": null}`, ""},
+		{"referenced schema, wrong type", "/v1/things", 200, `{"name": 1}`, "does not match"},
+		{"referenced schema, writeOnly property", "/v1/things", 200, `{"name": "a", "secret": "s"}`, "secret"},
+		{"inline schema under a template", "/v1/things/7", 200, `{"id": 7}`, ""},
+		{"inline schema, missing property", "/v1/things/7", 200, `{}`, "id"},
+		{"inline schema, writeOnly property", "/v1/things/7", 200, `{"id": 7, "token": "t"}`, "token"},
+		{"referenced response", "/v1/things/7", 404, `{"code": "not_found"}`, ""},
+		{"referenced response, wrong constant", "/v1/things/7", 404, `{"code": "gone"}`, "does not match"},
+		{"undescribed path", "/v1/nothing", 404, `{"code": "not_found"}`, ""},
+		{"undescribed path, wrong body", "/v1/nothing", 404, `{}`, "does not match"},
+		{"not JSON", "/v1/things", 200, `{"name": `, "JSON"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tb := newFakeTB(t)
+			tb.run(func() {
+				v.Check(tb, httptest.NewRequest(http.MethodGet, tc.path, nil), tc.status, jsonHeader, []byte(tc.body))
+			})
+			switch got := strings.Join(tb.errors, "\n"); {
+			case tc.wantErr == "" && got != "":
+				t.Errorf("errors for a matching response:\n%s", got)
+			case tc.wantErr != "" && !strings.Contains(got, tc.wantErr):
+				t.Errorf("errors %q do not mention %q", got, tc.wantErr)
+			}
+		})
+	}
+}
