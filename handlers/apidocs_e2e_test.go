@@ -31,6 +31,7 @@ window.addEventListener("unhandledrejection", (e) => { window.__cspViolations.pu
 // in the page), under the page's own Content-Security-Policy without a
 // violation, and the page links the document and names the guides.
 func TestAPIDocsEndToEnd(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, 120)
 	b := newTab(t, 1360, 900, 90*time.Second)
 	ctx, dir, do, read := b.ctx, b.dir, b.do, b.read
@@ -89,6 +90,7 @@ func TestAPIDocsEndToEnd(t *testing.T) {
 
 // The vendored Redoc must be exactly the npm release recorded in static/embed.go.
 func TestVendoredRedocMatchesRecordedChecksum(t *testing.T) {
+	t.Parallel()
 	src, err := os.ReadFile("../static/embed.go")
 	if err != nil {
 		t.Fatal(err)

@@ -28,6 +28,7 @@ func get(t *testing.T, url string) (*http.Response, []byte) {
 }
 
 func TestStartPage(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, 120)
 	resp, body := get(t, s.URL+"/")
 	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") || resp.Header.Get("X-Content-Type-Options") != "nosniff" {
@@ -72,6 +73,7 @@ func TestStartPage(t *testing.T) {
 
 // The vendored htmx must be exactly the npm release recorded in static/embed.go.
 func TestVendoredHTMXMatchesRecordedChecksum(t *testing.T) {
+	t.Parallel()
 	src, err := os.ReadFile("../static/embed.go")
 	if err != nil {
 		t.Fatal(err)

@@ -107,6 +107,7 @@ func (h *hookReceiver) requests() []hookRequest {
 // SMTP server and run its connection test against a real SMTP server with
 // STARTTLS and AUTH; see all of it in the activity log.
 func TestPortalAdminEndToEnd(t *testing.T) {
+	t.Parallel()
 	certificate, roots, err := smtptest.NewCertificate("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)

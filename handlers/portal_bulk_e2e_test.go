@@ -19,6 +19,7 @@ import (
 // by htmx until the summary replaces it; then the filter of the new tag is
 // saved as a segment and listed on the segments page.
 func TestPortalBulkTagEndToEnd(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, 1_000_000)
 	b := newTab(t, 1360, 900, 180*time.Second)
 	dir, do := b.dir, b.do

@@ -22,6 +22,7 @@ import (
 // imported contacts in the table. Screenshots of the table, a contact and the
 // import summary are saved as artifacts.
 func TestPortalContactsEndToEnd(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, 1_000_000)
 	b := newTab(t, 1360, 900, 120*time.Second)
 	dir, do := b.dir, b.do
@@ -198,6 +199,7 @@ func TestPortalContactsEndToEnd(t *testing.T) {
 // TestPortalListsEndToEnd creates a list with a colour and double opt-in in the
 // browser, adds members by address and pages nothing but what the list holds.
 func TestPortalListsEndToEnd(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, 1_000_000)
 	b := newTab(t, 1360, 900, 90*time.Second)
 	dir, do := b.dir, b.do

@@ -152,6 +152,7 @@ func until(cond string) chromedp.Action[chromedp.Void] {
 // and read it once, use it, revoke it through the htmx confirmation, and see it
 // refused by the API.
 func TestPortalEndToEnd(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, 1_000_000)
 	b := newTab(t, 1360, 900, 90*time.Second)
 	ctx, dir, do, read := b.ctx, b.dir, b.do, b.read

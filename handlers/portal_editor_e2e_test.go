@@ -92,6 +92,7 @@ func editorServer(t *testing.T, provider *aitest.Server) (string, *store.DB, *se
 // (local fake provider), send it after the checklist to a real SMTP server,
 // and find the image URL and the text in the mails.
 func TestPortalRichTextEditorEndToEnd(t *testing.T) {
+	t.Parallel()
 	provider := aitest.NewAnthropic(t, "sk-ant-test", aitest.Lines(8))
 	base, db, box := editorServer(t, provider)
 	smtp := smtptest.Start(t, smtptest.Options{})

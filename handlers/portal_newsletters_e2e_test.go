@@ -80,6 +80,7 @@ func sendingServer(t *testing.T) (*httptest.Server, *store.DB, *secret.Box) {
 // see it reach "Versendet" with every mail arrived, open its stats link; then
 // create a sign-up form and copy its embed code.
 func TestPortalNewslettersEndToEnd(t *testing.T) {
+	t.Parallel()
 	srv, db, box := sendingServer(t)
 	smtp := smtptest.Start(t, smtptest.Options{})
 	bg := context.Background()

@@ -107,6 +107,7 @@ func seedThroughAPI(t *testing.T, base, key string) {
 // It also checks the navigation: folded behind the menu button on a phone,
 // and opened by it.
 func TestPortalOnPhones(t *testing.T) {
+	t.Parallel()
 	srv, db := fullServer(t)
 	ctx := context.Background()
 	acct, err := db.CreateAccount(ctx, store.NewAccount{Name: "Bäckerei Müller & Söhne Feinbackwaren GmbH", Email: "inhaberin@baeckerei-mueller-feinbackwaren.de", Password: "sauerteig-seit-1923", Plan: "business"})
@@ -347,6 +348,7 @@ func evalString(expr string) chromedp.Action[string] { return chromedp.Evaluate[
 // TestNewsletterPreviewWidths: the editor's preview shows the mail at the
 // 600 px of a desktop mail client, and at a phone's width after one click.
 func TestNewsletterPreviewWidths(t *testing.T) {
+	t.Parallel()
 	srv, db := fullServer(t)
 	ctx := context.Background()
 	acct, err := db.CreateAccount(ctx, store.NewAccount{Name: "Bäckerei", Email: "vorschau@baeckerei.example", Password: "sauerteig-seit-1923", Plan: "business"})
@@ -372,6 +374,7 @@ func TestNewsletterPreviewWidths(t *testing.T) {
 // TestABFormShowsTheChosenType: the A/B form shows the variant-B fields of the
 // chosen test type and the settings of the chosen mode, nothing else.
 func TestABFormShowsTheChosenType(t *testing.T) {
+	t.Parallel()
 	srv, db := fullServer(t)
 	ctx := context.Background()
 	acct, err := db.CreateAccount(ctx, store.NewAccount{Name: "Bäckerei", Email: "abtest@baeckerei.example", Password: "sauerteig-seit-1923", Plan: "business"})

@@ -20,6 +20,7 @@ import (
 // typing their addresses, or be made to change data by another site's page
 // (a form that posts to the portal on its own, as a CSRF attack would).
 func TestPortalSecurityEndToEnd(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, 1_000_000)
 	bg := context.Background()
 	sys := store.Actor{Type: store.ActorSystem}

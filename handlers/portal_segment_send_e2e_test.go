@@ -19,6 +19,7 @@ import (
 // subscribed contacts receive the mail at a real SMTP server (the
 // unsubscribed match and the contacts outside the filter do not).
 func TestPortalSegmentSendEndToEnd(t *testing.T) {
+	t.Parallel()
 	srv, db, box := sendingServer(t)
 	smtp := smtptest.Start(t, smtptest.Options{})
 	bg := context.Background()

@@ -74,6 +74,7 @@ func sequencesServer(t *testing.T) (*httptest.Server, *store.DB) {
 // is stored, as a reload and the store show. The ↑/↓ buttons still move
 // days for keyboard users.
 func TestPortalSequenceDragEndToEnd(t *testing.T) {
+	t.Parallel()
 	srv, db := sequencesServer(t)
 	bg := context.Background()
 	acct, err := db.CreateAccount(bg, store.NewAccount{Name: "Imkerei Sommer", Email: "honig@imkerei-sommer.de", Password: "bienenstock-im-garten", Plan: "pro"})

@@ -71,7 +71,9 @@ type shared struct {
 	browser context.Context // the first tab, which keeps the browser alive; nil until started
 	cancel  context.CancelFunc
 	dir     string // the browser's profile
-	// logf is where the browser's log goes: the test that is running.
+	// logf is where the browser's log goes: the test that opened the latest
+	// tab (tests run in parallel, so a line may land in another running
+	// test's log; the browser has one log, not one per tab).
 	logf atomic.Pointer[func(string, ...any)]
 }
 
