@@ -24,6 +24,7 @@ func abForm(campaignID int64, kv ...string) url.Values {
 // TestABTestPages creates a test from a newsletter draft, shows its results
 // once the newsletter went out, and decides the winner with the button.
 func TestABTestPages(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "")
@@ -142,6 +143,7 @@ func TestABTestPages(t *testing.T) {
 // TestABVariantBInTheEditor: variant B written in Markdown is previewed next
 // to A and stored as HTML; written in rich text it is stored sanitised.
 func TestABVariantBInTheEditor(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "")

@@ -15,6 +15,7 @@ import (
 )
 
 func TestActivityLogPage(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "")
 	b := newAccount(t, s.db, "")
@@ -93,6 +94,7 @@ func TestActivityLogPage(t *testing.T) {
 // Every sidebar entry an owner sees leads to a page that answers 200, and a
 // member's entries too.
 func TestNavigationEntriesAnswer(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "")
 	if _, err := s.db.CreateUser(context.Background(), acct.ID, store.NewUser{Email: "member-nav@example.com", Role: store.RoleMember, Password: "member password"}); err != nil {

@@ -16,6 +16,7 @@ import (
 // its German task name, model and cost; a plan without AI gets the plan page's
 // pointer instead (402), and another account's ledger stays its own.
 func TestAIUsagePage(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "")

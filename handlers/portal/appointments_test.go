@@ -14,6 +14,7 @@ import (
 )
 
 func TestAppointmentPagesNeedThePlan(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, dbtest.URL(t), nil, "https://rundbrief.test")
 	acct := newAccount(t, s.db, "pro")
 	c := newClient(t, s)
@@ -24,6 +25,7 @@ func TestAppointmentPagesNeedThePlan(t *testing.T) {
 }
 
 func TestAppointmentCalendarAndManualBooking(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newServer(t, dbtest.URL(t), nil, "https://rundbrief.test")
 	acct := newAccount(t, s.db, "business")
@@ -90,6 +92,7 @@ func TestAppointmentCalendarAndManualBooking(t *testing.T) {
 }
 
 func TestAppointmentSettingsPage(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newServer(t, dbtest.URL(t), nil, "https://rundbrief.test")
 	acct := newAccount(t, s.db, "business")

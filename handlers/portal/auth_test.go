@@ -15,6 +15,7 @@ import (
 const base = "http://rundbrief.test"
 
 func TestSignIn(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "")
 	c := newClient(t, s)
@@ -93,6 +94,7 @@ func TestSignIn(t *testing.T) {
 }
 
 func TestSecureCookieWithHTTPSBaseURL(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, dbtest.URL(t), nil, "https://mail.example.com")
 	acct := newAccount(t, s.db, "")
 	r := newClient(t, s).post("/login", url.Values{"email": {acct.Email}, "password": {acct.Password}})
@@ -108,6 +110,7 @@ func TestSecureCookieWithHTTPSBaseURL(t *testing.T) {
 // Five failures lock the address for LoginWindow on every process: the sixth
 // attempt is refused even with the right password, on another server too.
 func TestSignInThrottleIsShared(t *testing.T) {
+	t.Parallel()
 	dbURL := dbtest.URL(t)
 	clk := &clock{}
 	a, b := newServer(t, dbURL, clk, base), newServer(t, dbURL, clk, base)
@@ -141,6 +144,7 @@ func TestSignInThrottleIsShared(t *testing.T) {
 // A session made by one process is valid on another, and ending it on one ends it
 // on all.
 func TestSessionSharedAcrossServers(t *testing.T) {
+	t.Parallel()
 	dbURL := dbtest.URL(t)
 	a, b := newServer(t, dbURL, nil, base), newServer(t, dbURL, nil, base)
 	acct := newAccount(t, a.db, "")
@@ -159,6 +163,7 @@ func TestSessionSharedAcrossServers(t *testing.T) {
 }
 
 func TestSignOut(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "")
 	c := newClient(t, s)
@@ -183,6 +188,7 @@ func TestSignOut(t *testing.T) {
 }
 
 func TestChangePassword(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "")
 	c := newClient(t, s)
@@ -227,6 +233,7 @@ func TestChangePassword(t *testing.T) {
 // A POST from another site is refused before it reaches a handler, whether the
 // browser says so in Sec-Fetch-Site or only in Origin.
 func TestCrossSiteRequestsRefused(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "")
 	c := newClient(t, s)

@@ -18,6 +18,7 @@ import (
 // message), unsubscribes their contacts, and lets an address go again; another
 // account sees none of it.
 func TestBlockedAddresses(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "")

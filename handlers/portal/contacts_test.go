@@ -44,6 +44,7 @@ func tagNames(r *response) string {
 func sp(s string) *string { return &s }
 
 func TestContactsTableFilterAndPaging(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "")
@@ -179,6 +180,7 @@ func TestContactsTableFilterAndPaging(t *testing.T) {
 }
 
 func TestContactLifecycle(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dbURL := dbtest.URL(t)
 	s := newServer(t, dbURL, nil, base)
@@ -350,6 +352,7 @@ func TestContactLifecycle(t *testing.T) {
 }
 
 func TestContactsExport(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "")
@@ -405,6 +408,7 @@ func TestContactsExport(t *testing.T) {
 }
 
 func TestListsPages(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "")

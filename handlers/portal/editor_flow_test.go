@@ -18,6 +18,7 @@ import (
 // sanitised, opens again in rich-text mode, previews without the script, and
 // its test mail answers htmx with the result fragment only.
 func TestNewsletterRichTextFlow(t *testing.T) {
+	t.Parallel()
 	e := newNewsletterEnv(t, 2)
 	form := draftForm(e.listID, "Reich", "")
 	form.Set("format", "richtext")
@@ -66,6 +67,7 @@ func TestNewsletterRichTextFlow(t *testing.T) {
 // are charged; without the feature the assistant is not shown and its
 // endpoint is refused.
 func TestEditorAIAssistant(t *testing.T) {
+	t.Parallel()
 	fake := aitest.NewAnthropic(t, "sk-ant-test", aitest.Lines(8))
 	s := newServerWith(t, dbtest.URL(t), nil, base, serverOptions{AI: &ai.Config{
 		Primary: ai.NewAnthropic(fake.URL, "sk-ant-test"), AttemptTimeout: 5 * time.Second, RetryDelay: time.Millisecond}})

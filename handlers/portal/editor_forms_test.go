@@ -44,6 +44,7 @@ func wantEditor(t *testing.T, r *response, what string, ai bool) {
 // content path; the picker offers the account's custom fields; the AI
 // assistant shows on a plan with ai only.
 func TestMailFormsRichText(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "business")

@@ -18,6 +18,7 @@ import (
 // the budget spent (here by "API" requests), the assistant refuses with a
 // German message and 429, and nothing is charged.
 func TestEditorAIRateLimit(t *testing.T) {
+	t.Parallel()
 	fake := aitest.NewAnthropic(t, "sk-ant-test", aitest.Lines(8))
 	s := newServerWith(t, dbtest.URL(t), nil, base, serverOptions{AI: &ai.Config{
 		Primary: ai.NewAnthropic(fake.URL, "sk-ant-test"), AttemptTimeout: 5 * time.Second, RetryDelay: time.Millisecond}})

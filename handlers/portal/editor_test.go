@@ -65,6 +65,7 @@ func pngImage(t *testing.T, shade uint8) []byte {
 // tampered signature, another id or a non-image is 404; non-images are
 // refused at upload.
 func TestEditorImageUpload(t *testing.T) {
+	t.Parallel()
 	e := newNewsletterEnv(t, 1)
 	c := e.c
 	data := pngImage(t, 200)

@@ -15,6 +15,7 @@ import (
 // shown so, found by that domain, and saving its edit form as shown keeps the
 // one contact with its stored address.
 func TestUnicodeDomainInThePortal(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "business")

@@ -18,6 +18,7 @@ import (
 // and recipients; schedule another and call it off; both show in the
 // campaigns overview; another account finds neither.
 func TestSingleEmailPages(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "")

@@ -20,6 +20,7 @@ import (
 // label with numbers and dates in German, the mail editor's placeholder
 // picker offers them, and deleting one keeps the contacts' values.
 func TestCustomFieldsPortal(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "")
@@ -94,6 +95,7 @@ func TestCustomFieldsPortal(t *testing.T) {
 // TestActivityLogReadable: the log says in German what changed and links to
 // objects that still exist, not to deleted ones.
 func TestActivityLogReadable(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "")

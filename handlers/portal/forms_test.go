@@ -16,6 +16,7 @@ import (
 var formEmbedPath = regexp.MustCompile(`^/forms/(\d+)/embed$`)
 
 func TestSignUpFormPages(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "business")
 	listID, _ := makeList(t, s.db, acct.ID, "Newsletter", 0)

@@ -47,6 +47,7 @@ func (c *client) upload(path, filename string, data []byte) *response {
 }
 
 func TestImportFlow(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dbURL := dbtest.URL(t)
 	s := newServer(t, dbURL, nil, base)
@@ -196,6 +197,7 @@ func TestImportFlow(t *testing.T) {
 // server's read timeout allows a request: the upload handler extends it, as a
 // 50 MB file from a slow line needs.
 func TestImportUploadOutlastsReadTimeout(t *testing.T) {
+	t.Parallel()
 	s := newServerWith(t, dbtest.URL(t), nil, base, serverOptions{ReadTimeout: 300 * time.Millisecond})
 	acct := newAccount(t, s.db, "")
 	c := newClient(t, s)

@@ -22,6 +22,7 @@ import (
 )
 
 func TestInboxPortal(t *testing.T) {
+	t.Parallel()
 	url0 := dbtest.URL(t)
 	s := newServer(t, url0, nil, "http://rundbrief.test")
 	acct := newAccount(t, s.db, "business")

@@ -15,6 +15,7 @@ import (
 )
 
 func TestIntegrationPages(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "")
 	c := newClient(t, s)

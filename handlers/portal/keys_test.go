@@ -14,6 +14,7 @@ import (
 )
 
 func TestKeysPageLifecycle(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "")
 	c := newClient(t, s)
@@ -157,6 +158,7 @@ func TestKeysPageLifecycle(t *testing.T) {
 
 // The plan's key limit is a form error, not a failure.
 func TestKeyLimitShownOnForm(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "")
 	if _, err := s.db.ExecContext(context.Background(), `UPDATE plans SET max_api_keys = 1 WHERE name = 'business'`); err != nil {
@@ -175,6 +177,7 @@ func TestKeyLimitShownOnForm(t *testing.T) {
 // A user of account A can neither see nor touch account B's keys: every id of B is
 // "not found" for A, and B's key keeps working.
 func TestAccountIsolation(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	a, b := newAccount(t, s.db, ""), newAccount(t, s.db, "")
 	bKey, bFull, err := s.db.CreateKey(context.Background(), b.ID, store.KeySettings{Name: "B secret key"})
@@ -229,6 +232,7 @@ func TestAccountIsolation(t *testing.T) {
 
 // Members work with the account but do not manage its keys.
 func TestMemberCannotManageKeys(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "")
 	if _, err := s.db.CreateUser(context.Background(), acct.ID, store.NewUser{Email: "member@example.com", Role: store.RoleMember, Password: "member password"}); err != nil {

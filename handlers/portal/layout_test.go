@@ -11,6 +11,7 @@ import (
 
 // Errors are pages in German; htmx gets the message alone, aimed at the main area.
 func TestErrorPages(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "")
 	c := newClient(t, s)

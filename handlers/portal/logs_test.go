@@ -15,6 +15,7 @@ import (
 )
 
 func TestAPILogPage(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "")
 	c := newClient(t, s)
@@ -120,6 +121,7 @@ func TestAPILogPage(t *testing.T) {
 }
 
 func TestDashboardShowsPlanUsage(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "starter")
 	for range 2 {
@@ -163,6 +165,7 @@ func TestDashboardShowsPlanUsage(t *testing.T) {
 // The API log page counts up to 10,000 entries, like the activity log: a busy
 // key's 90 days must not make every page load count millions of rows.
 func TestAPILogPageCountIsCapped(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "")
 	c := newClient(t, s)

@@ -14,6 +14,7 @@ import (
 // htmx; the fragment names the link that does not answer and leaves out the
 // product's own addresses and placeholders.
 func TestNewsletterSendLinkCheck(t *testing.T) {
+	t.Parallel()
 	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/weg" {
 			http.NotFound(w, r)
@@ -47,6 +48,7 @@ func TestNewsletterSendLinkCheck(t *testing.T) {
 // TestNewsletterSendLinkCheckPrivate: without RUNDBRIEF_SMTP_ALLOW_PRIVATE the
 // check never connects to loopback; it says the address is not public.
 func TestNewsletterSendLinkCheckPrivate(t *testing.T) {
+	t.Parallel()
 	hit := make(chan struct{}, 10)
 	web := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hit <- struct{}{} }))
 	t.Cleanup(web.Close)

@@ -102,6 +102,7 @@ func (e *newsletterEnv) newsletter(t *testing.T, id int64) store.Campaign {
 }
 
 func TestNewsletterListAndEditor(t *testing.T) {
+	t.Parallel()
 	e := newNewsletterEnv(t, 3)
 
 	r := e.c.get("/newsletters")
@@ -189,6 +190,7 @@ func TestNewsletterListAndEditor(t *testing.T) {
 }
 
 func TestNewsletterLivePreview(t *testing.T) {
+	t.Parallel()
 	e := newNewsletterEnv(t, 2)
 	form := draftForm(e.listID, "Für {{vorname}}", "**Fett** für {{vorname}} <script>alert(1)</script>")
 	form.Set("preview_email", e.emails[1])
@@ -239,6 +241,7 @@ func TestNewsletterLivePreview(t *testing.T) {
 }
 
 func TestNewsletterTestSendAndSend(t *testing.T) {
+	t.Parallel()
 	e := newNewsletterEnv(t, 4)
 	id := e.createDraft(t, draftForm(e.listID, "Hallo {{vorname}}", "Hallo {{vorname|du}}, [Brötchen](https://baeckerei.test/)"))
 	path := fmt.Sprintf("/newsletters/%d", id)
@@ -351,6 +354,7 @@ func waitStatus(t *testing.T, e *newsletterEnv, id int64, status string) store.C
 }
 
 func TestNewsletterSendNotReady(t *testing.T) {
+	t.Parallel()
 	e := newNewsletterEnv(t, 1)
 	id := e.createDraft(t, draftForm(e.listID, "", ""))
 	r := e.c.get(fmt.Sprintf("/newsletters/%d/send", id))
@@ -367,6 +371,7 @@ func TestNewsletterSendNotReady(t *testing.T) {
 }
 
 func TestNewsletterScheduleAndStatusActions(t *testing.T) {
+	t.Parallel()
 	e := newNewsletterEnv(t, 1)
 	form := draftForm(e.listID, "Planbar", "Inhalt")
 	id := e.createDraft(t, form)
@@ -437,6 +442,7 @@ VALUES ($1, $2, 'spaeter@example.com', 'queued', now() + interval '1 hour')`, e.
 }
 
 func TestNewsletterDuplicateDeleteAndPaging(t *testing.T) {
+	t.Parallel()
 	e := newNewsletterEnv(t, 0)
 	id := e.createDraft(t, draftForm(e.listID, "Original", "Text"))
 	r := e.c.post(fmt.Sprintf("/newsletters/%d/duplicate", id), nil)
@@ -479,6 +485,7 @@ func TestNewsletterDuplicateDeleteAndPaging(t *testing.T) {
 // TestNewsletterOtherAccount: another account's newsletter is not found on
 // every page and action, and never listed.
 func TestNewsletterOtherAccount(t *testing.T) {
+	t.Parallel()
 	e := newNewsletterEnv(t, 1)
 	other := newAccount(t, e.s.db, "business")
 	foreignList, _ := makeList(t, e.s.db, other.ID, "Fremde", 2)

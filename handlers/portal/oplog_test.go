@@ -39,6 +39,7 @@ func (b *syncBuffer) lines() []string {
 // the setting that allows it in development, at INFO, never at ERROR; the page
 // does not name it.
 func TestPortalLogsOperatorHints(t *testing.T) {
+	t.Parallel()
 	var logs syncBuffer
 	s := newServerWith(t, dbtest.URL(t), nil, base, serverOptions{SMTPDenyPrivate: true, WebhookDenyPrivate: true,
 		Log: slog.New(slog.NewTextHandler(&logs, nil))})

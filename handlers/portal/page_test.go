@@ -11,6 +11,7 @@ import (
 // TestHugePageNeverAnswers500 (issue 27): a page number whose offset would
 // overflow shows a page of the list on every paged portal list, never a 500.
 func TestHugePageNeverAnswers500(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "")
 	if _, err := s.db.UpsertContact(context.Background(), acct.ID, store.Actor{Type: store.ActorSystem}, store.ContactInput{Email: "a@example.org"}); err != nil {
@@ -34,6 +35,7 @@ func TestHugePageNeverAnswers500(t *testing.T) {
 // out-of-range numbers in the portal's list filters and paths show the page or
 // its error, never a 500.
 func TestHostileFilterValuesNeverAnswer500(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "")
 	c := newClient(t, s)

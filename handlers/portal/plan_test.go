@@ -40,6 +40,7 @@ func upgradeURL(t *testing.T, s *server, key string) string {
 // answers 200 for a signed-in user (issue 27, item 8), of any role, with the
 // plan's features, its limits with usage, and how to change the plan.
 func TestUpgradeURLIsThePlanPage(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "free")

@@ -19,6 +19,7 @@ import (
 // rows carry checkboxes for the bulk form, a filter is saved as a segment
 // that lists and shows its contacts, and a segment in use is not deleted.
 func TestContactsSortSelectAndSegments(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "")
@@ -116,6 +117,7 @@ func TestContactsSortSelectAndSegments(t *testing.T) {
 // TestBulkActionPages: ticked rows and "all matches" start jobs whose page
 // shows the progress (polled by htmx) and then the summary.
 func TestBulkActionPages(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "")

@@ -18,6 +18,7 @@ import (
 // activated; the funnel and the participants show. A plan without sequences
 // gets 402.
 func TestSequenceBuilder(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "pro")
 	c := newClient(t, s)
@@ -123,6 +124,7 @@ func TestSequenceBuilder(t *testing.T) {
 // it on the next free day: the calendar shows it on that day, the other
 // allowed days as gaps.
 func TestStoryCalendar(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "starter")
 	c := newClient(t, s)
@@ -176,6 +178,7 @@ func TestStoryCalendar(t *testing.T) {
 // server and the template the API's settings have, and saves them through
 // the service.
 func TestStorySettingsRouteAndTemplate(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "starter")
 	c := newClient(t, s)
@@ -221,6 +224,7 @@ func TestStorySettingsRouteAndTemplate(t *testing.T) {
 // preheader, content) and previewed through the service the API uses; a
 // sent one shows no form and refuses a change with the conflict's message.
 func TestStoryEmailEdit(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "starter")
 	c := newClient(t, s)

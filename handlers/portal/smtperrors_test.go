@@ -16,6 +16,7 @@ import (
 // where the user is, as a German sentence, with the server's own reply kept
 // as the detail.
 func TestTestMailSMTPErrorInGerman(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	e := &newsletterEnv{s: s, acct: newAccount(t, s.db, "business"),
 		smtp: smtptest.Start(t, smtptest.Options{Reject: map[string]int{"niemand@baeckerei.test": 550}})}

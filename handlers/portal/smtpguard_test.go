@@ -16,6 +16,7 @@ import (
 // or a private network cannot be saved without RUNDBRIEF_SMTP_ALLOW_PRIVATE,
 // and the connection test of one stored before refuses without connecting.
 func TestSMTPServerPagesRefusePrivateHosts(t *testing.T) {
+	t.Parallel()
 	s := newServerWith(t, dbtest.URL(t), nil, base, serverOptions{SMTPDenyPrivate: true})
 	acct := newAccount(t, s.db, "")
 	c := newClient(t, s)

@@ -37,6 +37,7 @@ func smtpForm(kv ...string) url.Values {
 }
 
 func TestSMTPServerPages(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "")
 	const password, newPassword = "geheim-passwort-4711", "noch-geheimer-0815"
@@ -169,6 +170,7 @@ func TestSMTPServerPages(t *testing.T) {
 
 // Another account's server is not found on any page, and stays as it was.
 func TestSMTPServerIsolation(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	a, b := newAccount(t, s.db, ""), newAccount(t, s.db, "")
 	ctx := context.Background()
@@ -199,6 +201,7 @@ func TestSMTPServerIsolation(t *testing.T) {
 // The development outbox: captured mails with their headers, text, and the HTML
 // in a sandboxed frame; it does not exist once an operator relay is configured.
 func TestDevOutboxPages(t *testing.T) {
+	t.Parallel()
 	url := dbtest.URL(t)
 	s := newServer(t, url, nil, base)
 	a, b := newAccount(t, s.db, ""), newAccount(t, s.db, "")
@@ -277,6 +280,7 @@ func TestDevOutboxPages(t *testing.T) {
 
 // Members see neither the SMTP pages nor run tests.
 func TestMemberCannotManageSMTP(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "")
 	if _, err := s.db.CreateUser(context.Background(), acct.ID, store.NewUser{Email: "member-smtp@example.com", Role: store.RoleMember, Password: "member password"}); err != nil {

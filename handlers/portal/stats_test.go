@@ -98,6 +98,7 @@ func statValue(r *response, id string) string {
 }
 
 func TestNewsletterStatsPageHandler(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "")
 	id := sentNewsletter(t, s, acct.ID, "Herbst")
@@ -145,6 +146,7 @@ func TestNewsletterStatsPageHandler(t *testing.T) {
 }
 
 func TestDashboardAnalytics(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "")
 	c := newClient(t, s)
@@ -207,6 +209,7 @@ func rowCells(row *goquery.Selection) string {
 // TestDashboardOnboarding: a new account sees its first steps, each ticked
 // from its data as it happens, and the checklist goes away once all are done.
 func TestDashboardOnboarding(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "")
 	c := newClient(t, s)
@@ -258,6 +261,7 @@ func TestDashboardOnboarding(t *testing.T) {
 // opened and clicked (paged, filtered) and the same lists as CSV; another
 // account gets none of it.
 func TestNewsletterStatsWhoOpened(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "")
 	c := newClient(t, s)
@@ -304,6 +308,7 @@ func TestNewsletterStatsWhoOpened(t *testing.T) {
 // TestContactTimelineNamesTheMail: an open and a click in a contact's timeline
 // name the newsletter (linked to its statistics) and the link clicked.
 func TestContactTimelineNamesTheMail(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "")
 	c := newClient(t, s)

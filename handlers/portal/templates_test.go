@@ -50,6 +50,7 @@ func (c *client) uploadFile(name string, data []byte, xhr bool) *http.Response {
 var templatePath = regexp.MustCompile(`^/templates/(\d+)$`)
 
 func TestTemplatesPortal(t *testing.T) {
+	t.Parallel()
 	e := newNewsletterEnv(t, 2)
 	c := e.c
 
@@ -203,6 +204,7 @@ func TestTemplatesPortal(t *testing.T) {
 // an owner or administrator instead of linking to a form they cannot save. The owner
 // saves as before.
 func TestMemberSeesTheSenderReadOnly(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "")
 	if _, err := s.db.CreateUser(context.Background(), acct.ID, store.NewUser{Email: "member-sender@example.com", Role: store.RoleMember,
@@ -245,6 +247,7 @@ func TestMemberSeesTheSenderReadOnly(t *testing.T) {
 // and the snippet links it. A member sees the warning without the link to a
 // page they cannot save.
 func TestSenderPrivacyURL(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "business")
 	f, err := s.db.CreateForm(context.Background(), acct.ID, store.Actor{Type: store.ActorSystem}, store.FormInput{Name: ptr("Fußzeile")})

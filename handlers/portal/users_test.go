@@ -15,6 +15,7 @@ import (
 )
 
 func TestUserPages(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "")
 	c := newClient(t, s)
@@ -132,6 +133,7 @@ func TestUserPages(t *testing.T) {
 
 // Another account's users are not listed and not found.
 func TestUserIsolation(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	a, b := newAccount(t, s.db, ""), newAccount(t, s.db, "")
 	bu, err := s.db.CreateUser(context.Background(), b.ID, store.NewUser{Email: "b-admin@example.com", Role: store.RoleAdmin, Password: "b admin password"})
@@ -155,6 +157,7 @@ func TestUserIsolation(t *testing.T) {
 // State-changing admin requests from another site are refused before anything
 // happens.
 func TestAdminPagesRefuseCrossSitePosts(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "")
 	c := newClient(t, s)

@@ -96,6 +96,7 @@ func deliver(t *testing.T, s *server) {
 }
 
 func TestWebhookPages(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "")
 	rc := newReceiver(t)
@@ -281,6 +282,7 @@ func mustID(t *testing.T, s string) int64 {
 
 // Another account's webhooks and deliveries are not found on any page.
 func TestWebhookIsolation(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	a, b := newAccount(t, s.db, ""), newAccount(t, s.db, "")
 	rc := newReceiver(t)
@@ -315,6 +317,7 @@ func TestWebhookIsolation(t *testing.T) {
 }
 
 func TestMemberCannotManageWebhooks(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, dbtest.URL(t), nil, base)
 	acct := newAccount(t, s.db, "")
 	if _, err := s.db.CreateUser(context.Background(), acct.ID, store.NewUser{Email: "member-hooks@example.com", Role: store.RoleMember, Password: "member password"}); err != nil {

@@ -70,6 +70,7 @@ func BenchmarkBookingPage(b *testing.B) {
 // TestBookingPageSpeed holds the budget: the booking page renders in under
 // 50 ms (the median of 25 requests).
 func TestBookingPageSpeed(t *testing.T) {
+	t.Parallel()
 	_, u := busyBookingSite(t)
 	client := &http.Client{}
 	var lat []time.Duration

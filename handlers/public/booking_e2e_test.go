@@ -17,6 +17,7 @@ import (
 // follows), a time, the fields and the consent, and the plain form post ends
 // on the confirmation.
 func TestBookingPageInBrowser(t *testing.T) {
+	t.Parallel()
 	s, set, _ := bookingSite(t)
 	path := store.BookingPathPrefix + set.Token
 	ctx := webtest.Browser(t, 390, 844)

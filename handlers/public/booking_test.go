@@ -86,6 +86,7 @@ func formOf(t *testing.T, p page, typed map[string]string) url.Values {
 }
 
 func TestBookingPagePostedAsABrowser(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, set, list := bookingSite(t)
 	path := store.BookingPathPrefix + set.Token
@@ -213,6 +214,7 @@ func TestBookingPagePostedAsABrowser(t *testing.T) {
 // TestBookingPageRateLimit: 10 bookings per minute and address, in a budget
 // of their own; the 11th gets 429 with Retry-After.
 func TestBookingPageRateLimit(t *testing.T) {
+	t.Parallel()
 	s, set, _ := bookingSite(t)
 	path := store.BookingPathPrefix + set.Token
 	p := s.get(t, path)

@@ -55,6 +55,7 @@ func must(s string, err error) string {
 }
 
 func TestConfirmPage(t *testing.T) {
+	t.Parallel()
 	s := newSite(t)
 	f := s.form(t, store.FormInput{})
 	if st := s.signUp(t, f, "jana@example.com"); st != "pending" {
@@ -141,6 +142,7 @@ func TestConfirmPage(t *testing.T) {
 // list that signs up again through a double opt-in form gets a confirmation
 // mail, and only confirming it lifts the block.
 func TestBlockedAddressConfirmsAgain(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newSite(t)
 	c, err := s.db.UpsertContact(ctx, s.acct, store.Actor{Type: store.ActorKey, ID: 1}, store.ContactInput{Email: "zurueck@example.com"})

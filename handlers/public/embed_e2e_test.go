@@ -21,6 +21,7 @@ import (
 // crypto.subtle, and the plain form post ends on the hosted thank-you page. Then
 // the same on the hosted page itself.
 func TestEmbeddedFormInBrowser(t *testing.T) {
+	t.Parallel()
 	s := newSite(t)
 	c := s.apiClient(t, s.key)
 	r := c.Request(http.MethodPost, "/v1/forms", map[string]any{"name": "Blog", "proof_of_work": true,

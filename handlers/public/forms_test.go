@@ -11,6 +11,7 @@ import (
 )
 
 func TestHostedFormPage(t *testing.T) {
+	t.Parallel()
 	s := newSite(t)
 	f := s.form(t, store.FormInput{Fields: &[]string{"first_name", "city"}})
 	p := s.get(t, "/subscribe/"+f.Token)
@@ -74,6 +75,7 @@ func TestHostedFormPage(t *testing.T) {
 }
 
 func TestHostedFormThanksAndErrors(t *testing.T) {
+	t.Parallel()
 	s := newSite(t)
 	f := s.form(t, store.FormInput{Fields: &[]string{"first_name"}})
 	cases := []struct {
@@ -116,6 +118,7 @@ func TestHostedFormThanksAndErrors(t *testing.T) {
 // JavaScript does: a refused post comes back to the page with its message, an
 // accepted one ends on the thank-you state.
 func TestBrowserSignUpRoundTrip(t *testing.T) {
+	t.Parallel()
 	s := newSite(t)
 	f := s.form(t, store.FormInput{Fields: &[]string{"first_name"}})
 	path := "/subscribe/" + f.Token

@@ -414,6 +414,7 @@ func (s *hookSite) createIntegration(t testing.TB, p provider, listID int64) int
 }
 
 func TestIntegrationProviders(t *testing.T) {
+	t.Parallel()
 	for _, p := range providers() {
 		t.Run(p.name, func(t *testing.T) {
 			s := newHookSite(t, "business")
@@ -569,6 +570,7 @@ func TestIntegrationProviders(t *testing.T) {
 }
 
 func TestIntegrationPayPalCertificates(t *testing.T) {
+	t.Parallel()
 	s := newHookSite(t, "business")
 	var p provider
 	for _, x := range providers() {
@@ -643,6 +645,7 @@ func (s *hookSite) list(t testing.TB) int64 {
 }
 
 func TestIntegrationInboundRules(t *testing.T) {
+	t.Parallel()
 	s := newHookSite(t, "business")
 	p := providers()[4] // generic
 	ig := s.createIntegration(t, p, s.list(t))
@@ -731,6 +734,7 @@ func TestIntegrationInboundRules(t *testing.T) {
 }
 
 func TestIntegrationSendTest(t *testing.T) {
+	t.Parallel()
 	s := newHookSite(t, "business")
 	svc := integration.New(s.db, integration.Config{Box: mustBox(t), BaseURL: s.url})
 	for _, p := range providers() {
@@ -761,6 +765,7 @@ func TestIntegrationSendTest(t *testing.T) {
 // (here a recording proxy in front of the site), and a redirect from there is
 // answered as it is, never followed to another address.
 func TestIntegrationSendTestOverHTTP(t *testing.T) {
+	t.Parallel()
 	s := newHookSite(t, "business")
 	site, err := url.Parse(s.url)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 // privacy policy, the hosted sign-up form and the booking page link it (read
 // with the form and the page, by their token); before, they link nothing.
 func TestPrivacyPolicyOnPublicPages(t *testing.T) {
+	t.Parallel()
 	s, set, _ := bookingSite(t)
 	f := s.form(t, store.FormInput{})
 	pages := map[string]string{"form": "/subscribe/" + f.Token, "booking": store.BookingPathPrefix + set.Token}

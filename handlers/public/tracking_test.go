@@ -38,6 +38,7 @@ func (s *site) hit(t *testing.T, path, userAgent string) *http.Response {
 const person = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Safari/605.1.15"
 
 func TestOpenPixelAndClickRedirect(t *testing.T) {
+	t.Parallel()
 	s := newSite(t)
 	ctx := context.Background()
 	res, err := s.db.UpsertContact(ctx, s.acct, store.Actor{Type: store.ActorKey, ID: 1}, store.ContactInput{Email: "leserin@example.com"})

@@ -29,6 +29,7 @@ func (s *site) recipient(t *testing.T, email string, contactID int64) (int64, in
 }
 
 func TestUnsubscribeLink(t *testing.T) {
+	t.Parallel()
 	s := newSite(t)
 	ctx := context.Background()
 	res, err := s.db.UpsertContact(ctx, s.acct, store.Actor{Type: store.ActorKey, ID: 1}, store.ContactInput{Email: "leser@example.com"})
