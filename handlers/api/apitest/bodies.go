@@ -112,10 +112,14 @@ func pointerToken(s string) string {
 // bodySchemaPointer is the JSON pointer of the schema that the document gives
 // for a response's body: the media type mtKey of the response resp, which
 // the route's operation lists under statusKey. ok is false when the location
-// cannot be named (a reference outside the document).
+// cannot be named (a reference outside the document, a response the
+// operation does not list).
 func bodySchemaPointer(route *routers.Route, statusKey string, resp *openapi3.ResponseRef, mtKey string, media *openapi3.MediaType) (string, bool) {
 	if ref := media.Schema.Ref; ref != "" {
 		return localPointer(ref)
+	}
+	if statusKey == "" && resp.Ref == "" {
+		return "", false
 	}
 	base := "/paths/" + pointerToken(route.Path) + "/" + strings.ToLower(route.Method) + "/responses/" + pointerToken(statusKey)
 	if resp.Ref != "" {
@@ -193,7 +197,7 @@ func (b *bodySchemas) bodyCheckFor(route *routers.Route, status int, header http
 		}
 	}
 	pointer, ok := bodySchemaPointer(route, statusKey, resp, mtKey, media)
-	if !ok || (statusKey == "" && resp.Ref == "") {
+	if !ok {
 		return bodyCheck{delegate: true}, nil
 	}
 	s, err := b.schema(pointer)
