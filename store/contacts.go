@@ -629,24 +629,13 @@ func appendContacts(ctx context.Context, out []Contact, q sqlx.QueryerContext, b
 	return out, rows.Err()
 }
 
-const selectContact = `SELECT ` + contactColumns + `, ` + contactLists + ` FROM contacts c WHERE c.account_id = $1 AND c.id = $2`
-
-// Contact returns one contact with its lists. The look-up by primary key is
-// prepared on the generic-plan pool: one round trip and no planning, where an
-// unnamed statement took two (parse and describe, then bind and execute) and
-// a plan each time.
+// Contact returns one contact with its lists. Concurrent calls of an account
+// share their statements (contacts_read.go); the look-up is prepared on the
+// generic-plan pool: one round trip and no planning, where an unnamed
+// statement took two (parse and describe, then bind and execute) and a plan
+// each time.
 func (db *DB) Contact(ctx context.Context, accountID, id int64) (Contact, error) {
-	if err := db.prepare(ctx, db.generic, selectContact); err != nil {
-		return Contact{}, err
-	}
-	cs, err := queryContacts(ctx, preparedDB{db}, nil, true, selectContact, accountID, id)
-	if err != nil {
-		return Contact{}, fmt.Errorf("store: contact: %w", err)
-	}
-	if len(cs) == 0 {
-		return Contact{}, ErrNotFound
-	}
-	return cs[0], nil
+	return db.readCombined(ctx, accountID, id)
 }
 
 const selectContactByEmail = `SELECT ` + contactColumns + `, ` + contactLists + ` FROM contacts c WHERE c.account_id = $1 AND c.email = $2`

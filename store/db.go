@@ -48,6 +48,8 @@ type DB struct {
 	// upserts combines concurrent single upserts into shared transactions
 	// (contacts_combine.go).
 	upserts upsertGroups
+	// reads combines concurrent reads of single contacts (contacts_read.go).
+	reads readGroups
 	// listeners holds a token per open listener connection, so that the
 	// listeners stay within the ListenerConns the connection bound keeps for
 	// them.

@@ -50,3 +50,15 @@ func (db *DB) KeyCacheServing() bool {
 	defer db.keys.mu.Unlock()
 	return db.keys.enabled
 }
+
+// ReadsRunning is how many batches of an account's contact reads run and how
+// many calls wait for one; -1 and -1 when its group is gone.
+func (db *DB) ReadsRunning(accountID int64) (running, waiting int) {
+	r := &db.reads
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if g := r.groups[accountID]; g != nil {
+		return g.running, len(g.waiting)
+	}
+	return -1, -1
+}

@@ -33,7 +33,7 @@ import (
 // contact read by id and the provider calls (the integration's look-up and
 // both purchase paths).
 func warmedStatements() []string {
-	return append(writePathStatements(), selectContact, selectIntegrationByToken,
+	return append(writePathStatements(), selectContactsByID, selectIntegrationByToken,
 		recordOrder, finishOrder, purchaseSQL, purchaseReadSQL)
 }
 
@@ -131,7 +131,7 @@ func (db *DB) warmConn(ctx context.Context, tx *sqlx.Tx, k int) error {
 	if err != nil {
 		return fmt.Errorf("contact: %w", err)
 	}
-	if _, err := queryContacts(ctx, q, nil, true, selectContact, a.ID, res.Contact.ID); err != nil {
+	if _, err := queryContacts(ctx, q, nil, true, selectContactsByID, a.ID, pq.Int64Array{res.Contact.ID}); err != nil {
 		return fmt.Errorf("contact read: %w", err)
 	}
 	changed := &contactOp{in: ContactInput{Email: res.Contact.Email, Tags: []string{"aufwärmen"}, ListIDs: []int64{l.ID}}}

@@ -11,7 +11,7 @@ import (
 // both statements of an optimistic purchase and of an optimistic contact
 // write, and the look-ups of an integration and of a contact.
 var WarmedStatements = []string{purchaseReadSQL, purchaseSQL, readUnlockedSQL, writePlainSQL,
-	selectIntegrationByToken, selectContact}
+	selectIntegrationByToken, selectContactsByID}
 
 // PlannedOnEachConn holds every connection the contact write path's pool
 // may open, all at once (the pool opens those it lacks), and reports for each
