@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
 	"time"
 )
 
@@ -17,14 +16,11 @@ import (
 // per contact. So concurrent UpsertContact calls of one account and actor are
 // applied together: when all of them are plain, in one read and one write
 // statement (contacts_optimistic.go), else through the same set-based applyOps
-// as POST /contacts/bulk. A call that finds its group idle runs at once, as
-// its batch's leader; calls arriving while a batch of their group runs wait,
-// and the finishing leader hands all of them (up to maxUpsertBatch) to the
-// next leader as one batch.
-// Nothing waits on a timer: a call without company runs alone, and the busier
-// the account, the larger its batches, so the cost per contact falls as load
-// rises. One batch at a time per group is also what measured best: a second
-// one running beside it only splits the waiting calls into smaller batches.
+// as POST /contacts/bulk (combine.go: calls arriving while a batch of their
+// group runs wait, and go together as the next batch, up to maxUpsertBatch),
+// so the cost per contact falls as load rises. One batch at a time per group
+// is what measured best: a second one running beside it only splits the
+// waiting calls into smaller batches.
 //
 // Each call keeps its own outcome (an op of a batch fails alone, as in a bulk
 // request). A batch that fails as a whole (a database error, or the plan's
@@ -33,10 +29,6 @@ import (
 // new contact near the limit is admitted or refused exactly as it would be
 // alone. Two calls for one address are never in one batch: each is its own
 // change with its own events, in order.
-//
-// The groups live in this process only, which is enough: they decide nothing
-// but which transaction carries a change, and the rules that hold across
-// processes (one contact per address, the exact plan limit) are PostgreSQL's.
 
 // maxUpsertBatch is the most calls one batch carries, which bounds how long a
 // call may wait for the others in its batch.
@@ -46,31 +38,29 @@ const maxUpsertBatch = 64
 // request: the leader's client going away must not fail the others' changes.
 const upsertBatchTimeout = time.Minute
 
-// upsertGroups are the groups of calls being combined, by account and actor
-// (the actor is written to every activity of a batch).
-type upsertGroups struct {
-	mu     sync.Mutex
-	groups map[upsertGroupKey]*upsertGroup
-}
-
+// upsertGroupKey groups upserts by account and actor (the actor is written to
+// every activity of a batch).
 type upsertGroupKey struct {
 	accountID int64
 	actor     Actor
 }
 
-// upsertGroup exists while a batch of its calls runs.
-type upsertGroup struct {
-	waiting []*upsertCall // calls not yet in a batch, in arrival order
-}
-
-// upsertCall is one UpsertContact call in a group.
+// upsertCall is one UpsertContact call.
 type upsertCall struct {
 	ctx context.Context
 	op  *contactOp
 	err error // the call's error when its batch failed as a whole
-	// wake receives exactly one value per turn of the call: true when the
-	// call is to lead the next batch, false when its batch is done.
-	wake chan bool
+}
+
+// joins takes at most maxUpsertBatch calls into a batch, one per address.
+func (c *upsertCall) joins(batch []*upsertCall) bool {
+	return len(batch) < maxUpsertBatch && !slices.ContainsFunc(batch, func(b *upsertCall) bool {
+		return b.op.in.Email == c.op.in.Email
+	})
+}
+
+func (c *upsertCall) abandon() {
+	c.err = errors.New("store: upsert contact: the batch it was in failed")
 }
 
 // upsertCombined applies op, combined with concurrent calls of its group.
@@ -81,106 +71,14 @@ func (db *DB) upsertCombined(ctx context.Context, accountID int64, actor Actor, 
 	if err := actor.valid(); err != nil {
 		return UpsertResult{}, err
 	}
-	key := upsertGroupKey{accountID, actor}
-	call := &upsertCall{ctx: ctx, op: op, wake: make(chan bool, 1)}
-
-	u := &db.upserts
-	u.mu.Lock()
-	if u.groups == nil {
-		u.groups = map[upsertGroupKey]*upsertGroup{}
-	}
-	g := u.groups[key]
-	lead := g == nil
-	if lead {
-		g = &upsertGroup{}
-		u.groups[key] = g
-	} else {
-		g.waiting = append(g.waiting, call)
-	}
-	u.mu.Unlock()
-
-	if !lead {
-		select {
-		case lead = <-call.wake:
-		case <-ctx.Done():
-			if u.withdraw(g, call) {
-				return UpsertResult{}, ctx.Err()
-			}
-			// Already taken into a batch or made its leader: see it through.
-			lead = <-call.wake
-		}
-	}
-	if lead {
-		db.leadUpserts(key, g, call)
+	call := &upsertCall{ctx: ctx, op: op}
+	if err := db.upserts.do(ctx, upsertGroupKey{accountID, actor}, call, 1, db.runUpsertBatch); err != nil {
+		return UpsertResult{}, err
 	}
 	if call.err != nil {
 		return UpsertResult{}, call.err
 	}
 	return op.result()
-}
-
-// withdraw takes a call that has not been taken into a batch out of its
-// group; false means it was taken and will be woken.
-func (u *upsertGroups) withdraw(g *upsertGroup, call *upsertCall) bool {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	for i, c := range g.waiting {
-		if c == call {
-			g.waiting = append(g.waiting[:i], g.waiting[i+1:]...)
-			return true
-		}
-	}
-	return false
-}
-
-// leadUpserts runs one batch: the leader's call and the calls waiting in its
-// group (one per address, at most maxUpsertBatch), wakes them, and hands the
-// lead to the group's next waiting call, or ends the group.
-func (db *DB) leadUpserts(key upsertGroupKey, g *upsertGroup, leader *upsertCall) {
-	u := &db.upserts
-	batch := []*upsertCall{leader}
-	emails := map[string]bool{leader.op.in.Email: true}
-	u.mu.Lock()
-	rest := g.waiting[:0]
-	for _, c := range g.waiting {
-		if len(batch) < maxUpsertBatch && !emails[c.op.in.Email] {
-			emails[c.op.in.Email] = true
-			batch = append(batch, c)
-		} else {
-			rest = append(rest, c)
-		}
-	}
-	clear(g.waiting[len(rest):])
-	g.waiting = rest
-	u.mu.Unlock()
-
-	finished := false
-	defer func() {
-		if !finished {
-			// A panic in the batch: the others must not wait forever, nor the
-			// group stay busy; the leader's request reports the panic.
-			for _, c := range batch[1:] {
-				c.err = errors.New("store: upsert contact: the batch it was in failed")
-			}
-		}
-		for _, c := range batch[1:] {
-			c.wake <- false
-		}
-		u.mu.Lock()
-		var next *upsertCall
-		if len(g.waiting) > 0 {
-			next = g.waiting[0]
-			g.waiting = g.waiting[1:]
-		} else {
-			delete(u.groups, key)
-		}
-		u.mu.Unlock()
-		if next != nil {
-			next.wake <- true
-		}
-	}()
-	db.runUpsertBatch(key, batch)
-	finished = true
 }
 
 // runUpsertBatch applies a batch's ops, optimistically where it can and in

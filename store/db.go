@@ -47,9 +47,9 @@ type DB struct {
 	contactStmts preparedStmts
 	// upserts combines concurrent single upserts into shared transactions
 	// (contacts_combine.go).
-	upserts upsertGroups
+	upserts combiner[upsertGroupKey, *upsertCall]
 	// reads combines concurrent reads of single contacts (contacts_read.go).
-	reads readGroups
+	reads combiner[int64, *readCall]
 	// listeners holds a token per open listener connection, so that the
 	// listeners stay within the ListenerConns the connection bound keeps for
 	// them.

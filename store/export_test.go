@@ -10,13 +10,8 @@ import (
 // for the batch under way to finish (tests use it to line calls up behind a
 // batch they hold).
 func (db *DB) UpsertsWaiting(accountID int64, actor Actor) int {
-	u := &db.upserts
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if g := u.groups[upsertGroupKey{accountID, actor}]; g != nil {
-		return len(g.waiting)
-	}
-	return -1
+	_, waiting := db.upserts.waitingIn(upsertGroupKey{accountID, actor})
+	return waiting
 }
 
 // PoolSettings shows a run-time setting as each pool's sessions have it.
@@ -54,11 +49,5 @@ func (db *DB) KeyCacheServing() bool {
 // ReadsRunning is how many batches of an account's contact reads run and how
 // many calls wait for one; -1 and -1 when its group is gone.
 func (db *DB) ReadsRunning(accountID int64) (running, waiting int) {
-	r := &db.reads
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if g := r.groups[accountID]; g != nil {
-		return g.running, len(g.waiting)
-	}
-	return -1, -1
+	return db.reads.waitingIn(accountID)
 }
