@@ -21,9 +21,10 @@ import (
 // sends them one by one over one pooled SMTP connection that it keeps across
 // batches, and hands the outcomes over every FlushEvery messages or
 // FlushInterval, whichever comes first, to its recorder (record.go), which
-// stores each handover in one statement: the rows, the email.sent /
-// email.bounced events, the contacts' activities and the campaign's
-// counters. Memory is bounded by Concurrency × (BatchSize rows + a few
+// stores each handover in one statement (shared with the handovers of other
+// lanes that wait meanwhile: store.RecordOutcomes): the rows, the
+// email.sent / email.bounced events, the contacts' activities and the
+// campaign's counters. Memory is bounded by Concurrency × (BatchSize rows + a few
 // handovers), whatever the size of the list.
 //
 // What can be sent twice, exactly. A message is recorded as sent after the

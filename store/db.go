@@ -50,6 +50,9 @@ type DB struct {
 	upserts combiner[upsertGroupKey, *upsertCall]
 	// reads combines concurrent reads of single contacts (contacts_read.go).
 	reads combiner[int64, *readCall]
+	// outcomes combines concurrent RecordOutcomes calls of a campaign
+	// (recipients.go).
+	outcomes combiner[outcomeKey, *outcomeCall]
 	// listeners holds a token per open listener connection, so that the
 	// listeners stay within the ListenerConns the connection bound keeps for
 	// them.

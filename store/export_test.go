@@ -51,3 +51,9 @@ func (db *DB) KeyCacheServing() bool {
 func (db *DB) ReadsRunning(accountID int64) (running, waiting int) {
 	return db.reads.waitingIn(accountID)
 }
+
+// OutcomesRunning is how many statements of a campaign's outcomes run and
+// how many RecordOutcomes calls wait for one; -1 and -1 when none runs.
+func (db *DB) OutcomesRunning(accountID, campaignID int64) (running, waiting int) {
+	return db.outcomes.waitingIn(outcomeKey{accountID, campaignID})
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -268,16 +269,85 @@ SELECT status FROM campaigns WHERE id = $1`
 // decisions.md: email.sent {campaign_id, contact_id, email, message_id},
 // email.bounced {campaign_id, email, code, reason}. It returns the
 // campaign's status afterwards, so a worker notices a pause.
+//
+// Concurrent calls for one campaign (the lanes of a send) share their
+// statements (combine.go): the statement's own cost (its start-up, the three
+// counter rows, the commit) is as large as that of some ten outcomes, and
+// the lanes' handovers are small, so that each lane's crash bound stays
+// small (mailer.WorkerOptions.FlushEvery). A call returns once its outcomes
+// are committed, whichever statement carried them.
 func (db *DB) RecordOutcomes(ctx context.Context, accountID, campaignID int64, outs []Outcome) (string, error) {
 	if len(outs) == 0 {
 		return "", nil
 	}
+	call := &outcomeCall{ctx: ctx, outs: outs}
+	if err := db.outcomes.do(ctx, outcomeKey{accountID, campaignID}, call, 1, db.recordOutcomeBatch); err != nil {
+		return "", fmt.Errorf("store: record outcomes: %w", err)
+	}
+	return call.status, call.err
+}
+
+// maxOutcomeBatch is the most outcomes calls that join a statement carry
+// together (a call with more runs alone).
+const maxOutcomeBatch = 200
+
+// outcomeBatchTimeout bounds a statement of several calls, which runs
+// detached from its leader's context.
+const outcomeBatchTimeout = time.Minute
+
+type outcomeKey struct{ accountID, campaignID int64 }
+
+// outcomeCall is one RecordOutcomes call.
+type outcomeCall struct {
+	ctx    context.Context
+	outs   []Outcome
+	status string
+	err    error
+}
+
+func (c *outcomeCall) joins(batch []*outcomeCall) bool {
+	n := len(c.outs)
+	for _, b := range batch {
+		n += len(b.outs)
+	}
+	return n <= maxOutcomeBatch
+}
+
+func (c *outcomeCall) abandon() {
+	c.err = errors.New("store: record outcomes: the batch it was in failed")
+}
+
+// recordOutcomeBatch stores a batch's outcomes in one statement. When that
+// fails, each call's outcomes are tried on their own, so that no call
+// carries another's failure.
+func (db *DB) recordOutcomeBatch(key outcomeKey, batch []*outcomeCall) {
+	if len(batch) > 1 {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(batch[0].ctx), outcomeBatchTimeout)
+		defer cancel()
+		var all []Outcome
+		for _, c := range batch {
+			all = append(all, c.outs...)
+		}
+		if status, err := db.recordOutcomes(ctx, key, all); err == nil {
+			for _, c := range batch {
+				c.status = status
+			}
+			return
+		}
+	}
+	for _, c := range batch {
+		c.status, c.err = db.recordOutcomes(c.ctx, key, c.outs)
+	}
+}
+
+// recordOutcomes runs the statement recordOutcomes.
+func (db *DB) recordOutcomes(ctx context.Context, key outcomeKey, outs []Outcome) (string, error) {
 	stmt, err := db.prepared(ctx, recordOutcomes)
 	if err != nil {
 		return "", fmt.Errorf("store: record outcomes: %w", err)
 	}
 	var status string
-	if err := stmt.QueryRowContext(ctx, recordArgs(accountID, campaignID, outs)...).Scan(&status); err != nil {
+	if err := stmt.QueryRowContext(ctx, recordArgs(key.accountID, key.campaignID, outs)...).Scan(&status); err != nil {
 		return "", fmt.Errorf("store: record outcomes: %w", err)
 	}
 	return status, nil

@@ -174,3 +174,153 @@ WHERE t.relid = 'campaign_recipients'::regclass AND i.indexrelid = 'campaign_rec
 		t.Errorf("%d recipients recorded as sent (%v), want %d", sent, err, batch)
 	}
 }
+
+// Outcomes of a campaign recorded while another statement of its outcomes
+// runs wait and go together in one statement, and each call still learns
+// the campaign's status.
+func TestConcurrentOutcomesShareAStatement(t *testing.T) {
+	e, c, writers := queuedOutcomes(t, -1)
+	if writers != 1 {
+		t.Errorf("the six waiting calls were written by %d transactions, want 1", writers)
+	}
+	wantSent(t, e, c, 19)
+}
+
+// A call whose outcomes cannot be stored fails alone: the statement it shared
+// fails, and the others' outcomes are stored on their own.
+func TestFailedOutcomesFailAlone(t *testing.T) {
+	e, c, writers := queuedOutcomes(t, 3)
+	if writers != 5 {
+		t.Errorf("the five good calls were written by %d transactions, want 5 (each on its own)", writers)
+	}
+	wantSent(t, e, c, 16)
+}
+
+// queuedOutcomes records the outcomes of 19 claimed recipients of a new
+// campaign: one call whose statement waits for a row the test holds
+// locked, then six calls of three outcomes each that line up behind it (the
+// call numbered bad with a status no row may have), and it checks each
+// call's result and the rows. It returns how many transactions wrote the six
+// calls' rows that were sent.
+func queuedOutcomes(t *testing.T, bad int) (campaignEnv, store.Campaign, int) {
+	t.Helper()
+	const n = 19
+	ctx := context.Background()
+	e := newCampaignEnv(t)
+	l := mkList(t, e.db, e.acct, "Viele", false)
+	e.exec(t, `INSERT INTO contacts (account_id, email) SELECT $1, 'viele' || g || '@example.com' FROM generate_series(1, $2::int) AS g`, e.acct, n)
+	e.exec(t, `INSERT INTO list_members (list_id, contact_id, account_id)
+SELECT $1, id, account_id FROM contacts WHERE account_id = $2 AND email LIKE 'viele%'`, l.ID, e.acct)
+	c := e.newsletter(t, store.NewsletterInput{Subject: str("Hallo"), HTML: str("<p>Hallo</p>"), ListIDs: &[]int64{l.ID}})
+	if _, _, err := e.db.StartNewsletter(ctx, e.acct, apiActor, c.ID, store.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := e.db.ClaimRecipients(ctx, e.acct, c.ID, 0, n, time.Minute, nil)
+	if err != nil || len(rows) != n {
+		t.Fatalf("claim: %d rows, %v", len(rows), err)
+	}
+	outcomes := func(rs []store.QueuedRecipient, status string) []store.Outcome {
+		var outs []store.Outcome
+		for _, r := range rs {
+			outs = append(outs, store.Outcome{RecipientID: r.ID, ContactID: r.ContactID, Email: r.Email, Status: status,
+				MessageID: fmt.Sprintf("m%d@acme.test", r.ID), At: time.Now()})
+		}
+		return outs
+	}
+
+	tx, err := e.db.BeginTxx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `SELECT 1 FROM campaign_recipients WHERE id = $1 FOR UPDATE`, rows[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		status string
+		err    error
+	}
+	record := func(outs []store.Outcome) <-chan result {
+		done := make(chan result, 1)
+		go func() {
+			status, err := e.db.RecordOutcomes(ctx, e.acct, c.ID, outs)
+			done <- result{status, err}
+		}()
+		return done
+	}
+	held := record(outcomes(rows[:1], store.RecipientSent))
+	waitFor(t, "the first statement to wait for the lock", func() bool {
+		var locked bool
+		if err := e.db.GetContext(ctx, &locked, `SELECT count(*) = 1 FROM pg_stat_activity
+WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'WITH x AS MATERIALIZED%'`); err != nil {
+			t.Fatal(err)
+		}
+		return locked
+	})
+	var calls []<-chan result
+	for k := range 6 {
+		status := store.RecipientSent
+		if k == bad {
+			status = "verschollen"
+		}
+		calls = append(calls, record(outcomes(rows[1+3*k:4+3*k], status)))
+		waitFor(t, "the call to wait", func() bool { _, w := e.db.OutcomesRunning(e.acct, c.ID); return w == k+1 })
+	}
+	if running, _ := e.db.OutcomesRunning(e.acct, c.ID); running != 1 {
+		t.Errorf("%d statements run, want 1", running)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-held; r.err != nil || r.status != store.CampaignSending {
+		t.Errorf("held call: %s, %v", r.status, r.err)
+	}
+	for k, done := range calls {
+		switch r := <-done; {
+		case k == bad && r.err == nil:
+			t.Errorf("call %d with an unknown status: no error", k)
+		case k != bad && (r.err != nil || r.status != store.CampaignSending):
+			t.Errorf("call %d: %s, %v", k, r.status, r.err)
+		}
+	}
+	if running, waiting := e.db.OutcomesRunning(e.acct, c.ID); running != -1 || waiting != -1 {
+		t.Errorf("the group outlived its statements: %d running, %d waiting", running, waiting)
+	}
+	for i, r := range rows {
+		var status string
+		if err := e.db.GetContext(ctx, &status, `SELECT status FROM campaign_recipients WHERE id = $1`, r.ID); err != nil {
+			t.Fatal(err)
+		}
+		want := store.RecipientSent
+		if bad >= 0 && i >= 1+3*bad && i < 4+3*bad {
+			want = store.RecipientSending // left for its lease to run out
+		}
+		if status != want {
+			t.Errorf("recipient %d: %s, want %s", i, status, want)
+		}
+	}
+	var writers int
+	if err := e.db.GetContext(ctx, &writers, `SELECT count(DISTINCT xmin::text) FROM campaign_recipients
+WHERE campaign_id = $1 AND id <> $2 AND status = 'sent'`, c.ID, rows[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	return e, c, writers
+}
+
+// wantSent checks a campaign's sent counter and its email.sent events.
+func wantSent(t *testing.T, e campaignEnv, c store.Campaign, n int64) {
+	t.Helper()
+	got, err := e.db.Newsletter(context.Background(), e.acct, c.ID)
+	if err != nil || got.SentCount != n {
+		t.Errorf("sent count %d (%v), want %d", got.SentCount, err, n)
+	}
+	var events int64
+	for _, ev := range outbox(t, e.db, e.acct) {
+		if ev.Name == store.EventEmailSent {
+			events++
+		}
+	}
+	if events != n {
+		t.Errorf("%d email.sent events, want %d", events, n)
+	}
+}
