@@ -154,14 +154,3 @@ func (cb *combiner[K, C]) lead(key K, g *combineGroup[C], leader *waitingCall[C]
 	run(key, batch)
 	finished = true
 }
-
-// waitingIn reports how many batches of key run and how many calls wait for
-// one; -1 and -1 when the key has no group.
-func (cb *combiner[K, C]) waitingIn(key K) (running, waiting int) {
-	cb.mu.Lock()
-	defer cb.mu.Unlock()
-	if g := cb.groups[key]; g != nil {
-		return g.running, len(g.waiting)
-	}
-	return -1, -1
-}

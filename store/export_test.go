@@ -57,3 +57,14 @@ func (db *DB) ReadsRunning(accountID int64) (running, waiting int) {
 func (db *DB) OutcomesRunning(accountID, campaignID int64) (running, waiting int) {
 	return db.outcomes.waitingIn(outcomeKey{accountID, campaignID})
 }
+
+// waitingIn reports how many batches of key run and how many calls wait for
+// one; -1 and -1 when the key has no group.
+func (cb *combiner[K, C]) waitingIn(key K) (running, waiting int) {
+	cb.mu.Lock()
+	defer cb.mu.Unlock()
+	if g := cb.groups[key]; g != nil {
+		return g.running, len(g.waiting)
+	}
+	return -1, -1
+}
