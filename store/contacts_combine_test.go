@@ -20,22 +20,7 @@ func heldBatch(t *testing.T, db *store.DB, acct int64) (release func()) {
 	t.Helper()
 	ctx := context.Background()
 	held := upsert(t, db, acct, store.ContactInput{Email: "held@example.com"})
-	tx, err := db.BeginTxx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.ExecContext(ctx, `SELECT 1 FROM contacts WHERE id = $1 FOR UPDATE`, held.Contact.ID); err != nil {
-		t.Fatal(err)
-	}
-	var rollback sync.Once
-	unlock := func() {
-		rollback.Do(func() {
-			if err := tx.Rollback(); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	t.Cleanup(unlock) // a test that fails before release must not leave the upsert hanging
+	unlock := holdLock(t, db, `SELECT 1 FROM contacts WHERE id = $1 FOR UPDATE`, held.Contact.ID)
 	done := make(chan error, 1)
 	go func() {
 		_, err := db.UpsertContact(ctx, acct, apiActor, store.ContactInput{Email: "held@example.com", City: ptr("Kiel")})
@@ -49,6 +34,31 @@ func heldBatch(t *testing.T, db *store.DB, acct int64) (release func()) {
 			t.Errorf("held upsert: %v", err)
 		}
 	}
+}
+
+// holdLock runs query in a transaction of the test's own, which keeps the
+// locks it takes until unlock (or the test's end: a test that fails before
+// it unlocks must not leave the calls it held hanging).
+func holdLock(t *testing.T, db *store.DB, query string, args ...any) (unlock func()) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := db.BeginTxx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, query, args...); err != nil {
+		t.Fatal(err)
+	}
+	var rollback sync.Once
+	unlock = func() {
+		rollback.Do(func() {
+			if err := tx.Rollback(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	t.Cleanup(unlock)
+	return unlock
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {

@@ -23,23 +23,7 @@ type readOutcome struct {
 // finish and returns their outcomes.
 func heldReads(t *testing.T, db *store.DB, acct int64, ids ...int64) (release func() []readOutcome) {
 	t.Helper()
-	ctx := context.Background()
-	tx, err := db.BeginTxx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.ExecContext(ctx, `LOCK TABLE contacts IN ACCESS EXCLUSIVE MODE`); err != nil {
-		t.Fatal(err)
-	}
-	var rollback sync.Once
-	unlock := func() {
-		rollback.Do(func() {
-			if err := tx.Rollback(); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	t.Cleanup(unlock) // a test that fails before release must not leave the reads hanging
+	unlock := holdLock(t, db, `LOCK TABLE contacts IN ACCESS EXCLUSIVE MODE`)
 	wait := startReads(t, db, acct, ids)
 	waitFor(t, "the held reads to reach PostgreSQL", func() bool { return lockedReads(t, db) == len(ids) })
 	return func() []readOutcome {

@@ -70,14 +70,7 @@ func TestClaimReadsOnlyItsBatch(t *testing.T) {
 	const n, batch = 3000, 50
 	ctx := context.Background()
 	e := newCampaignEnv(t)
-	l := mkList(t, e.db, e.acct, "Viele", false)
-	e.exec(t, `INSERT INTO contacts (account_id, email) SELECT $1, 'viele' || g || '@example.com' FROM generate_series(1, $2::int) AS g`, e.acct, n)
-	e.exec(t, `INSERT INTO list_members (list_id, contact_id, account_id)
-SELECT $1, id, account_id FROM contacts WHERE account_id = $2 AND email LIKE 'viele%'`, l.ID, e.acct)
-	c := e.newsletter(t, store.NewsletterInput{Subject: str("Hallo"), HTML: str("<p>Hallo</p>"), ListIDs: &[]int64{l.ID}})
-	if _, res, err := e.db.StartNewsletter(ctx, e.acct, apiActor, c.ID, store.StartOptions{}); err != nil || res.Queued != n {
-		t.Fatalf("start: %+v %v", res, err)
-	}
+	c := e.started(t, n)
 	// One connection of the send queue's pool: the claim's statistics are this
 	// backend's, flushed on demand before they are read (as in
 	// TestClaimIsHOTUpdate).
@@ -207,14 +200,7 @@ func queuedOutcomes(t *testing.T, bad int) (campaignEnv, store.Campaign, int) {
 	const n = 19
 	ctx := context.Background()
 	e := newCampaignEnv(t)
-	l := mkList(t, e.db, e.acct, "Viele", false)
-	e.exec(t, `INSERT INTO contacts (account_id, email) SELECT $1, 'viele' || g || '@example.com' FROM generate_series(1, $2::int) AS g`, e.acct, n)
-	e.exec(t, `INSERT INTO list_members (list_id, contact_id, account_id)
-SELECT $1, id, account_id FROM contacts WHERE account_id = $2 AND email LIKE 'viele%'`, l.ID, e.acct)
-	c := e.newsletter(t, store.NewsletterInput{Subject: str("Hallo"), HTML: str("<p>Hallo</p>"), ListIDs: &[]int64{l.ID}})
-	if _, _, err := e.db.StartNewsletter(ctx, e.acct, apiActor, c.ID, store.StartOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	c := e.started(t, n)
 	rows, err := e.db.ClaimRecipients(ctx, e.acct, c.ID, 0, n, time.Minute, nil)
 	if err != nil || len(rows) != n {
 		t.Fatalf("claim: %d rows, %v", len(rows), err)
@@ -228,14 +214,7 @@ SELECT $1, id, account_id FROM contacts WHERE account_id = $2 AND email LIKE 'vi
 		return outs
 	}
 
-	tx, err := e.db.BeginTxx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `SELECT 1 FROM campaign_recipients WHERE id = $1 FOR UPDATE`, rows[0].ID); err != nil {
-		t.Fatal(err)
-	}
+	unlock := holdLock(t, e.db, `SELECT 1 FROM campaign_recipients WHERE id = $1 FOR UPDATE`, rows[0].ID)
 	type result struct {
 		status string
 		err    error
@@ -269,9 +248,7 @@ WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '
 	if running, _ := e.db.OutcomesRunning(e.acct, c.ID); running != 1 {
 		t.Errorf("%d statements run, want 1", running)
 	}
-	if err := tx.Rollback(); err != nil {
-		t.Fatal(err)
-	}
+	unlock()
 	if r := <-held; r.err != nil || r.status != store.CampaignSending {
 		t.Errorf("held call: %s, %v", r.status, r.err)
 	}
@@ -323,4 +300,18 @@ func wantSent(t *testing.T, e campaignEnv, c store.Campaign, n int64) {
 	if events != n {
 		t.Errorf("%d email.sent events, want %d", events, n)
 	}
+}
+
+// started creates n contacts on a new list and starts a newsletter to it.
+func (e campaignEnv) started(t *testing.T, n int) store.Campaign {
+	t.Helper()
+	l := mkList(t, e.db, e.acct, "Viele", false)
+	e.exec(t, `INSERT INTO contacts (account_id, email) SELECT $1, 'viele' || g || '@example.com' FROM generate_series(1, $2::int) AS g`, e.acct, n)
+	e.exec(t, `INSERT INTO list_members (list_id, contact_id, account_id)
+SELECT $1, id, account_id FROM contacts WHERE account_id = $2 AND email LIKE 'viele%'`, l.ID, e.acct)
+	c := e.newsletter(t, store.NewsletterInput{Subject: str("Hallo"), HTML: str("<p>Hallo</p>"), ListIDs: &[]int64{l.ID}})
+	if _, res, err := e.db.StartNewsletter(context.Background(), e.acct, apiActor, c.ID, store.StartOptions{}); err != nil || res.Queued != int64(n) {
+		t.Fatalf("start: %+v %v", res, err)
+	}
+	return c
 }
