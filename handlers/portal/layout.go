@@ -67,14 +67,49 @@ func (p *Portal) popOnce(ctx context.Context, purpose string) (secret, label str
 
 // handle turns a portal handler into an http.HandlerFunc. A handler writes its page
 // (or redirect) itself; the error it returns becomes an error page: not found, no
-// permission, or a generic error whose detail goes to the log only.
+// permission, or a generic error whose detail goes to the log only. An error
+// returned after the handler began its response (a write to a client that went
+// away) is only logged: a status was sent, and an error page after it would be
+// a second one, glued to what was written.
 func (p *Portal) handle(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if err := h(w, r); err != nil {
+		rw := &responseStart{ResponseWriter: w}
+		switch err := h(rw, r); {
+		case err == nil:
+		case rw.started:
+			p.log.Error("portal request failed after its response began", "method", r.Method, "path", r.URL.Path, "err", err)
+		default:
 			p.fail(w, r, err)
 		}
 	}
 }
+
+// responseStart notes whether a handler began its response.
+type responseStart struct {
+	http.ResponseWriter
+	started bool
+}
+
+func (w *responseStart) WriteHeader(status int) {
+	if status >= http.StatusOK { // an informational status does not begin the response
+		w.started = true
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *responseStart) Write(b []byte) (int, error) {
+	w.started = true
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush keeps streamed downloads (the contact export) flowing.
+func (w *responseStart) Flush() {
+	w.started = true
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap lets http.ResponseController reach the connection (upload deadlines).
+func (w *responseStart) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // fail renders the error page for err.
 func (p *Portal) fail(w http.ResponseWriter, r *http.Request, err error) {
