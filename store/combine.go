@@ -55,9 +55,9 @@ type waitingCall[C any] struct {
 }
 
 // do runs call, alone or in a batch with concurrent calls of its key: run
-// gets a batch (the leader first) and sets each call's outcome. At most
-// slots batches of one key run at once. do returns ctx's error when the call
-// left before it was taken into a batch, and nil when a batch ran it.
+// gets the key and a batch (the leader first) and sets each call's outcome.
+// At most slots batches of one key run at once. do returns ctx's error when
+// the call left before it was taken into a batch, and nil when a batch ran it.
 func (cb *combiner[K, C]) do(ctx context.Context, key K, call C, slots int, run func(key K, batch []C)) error {
 	w := &waitingCall[C]{call: call, wake: make(chan bool, 1)}
 	cb.mu.Lock()
