@@ -416,6 +416,10 @@ func compileCampaign(c store.Campaign, opts composeOptions) (*compiledCampaign, 
 	}
 	cc.text = Compile(textSrc, KindText, appendUnsub)
 	cc.text.BakeSender(assets.Identity)
+	cc.text.PrepareQP()
+	if cc.html != nil {
+		cc.html.PrepareQP()
+	}
 	cc.subject.BakeSender(assets.Identity)
 	cc.preheader.BakeSender(assets.Identity)
 	return cc, nil
@@ -471,8 +475,12 @@ type recipientData struct {
 // message it renders.
 type renderState struct {
 	subject, preheader, html, text, link bytes.Buffer
-	vals                                 Values
-	custom                               map[string]string
+	// htmlQP and textQP are the bodies as a send renders them, already
+	// quoted-printable encoded (Template.AppendQPTo); scratch is its buffer
+	// for a value.
+	htmlQP, textQP, scratch []byte
+	vals                    Values
+	custom                  map[string]string
 }
 
 // setCustom starts the per-recipient Custom map from the request
@@ -506,6 +514,38 @@ func (cc *compiledCampaign) render(st *renderState, links LinkBuilder, r recipie
 // fill renders one recipient's subject, preheader, HTML and text into st's
 // buffers (HTML empty for a text-only campaign).
 func (cc *compiledCampaign) fill(st *renderState, links LinkBuilder, r recipientData) error {
+	if err := cc.fillHead(st, links, r); err != nil {
+		return err
+	}
+	st.html.Reset()
+	if cc.html != nil {
+		if err := cc.html.Render(&st.html, &st.vals); err != nil {
+			return err
+		}
+	}
+	return renderInto(&st.text, cc.text, &st.vals)
+}
+
+// fillQP is fill for a send: the HTML and text go into st.htmlQP and
+// st.textQP, encoded as the message carries them.
+func (cc *compiledCampaign) fillQP(st *renderState, links LinkBuilder, r recipientData) error {
+	if err := cc.fillHead(st, links, r); err != nil {
+		return err
+	}
+	var err error
+	st.htmlQP = st.htmlQP[:0]
+	if cc.html != nil {
+		if st.htmlQP, st.scratch, err = cc.html.AppendQPTo(st.htmlQP, st.scratch, &st.vals); err != nil {
+			return err
+		}
+	}
+	st.textQP, st.scratch, err = cc.text.AppendQPTo(st.textQP[:0], st.scratch, &st.vals)
+	return err
+}
+
+// fillHead sets st's values for one recipient and renders the subject and
+// preheader.
+func (cc *compiledCampaign) fillHead(st *renderState, links LinkBuilder, r recipientData) error {
 	st.setCustom(cc.c.Placeholders)
 	st.vals.Recipient = r.values
 	st.vals.Sender = cc.identity
@@ -532,16 +572,7 @@ func (cc *compiledCampaign) fill(st *renderState, links LinkBuilder, r recipient
 	if err := renderInto(&st.subject, cc.subject, &st.vals); err != nil {
 		return err
 	}
-	if err := renderInto(&st.preheader, cc.preheader, &st.vals); err != nil {
-		return err
-	}
-	st.html.Reset()
-	if cc.html != nil {
-		if err := cc.html.Render(&st.html, &st.vals); err != nil {
-			return err
-		}
-	}
-	return renderInto(&st.text, cc.text, &st.vals)
+	return renderInto(&st.preheader, cc.preheader, &st.vals)
 }
 
 func renderInto(buf *bytes.Buffer, t *Template, v *Values) error {
@@ -551,8 +582,16 @@ func renderInto(buf *bytes.Buffer, t *Template, v *Values) error {
 
 // message renders the message for one recipient, from the route's sender.
 func (cc *compiledCampaign) message(st *renderState, links LinkBuilder, r recipientData, route Route) (*Message, error) {
-	if err := cc.fill(st, links, r); err != nil {
+	if err := cc.fillQP(st, links, r); err != nil {
 		return nil, err
+	}
+	encoded := len(st.textQP) > 0
+	if !encoded {
+		// An empty text part is derived from the HTML, which takes the
+		// HTML as rendered.
+		if err := cc.fill(st, links, r); err != nil {
+			return nil, err
+		}
 	}
 	from := route.From
 	replyTo := cc.c.ReplyTo
@@ -566,16 +605,19 @@ func (cc *compiledCampaign) message(st *renderState, links LinkBuilder, r recipi
 		replyTo = cc.assets.ReplyTo
 	}
 	m := &Message{
-		From:    from,
-		To:      Address{Name: strings.TrimSpace(r.values.FirstName + " " + r.values.LastName), Email: r.values.Email},
-		ReplyTo: replyTo,
-		Subject: st.subject.String(),
-		Headers: cc.headers,
-		// The bodies stay in st's buffers: the sender renders the message
-		// before st renders the next one, so a copy would be garbage at once.
-		htmlBody:    st.html.Bytes(),
-		textBody:    st.text.Bytes(),
+		From:        from,
+		To:          Address{Name: strings.TrimSpace(r.values.FirstName + " " + r.values.LastName), Email: r.values.Email},
+		ReplyTo:     replyTo,
+		Subject:     st.subject.String(),
+		Headers:     cc.headers,
 		attachments: cc.attachments,
+	}
+	// The bodies stay in st's buffers: the sender renders the message
+	// before st renders the next one, so a copy would be garbage at once.
+	if encoded {
+		m.htmlQP, m.textQP = st.htmlQP, st.textQP
+	} else {
+		m.htmlBody, m.textBody = st.html.Bytes(), st.text.Bytes()
 	}
 	if cc.unsubscribeHeader {
 		m.UnsubscribeURL = st.vals.Recipient.UnsubscribeURL

@@ -90,6 +90,9 @@ type Message struct {
 	// They are valid until the pipeline renders the next message, which it
 	// does after Send returned.
 	htmlBody, textBody []byte
+	// htmlQP and textQP are such bodies already quoted-printable encoded
+	// (Template.AppendQPTo), used instead of the others.
+	htmlQP, textQP []byte
 	// attachments, when set, are the send's attachment parts, encoded once
 	// (attach.go): the body then goes into a multipart/mixed with them.
 	attachments *AttachmentParts
@@ -171,7 +174,7 @@ func (m *Message) validate(known *validAddresses) error {
 	if m.ReturnPath != "" && !bareAddress(m.ReturnPath) {
 		return invalid("return path %q", m.ReturnPath)
 	}
-	if m.HTML == "" && m.Text == "" && len(m.htmlBody) == 0 && len(m.textBody) == 0 {
+	if m.HTML == "" && m.Text == "" && len(m.htmlBody) == 0 && len(m.textBody) == 0 && len(m.htmlQP) == 0 && len(m.textQP) == 0 {
 		return invalid("no content")
 	}
 	if m.UnsubscribeURL != "" {

@@ -125,7 +125,7 @@ func (w *mimeWriter) appendMessage(dst []byte, m *Message) ([]byte, error) {
 // appendBody appends the body: a text part, or the multipart/alternative of
 // text and HTML, each with its Content-Type header.
 func (w *mimeWriter) appendBody(dst []byte, m *Message) []byte {
-	if len(m.htmlBody) == 0 && m.HTML == "" {
+	if !m.hasHTML() {
 		dst = append(dst, mimeTextPart...)
 		dst = m.appendText(dst)
 		if len(dst) < 2 || dst[len(dst)-1] != '\n' {
@@ -148,21 +148,35 @@ func (w *mimeWriter) appendBody(dst []byte, m *Message) []byte {
 	dst = append(dst, "\r\n--"...)
 	dst = append(dst, dst[mark:mark+len(boundary)]...)
 	dst = append(dst, "\r\n"+mimeHTMLPart...)
-	if len(m.htmlBody) > 0 {
-		dst = appendQP(dst, m.htmlBody)
-	} else {
-		dst = appendQP(dst, m.HTML)
-	}
+	dst = m.appendHTML(dst)
 	dst = append(dst, "\r\n--"...)
 	dst = append(dst, dst[mark:mark+len(boundary)]...)
 	dst = append(dst, "--\r\n"...)
 	return dst
 }
 
+// hasHTML reports whether the message has an HTML part.
+func (m *Message) hasHTML() bool {
+	return len(m.htmlQP) > 0 || len(m.htmlBody) > 0 || m.HTML != ""
+}
+
+// appendHTML appends the HTML part's body, quoted-printable encoded.
+func (m *Message) appendHTML(dst []byte) []byte {
+	switch {
+	case len(m.htmlQP) > 0:
+		return append(dst, m.htmlQP...)
+	case len(m.htmlBody) > 0:
+		return appendQP(dst, m.htmlBody)
+	}
+	return appendQP(dst, m.HTML)
+}
+
 // appendText appends the text part's body, derived from the HTML when the
 // message has none.
 func (m *Message) appendText(dst []byte) []byte {
 	switch {
+	case len(m.textQP) > 0:
+		return append(dst, m.textQP...)
 	case len(m.textBody) > 0:
 		return appendQP(dst, m.textBody)
 	case m.Text != "":
@@ -314,7 +328,14 @@ const qpLineMax = 75
 // CRLF or CR) become CRLF, lines are at most 76 characters with soft line
 // breaks, trailing spaces and a leading dot are encoded.
 func appendQP[S string | []byte](dst []byte, s S) []byte {
-	col := 0
+	dst, _ = appendQPAt(dst, s, 0)
+	return dst
+}
+
+// appendQPAt is appendQP for s starting in column col of the current line;
+// it returns the column where s ended. A space or tab at the end of s is
+// encoded: what follows may be a line break.
+func appendQPAt[S string | []byte](dst []byte, s S, col int) ([]byte, int) {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if qpRun[c] {
@@ -365,7 +386,7 @@ func appendQP[S string | []byte](dst []byte, s S) []byte {
 		dst = append(dst, '=', upperHex[c>>4], upperHex[c&15])
 		col, i = col+3, i+1
 	}
-	return dst
+	return dst, col
 }
 
 // appendWithCalendar appends the body of a message with an invitation:
@@ -383,13 +404,9 @@ func (w *mimeWriter) appendWithCalendar(dst []byte, m *Message) []byte {
 	dst = append(dst, "Content-Type: multipart/mixed;\r\n boundary=\""+mixed+"\"\r\n\r\n--"+mixed+"\r\n"...)
 	dst = append(dst, "Content-Type: multipart/alternative;\r\n boundary=\""+alt+"\"\r\n\r\n--"+alt+"\r\n"+mimeTextPart...)
 	dst = m.appendText(dst)
-	if len(m.htmlBody) > 0 || m.HTML != "" {
+	if m.hasHTML() {
 		dst = append(dst, "\r\n--"+alt+"\r\n"+mimeHTMLPart...)
-		if len(m.htmlBody) > 0 {
-			dst = appendQP(dst, m.htmlBody)
-		} else {
-			dst = appendQP(dst, m.HTML)
-		}
+		dst = m.appendHTML(dst)
 	}
 	dst = append(dst, "\r\n--"+alt+"\r\nContent-Type: text/calendar; charset=UTF-8; method="+method+
 		"\r\nContent-Transfer-Encoding: base64\r\n\r\n"...)

@@ -18,7 +18,13 @@ import (
 // that starts with a dot.
 func checkQP(t *testing.T, s string) {
 	t.Helper()
-	enc := appendQP(nil, s)
+	checkEncodedQP(t, s, appendQP(nil, s))
+}
+
+// checkEncodedQP checks that enc is a valid quoted-printable encoding of s,
+// as checkQP describes.
+func checkEncodedQP(t *testing.T, s string, enc []byte) {
+	t.Helper()
 	dec, err := io.ReadAll(quotedprintable.NewReader(bytes.NewReader(enc)))
 	if err != nil {
 		t.Fatalf("%q: decode %q: %v", s, enc, err)
@@ -101,6 +107,58 @@ func TestQPPlain8(t *testing.T) {
 		if got := qpPlain8(word(w)); got != want(w) {
 			t.Fatalf("%q: qpPlain8 = %v", w, got)
 		}
+	}
+}
+
+// TestAppendQPTo renders random templates encoded (AppendQPTo) and checks
+// that they decode to the plain rendering (AppendTo) under appendQP's rules,
+// with the literals encoded in advance (PrepareQP) and without: literals and
+// values meet at every column, with line breaks, dots, trailing spaces and a
+// CR and LF split between a literal and a value.
+func TestAppendQPTo(t *testing.T) {
+	pieces := []string{"a", "b", " ", "\t", ".", "=", "\r", "\n", "\r\n", "ä", "€", "\x7f", "<p>",
+		strings.Repeat("x", 40), strings.Repeat("y", 75), "{{vorname}}", "{{nachname}}", "{{email}}", "{{notiz}}"}
+	random := func(r *rand.Rand, n int, names bool) string {
+		var b strings.Builder
+		for range r.IntN(n) {
+			p := pieces[r.IntN(len(pieces))]
+			if !names && strings.HasPrefix(p, "{{") {
+				p = "z"
+			}
+			b.WriteString(p)
+		}
+		return b.String()
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	var enc, scratch []byte
+	for i := range 4000 {
+		kind := KindText
+		if i%2 == 1 {
+			kind = KindHTML
+		}
+		tmpl := Compile(random(r, 40, true), kind, CompileOptions{})
+		if i%3 != 0 {
+			tmpl.PrepareQP()
+		}
+		v := &Values{Recipient: Recipient{FirstName: random(r, 6, false), LastName: random(r, 6, false),
+			Email: random(r, 3, false), Note: random(r, 8, false)}}
+		plain, err := tmpl.AppendTo(nil, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if enc, scratch, err = tmpl.AppendQPTo(enc[:0], scratch, v); err != nil {
+			t.Fatal(err)
+		}
+		checkEncodedQP(t, string(plain), enc)
+	}
+	// With its buffers grown, a recipient's rendering allocates nothing.
+	tmpl := Compile("<p>Hallo {{vorname}},</p>\n<p>"+strings.Repeat("Neuigkeiten aus der Backstube. ", 20)+"</p>", KindHTML, CompileOptions{})
+	tmpl.PrepareQP()
+	v := &Values{Recipient: Recipient{FirstName: "Änne"}}
+	if allocs := testing.AllocsPerRun(100, func() {
+		enc, scratch, _ = tmpl.AppendQPTo(enc[:0], scratch, v)
+	}); allocs != 0 {
+		t.Errorf("AppendQPTo: %v allocations per rendering", allocs)
 	}
 }
 
