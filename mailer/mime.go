@@ -310,8 +310,9 @@ var qpRun = func() (t [256]bool) {
 
 // qpPlain8 reports whether the eight bytes of x are all kept as they are
 // (space included, tab not): printable ASCII from ' ' to '~' except '='.
-// A send encodes every recipient's copy; checking a word at a time made the
-// encoding of a newsletter's HTML about a fifth faster (BenchmarkAppendQP).
+// Checking a word at a time made the encoding of a newsletter's HTML about a
+// fifth faster (BenchmarkAppendQP); it serves the values a send encodes per
+// recipient (Template.AppendQPTo) and every body encoded whole.
 func qpPlain8(x uint64) bool {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	below := (x - ones*' ') & ^x & highs         // a byte under ' '
