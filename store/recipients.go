@@ -2,11 +2,13 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -189,29 +191,38 @@ type Outcome struct {
 // (r.id = ANY): campaign_id and status are wrapped in expressions no index
 // matches, because right after a large send was queued the statistics still
 // say the campaign is tiny, and the planner would otherwise walk the whole
-// campaign through the queue index for 25 rows. The rows still in 'sending' are
-// updated (a row another worker already finished after a lease ran out is
-// neither updated nor counted again), and only for those rows the events go
-// into the outbox and the activities into the activity log, the same rows
-// store.EmitAll and store.LogActivities write. The campaign's counters go to
-// one of its stripes (campaign_counts, migration 00026), not to its row: the
-// lanes of every process write outcomes at once, and on the campaign's row
-// each waited for the one before it to commit. The campaign's status is read
-// without a lock. Stripes and shards follow the connection (its backend's
-// pid), so that two writes at the same time rarely share a counter row.
-const recordOutcomes = `WITH x AS MATERIALIZED (
-  SELECT * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[], $8::bigint[],
-    $9::int[], $10::boolean[], $11::text[], $13::boolean[])
-    AS x(id, status, mid, err, at, retry, contact, code, bounce, evt, block)
-), upd AS (
-  UPDATE campaign_recipients r SET status = x.status, message_id = nullif(x.mid, ''), error = nullif(x.err, ''),
-    sent_at = CASE WHEN x.status = 'sent' THEN to_timestamp(x.at / 1e6) END, claimed_until = NULL,
-    next_attempt_at = CASE WHEN x.status = 'queued' THEN now() + x.retry * interval '1 millisecond' END
-  FROM x WHERE r.id = ANY($2) AND r.id = x.id AND r.campaign_id + 0 = $1 AND r.status || '' = 'sending'
-  RETURNING r.id, r.email, x.status, x.mid, x.err, x.contact, x.code, x.bounce, x.evt, x.block
+// campaign through the queue index for 25 rows. Each row finds its outcome in
+// the parameter arrays by its position among the ids, which are sorted
+// (recordArgs): width_bucket is a binary search. A join with the unnested
+// arrays instead left the join order to the planner, and the generic plan,
+// which guesses ten rows for either side, rescanned the whole batch for every
+// row: 2.5 ms instead of 1 ms for 100 outcomes, 7.5 ms instead of 1.5 ms for
+// 200. The rows still in 'sending' are updated (a row another worker already
+// finished after a lease ran out is neither updated nor counted again), and
+// only for those rows the events go into the outbox and the activities into
+// the activity log, the same rows store.EmitAll and store.LogActivities
+// write. The campaign's counters go to one of its stripes (campaign_counts,
+// migration 00026), not to its row: the lanes of every process write outcomes
+// at once, and on the campaign's row each waited for the one before it to
+// commit. The campaign's status is read without a lock. Stripes and shards
+// follow the connection (its backend's pid), so that two writes at the same
+// time rarely share a counter row.
+const recordOutcomes = `WITH upd AS (
+  UPDATE campaign_recipients r SET status = ($3::text[])[width_bucket(r.id, $2::bigint[])],
+    message_id = nullif(($4::text[])[width_bucket(r.id, $2::bigint[])], ''),
+    error = nullif(($5::text[])[width_bucket(r.id, $2::bigint[])], ''),
+    sent_at = CASE WHEN ($3::text[])[width_bucket(r.id, $2::bigint[])] = 'sent'
+      THEN to_timestamp(($6::bigint[])[width_bucket(r.id, $2::bigint[])] / 1e6) END,
+    claimed_until = NULL,
+    next_attempt_at = CASE WHEN ($3::text[])[width_bucket(r.id, $2::bigint[])] = 'queued'
+      THEN now() + ($7::bigint[])[width_bucket(r.id, $2::bigint[])] * interval '1 millisecond' END
+  WHERE r.id = ANY($2) AND r.campaign_id + 0 = $1 AND r.status || '' = 'sending'
+  RETURNING r.id, r.email, r.status, width_bucket(r.id, $2::bigint[]) AS i
 ), noted AS (
-  SELECT u.*, CASE WHEN u.status = 'sent' THEN 'email.sent' ELSE 'email.bounced' END AS event
-  FROM upd u WHERE u.status = 'sent' OR (u.status = 'failed' AND u.bounce)
+  SELECT u.id, u.email, u.status, ($4::text[])[u.i] AS mid, ($5::text[])[u.i] AS err,
+    ($8::bigint[])[u.i] AS contact, ($9::int[])[u.i] AS code, ($11::text[])[u.i] AS evt, ($13::boolean[])[u.i] AS block,
+    CASE WHEN u.status = 'sent' THEN 'email.sent' ELSE 'email.bounced' END AS event
+  FROM upd u WHERE u.status = 'sent' OR (u.status = 'failed' AND ($10::boolean[])[u.i])
 ), ev AS (
   INSERT INTO events (account_id, public_id, name, payload)
   SELECT $12, n.evt, n.event, CASE WHEN n.status = 'sent'
@@ -227,7 +238,7 @@ const recordOutcomes = `WITH x AS MATERIALIZED (
 ), agg AS (
   SELECT (now() AT TIME ZONE 'Europe/Berlin')::date AS day, (pg_backend_pid() % 16)::smallint AS shard,
     count(*) FILTER (WHERE u.status = 'sent') AS sent, count(*) FILTER (WHERE u.status = 'failed') AS failed,
-    count(*) FILTER (WHERE u.status = 'failed' AND u.bounce) AS bounces
+    count(*) FILTER (WHERE u.status = 'failed' AND ($10::boolean[])[u.i]) AS bounces
   FROM upd u HAVING count(*) FILTER (WHERE u.status IN ('sent', 'failed')) > 0
 ), st AS (
   INSERT INTO campaign_stats AS s (account_id, campaign_id, day, shard, sent, failed, bounces)
@@ -353,8 +364,11 @@ func (db *DB) recordOutcomes(ctx context.Context, key outcomeKey, outs []Outcome
 	return status, nil
 }
 
-// recordArgs are recordOutcomes' parameters for outs.
+// recordArgs are recordOutcomes' parameters for outs, in the order of their
+// recipients' ids, in which the statement looks them up.
 func recordArgs(accountID, campaignID int64, outs []Outcome) []any {
+	outs = slices.Clone(outs)
+	slices.SortStableFunc(outs, func(a, b Outcome) int { return cmp.Compare(a.RecipientID, b.RecipientID) })
 	n := len(outs)
 	ids, ats, retries, contacts := make(pq.Int64Array, n), make(pq.Int64Array, n), make(pq.Int64Array, n), make(pq.Int64Array, n)
 	statuses, mids, errs, evts := make(pq.StringArray, n), make(pq.StringArray, n), make(pq.StringArray, n), make(pq.StringArray, n)

@@ -168,6 +168,107 @@ WHERE t.relid = 'campaign_recipients'::regclass AND i.indexrelid = 'campaign_rec
 	}
 }
 
+// TestOutcomesFindTheirRows: each outcome of a batch, handed over in any
+// order, lands on its own recipient with its own details: status, message id,
+// error, retry time, its event and activity, the counters and the blocked list.
+func TestOutcomesFindTheirRows(t *testing.T) {
+	ctx := context.Background()
+	e := newCampaignEnv(t)
+	c := e.started(t, 7)
+	rows, err := e.db.ClaimRecipients(ctx, e.acct, c.ID, 0, 7, time.Minute, nil)
+	if err != nil || len(rows) != 7 {
+		t.Fatalf("claim: %d rows, %v", len(rows), err)
+	}
+	now := time.Now()
+	out := func(r store.QueuedRecipient, o store.Outcome) store.Outcome {
+		o.RecipientID, o.ContactID, o.Email, o.At = r.ID, r.ContactID, r.Email, now
+		return o
+	}
+	// Neither in id order nor in reverse.
+	outs := []store.Outcome{
+		out(rows[3], store.Outcome{Status: store.RecipientSkipped, Error: store.SkipBlocked}),
+		out(rows[0], store.Outcome{Status: store.RecipientSent, MessageID: "<null@acme.test>"}),
+		out(rows[5], store.Outcome{Status: store.RecipientQueued, Error: "421 später", RetryIn: time.Hour}),
+		out(rows[1], store.Outcome{Status: store.RecipientFailed, Error: "550 unbekannt", Bounce: true, Code: 550, Block: true}),
+		out(rows[6], store.Outcome{Status: store.RecipientSent, MessageID: "<sechs@acme.test>"}),
+		out(rows[2], store.Outcome{Status: store.RecipientFailed, Error: "Verbindung abgebrochen"}),
+		out(rows[4], store.Outcome{Status: store.RecipientSent, MessageID: "<vier@acme.test>"}),
+	}
+	if _, err := e.db.RecordOutcomes(ctx, e.acct, c.ID, outs); err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		ID        int64   `db:"id"`
+		Status    string  `db:"status"`
+		MessageID *string `db:"message_id"`
+		Error     *string `db:"error"`
+		Sent      bool    `db:"sent"`
+		RetryMin  float64 `db:"retry_min"`
+	}
+	var got []row
+	if err := e.db.SelectContext(ctx, &got, `SELECT id, status, message_id, error, sent_at IS NOT NULL AS sent,
+  coalesce(extract(epoch FROM next_attempt_at - now()) / 60, 0) AS retry_min
+FROM campaign_recipients WHERE campaign_id = $1 ORDER BY id`, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	byID := map[int64]store.Outcome{}
+	for _, o := range outs {
+		byID[o.RecipientID] = o
+	}
+	for _, r := range got {
+		o := byID[r.ID]
+		wantMID, wantErr := o.MessageID, o.Error
+		if r.Status != o.Status || deref(r.MessageID) != wantMID || deref(r.Error) != wantErr ||
+			r.Sent != (o.Status == store.RecipientSent) || (o.Status == store.RecipientQueued) != (r.RetryMin > 59) {
+			t.Errorf("recipient %d: %+v (message %q, error %q); want the outcome %+v", r.ID, r, deref(r.MessageID), deref(r.Error), o)
+		}
+	}
+	var events []string
+	if err := e.db.SelectContext(ctx, &events, `SELECT name || ' ' || coalesce(payload->>'message_id', payload->>'code') || ' ' ||
+  coalesce(payload->>'contact_id', payload->>'reason') FROM events WHERE account_id = $1 AND name LIKE 'email.%' ORDER BY id`, e.acct); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		fmt.Sprintf("email.sent <null@acme.test> %d", rows[0].ContactID),
+		"email.bounced 550 550 unbekannt",
+		fmt.Sprintf("email.sent <vier@acme.test> %d", rows[4].ContactID),
+		fmt.Sprintf("email.sent <sechs@acme.test> %d", rows[6].ContactID),
+	}
+	if fmt.Sprint(events) != fmt.Sprint(want) {
+		t.Errorf("events %q; want %q", events, want)
+	}
+	var acts []string
+	if err := e.db.SelectContext(ctx, &acts, `SELECT action || ' ' || object_id || ' ' || coalesce(details->>'message_id', details->>'reason')
+FROM activity_log WHERE account_id = $1 AND action LIKE 'email.%' ORDER BY id`, e.acct); err != nil {
+		t.Fatal(err)
+	}
+	wantActs := []string{
+		fmt.Sprintf("email.sent %d <null@acme.test>", rows[0].ContactID),
+		fmt.Sprintf("email.bounced %d 550 unbekannt", rows[1].ContactID),
+		fmt.Sprintf("email.sent %d <vier@acme.test>", rows[4].ContactID),
+		fmt.Sprintf("email.sent %d <sechs@acme.test>", rows[6].ContactID),
+	}
+	if fmt.Sprint(acts) != fmt.Sprint(wantActs) {
+		t.Errorf("activities %q; want %q", acts, wantActs)
+	}
+	var counts string
+	if err := e.db.GetContext(ctx, &counts, `SELECT (SELECT sum(sent) || ' ' || sum(failed) || ' ' || sum(skipped) FROM campaign_counts WHERE campaign_id = $1)
+  || ' ' || (SELECT sum(bounces) FROM campaign_stats WHERE campaign_id = $1)
+  || ' ' || (SELECT string_agg(email, ',') FROM blocked_addresses WHERE account_id = $2 AND source = 'bounce')`, c.ID, e.acct); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("3 2 1 1 %s", rows[1].Email); counts != want {
+		t.Errorf("sent, failed, skipped, bounces and blocked addresses: %s; want %s", counts, want)
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
 // Outcomes of a campaign recorded while another statement of its outcomes
 // runs wait and go together in one statement, and each call still learns
 // the campaign's status.
@@ -231,7 +332,7 @@ func queuedOutcomes(t *testing.T, bad int) (campaignEnv, store.Campaign, int) {
 	waitFor(t, "the first statement to wait for the lock", func() bool {
 		var locked bool
 		if err := e.db.GetContext(ctx, &locked, `SELECT count(*) = 1 FROM pg_stat_activity
-WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'WITH x AS MATERIALIZED%'`); err != nil {
+WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'WITH upd AS (%'`); err != nil {
 			t.Fatal(err)
 		}
 		return locked
