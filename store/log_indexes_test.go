@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/rundbrief/rundbrief/store/dbtest"
@@ -10,7 +12,8 @@ import (
 // The activity and API logs grow by a row per mail and per API call, a few
 // rows per statement. Their per-account indexes take new ids at the end of
 // the account's range, so pages fill up instead of splitting in halves that
-// stay half empty (migration 00043).
+// stay half empty (migration 00043), and that index is the primary key, so
+// that a row pays for one unique index, not two (migration 00044).
 func TestLogIndexesStayDense(t *testing.T) {
 	ctx := context.Background()
 	db := dbtest.NewDB(t)
@@ -28,7 +31,14 @@ SELECT $1, 'r' || g, 'GET', '/v1/contacts', 200, 100, now() FROM generate_series
 			t.Fatal(err)
 		}
 	}
-	for _, index := range []string{"activity_log_account_idx", "api_log_account_idx"} {
+	for _, index := range []string{"activity_log_pkey", "api_log_pkey"} {
+		var def string
+		if err := db.GetContext(ctx, &def, `SELECT pg_get_indexdef($1::regclass)`, index); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasSuffix(def, "USING btree (account_id, id)") {
+			t.Errorf("%s: %s; want the key (account_id, id)", index, def)
+		}
 		var density float64
 		if err := db.GetContext(ctx, &density, `SELECT avg_leaf_density FROM pgstatindex($1)`, index); err != nil {
 			t.Fatal(err)
@@ -38,5 +48,15 @@ SELECT $1, 'r' || g, 'GET', '/v1/contacts', 200, 100, now() FROM generate_series
 		if density < 80 {
 			t.Errorf("%s: leaf pages %.1f %% full after 20,000 appended rows, want at least 80 %%", index, density)
 		}
+	}
+	// What each row is indexed by: the key, the activities' object (a
+	// contact's timeline), the API log's age (retention).
+	var indexes []string
+	if err := db.SelectContext(ctx, &indexes, `SELECT indexrelid::regclass::text FROM pg_index
+WHERE indrelid IN ('activity_log'::regclass, 'api_log'::regclass) ORDER BY 1`); err != nil {
+		t.Fatal(err)
+	}
+	if want := "[activity_log_object_idx activity_log_pkey api_log_created_idx api_log_pkey]"; fmt.Sprint(indexes) != want {
+		t.Errorf("the logs' indexes: %v; want %s", indexes, want)
 	}
 }
