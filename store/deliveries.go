@@ -234,16 +234,26 @@ d.attempts, w.url, w.status AS webhook_status, w.secret_sealed, w.previous_secre
 // attempts counts the attempt now, locked_until keeps other processes off until
 // the lease ends (a crashed process's rows come back then). The candidates come
 // straight off the due index in its order (joining webhooks there lets the
-// planner sort the whole backlog instead); a paused webhook has no due
-// deliveries (see selectActiveWebhooksOf and pauseWebhookTx), and the update
-// checks once more.
+// planner sort the whole backlog instead), each locked as it is read, and the
+// claim stops when it has its limit. It reads at most $8 due deliveries that
+// no attempt holds: the deliveries of webhooks at their share ($3) are passed
+// over, and a backlog of theirs at the head of the index would otherwise be
+// walked by every claim (claimDeliveriesPerHook finds what lies behind it).
+// A paused webhook has no due deliveries (see selectActiveWebhooksOf and
+// pauseWebhookTx), and the update checks once more.
 const claimDeliveries = `WITH cand AS (
   SELECT d.id, d.webhook_id, d.next_attempt_at
-  FROM webhook_deliveries d
-  WHERE d.next_attempt_at <= $1 AND (d.locked_until IS NULL OR d.locked_until <= $1) AND NOT (d.webhook_id = ANY($3))
-  ORDER BY d.next_attempt_at, d.id
+  FROM (
+    SELECT id FROM webhook_deliveries WHERE next_attempt_at <= $1 AND (locked_until IS NULL OR locked_until <= $1)
+    ORDER BY next_attempt_at, id LIMIT $8
+  ) h
+  CROSS JOIN LATERAL (
+    SELECT d.id, d.webhook_id, d.next_attempt_at FROM webhook_deliveries d
+    WHERE d.id = h.id AND d.next_attempt_at <= $1 AND (d.locked_until IS NULL OR d.locked_until <= $1)
+      AND NOT (d.webhook_id = ANY($3))
+    FOR UPDATE SKIP LOCKED
+  ) d
   LIMIT $2
-  FOR UPDATE SKIP LOCKED
 ), pick AS (
   SELECT c.id FROM (
     SELECT id, webhook_id, row_number() OVER (PARTITION BY webhook_id ORDER BY next_attempt_at, id) AS n FROM cand
@@ -255,28 +265,95 @@ FROM pick, webhooks w
 WHERE d.id = pick.id AND w.id = d.webhook_id AND w.status = 'active'
 RETURNING ` + jobReturning
 
+// claimDeliveriesPerHook is the claim's way past the webhooks at their share
+// ($3): it visits each webhook with deliveries to make (a skip scan of
+// webhook_deliveries_hook_due_idx, one step per webhook, however long its
+// backlog) and takes the oldest due ones of each that is not at its share, up
+// to its free slots, then the oldest $2 of those. Its cost grows with the
+// number of webhooks that have deliveries to make, not with their backlogs.
+const claimDeliveriesPerHook = `WITH RECURSIVE hooks(webhook_id) AS (
+  (SELECT webhook_id FROM webhook_deliveries WHERE next_attempt_at IS NOT NULL ORDER BY webhook_id LIMIT 1)
+  UNION ALL
+  SELECT (SELECT d.webhook_id FROM webhook_deliveries d
+    WHERE d.next_attempt_at IS NOT NULL AND d.webhook_id > h.webhook_id ORDER BY d.webhook_id LIMIT 1)
+  FROM hooks h WHERE h.webhook_id IS NOT NULL
+), cand AS (
+  SELECT c.id FROM hooks h
+  LEFT JOIN unnest($4::bigint[], $5::int[]) AS b(webhook_id, busy) ON b.webhook_id = h.webhook_id
+  CROSS JOIN LATERAL (
+    SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
+    WHERE d.webhook_id = h.webhook_id AND d.next_attempt_at <= $1 AND (d.locked_until IS NULL OR d.locked_until <= $1)
+    ORDER BY d.next_attempt_at, d.id
+    LIMIT greatest($6 - coalesce(b.busy, 0), 0)
+    FOR UPDATE SKIP LOCKED
+  ) c
+  WHERE h.webhook_id IS NOT NULL AND NOT (h.webhook_id = ANY($3))
+  ORDER BY c.next_attempt_at, c.id
+  LIMIT $2
+)
+UPDATE webhook_deliveries d SET locked_until = $7, attempts = d.attempts + 1, updated_at = $1
+FROM cand, webhooks w
+WHERE d.id = cand.id AND w.id = d.webhook_id AND w.status = 'active'
+RETURNING ` + jobReturning
+
+// claimScan is how many due deliveries claimDeliveries reads at most for a
+// claim of limit: enough to pass over the in-flight share of a few busy
+// webhooks, few enough that a backlog behind them costs little.
+func claimScan(limit int) int {
+	return 4*limit + 64
+}
+
 // ClaimDeliveries leases due deliveries for attempts (see claimDeliveries). Each
-// claimed delivery must be finished with RecordAttempts.
+// claimed delivery must be finished with RecordAttempts. When the claim finds
+// nothing while webhooks are at their share, a second one looks behind their
+// backlogs (claimDeliveriesPerHook). A claim that finds something costs one
+// statement only; a delivery behind a backlog then waits until the webhooks
+// whose deliveries the claims found are at their share too, or have nothing
+// due.
 func (db *DB) ClaimDeliveries(ctx context.Context, o ClaimOptions) ([]DeliveryJob, error) {
 	if o.Limit <= 0 {
 		return nil, nil
 	}
+	jobs, err := db.claimDeliveries(ctx, claimDeliveries, o, o.Limit, claimScan(o.Limit))
+	if err != nil || len(jobs) > 0 {
+		return jobs, err
+	}
+	for _, n := range o.Busy {
+		if n >= o.PerWebhook {
+			return db.claimDeliveries(ctx, claimDeliveriesPerHook, o, o.Limit, 0)
+		}
+	}
+	// No webhook is at its share: nothing is due, or other processes hold it.
+	return nil, nil
+}
+
+// claimDeliveries runs one of the claim statements for up to limit deliveries
+// (scan: claimDeliveries' $8).
+func (db *DB) claimDeliveries(ctx context.Context, query string, o ClaimOptions, limit, scan int) ([]DeliveryJob, error) {
+	var jobs []DeliveryJob
+	if err := db.SelectContext(ctx, &jobs, query, claimArgs(o, limit, scan)...); err != nil {
+		return nil, fmt.Errorf("store: claim deliveries: %w", err)
+	}
+	return jobs, nil
+}
+
+// claimArgs are the claim statements' parameters (claimDeliveries' $8 only
+// when scan is positive).
+func claimArgs(o ClaimOptions, limit, scan int) []any {
 	saturated := []int64{}
-	var busyIDs []int64
-	var busyN []int64
+	var busyIDs, busyN []int64
 	for id, n := range o.Busy {
 		busyIDs, busyN = append(busyIDs, id), append(busyN, int64(n))
 		if n >= o.PerWebhook {
 			saturated = append(saturated, id)
 		}
 	}
-	var jobs []DeliveryJob
-	err := db.SelectContext(ctx, &jobs, claimDeliveries, o.Now, o.Limit, pq.Int64Array(saturated),
-		pq.Int64Array(nonNilIDs(busyIDs)), pq.Int64Array(nonNilIDs(busyN)), o.PerWebhook, o.Now.Add(o.Lease))
-	if err != nil {
-		return nil, fmt.Errorf("store: claim deliveries: %w", err)
+	args := []any{o.Now, limit, pq.Int64Array(saturated), pq.Int64Array(nonNilIDs(busyIDs)), pq.Int64Array(nonNilIDs(busyN)),
+		o.PerWebhook, o.Now.Add(o.Lease)}
+	if scan > 0 {
+		args = append(args, scan)
 	}
-	return jobs, nil
+	return args
 }
 
 const claimDeliveryForResend = `UPDATE webhook_deliveries d SET locked_until = $4, attempts = d.attempts + 1, updated_at = $3

@@ -397,3 +397,67 @@ func TestDispatchWaitsForAConcurrentPause(t *testing.T) {
 		t.Fatalf("fan-out after the pause: %+v, want the event dispatched without deliveries", res)
 	}
 }
+
+// A webhook at its share with a long backlog of due deliveries must neither
+// hide the deliveries of other webhooks behind it nor cost every claim a walk
+// through the backlog (it took 5.9 ms per claim at 21,000 deliveries).
+func TestClaimPassesOverABusyWebhooksBacklog(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	acct := newAccount(t, db, "business")
+	slow := newHook(t, db, acct, "https://slow.example.com", store.EventContactCreated)
+	fast := newHook(t, db, acct, "https://fast.example.com", store.EventContactUpdated)
+	const backlog = 3000
+	var events []store.Event
+	for range backlog {
+		events = append(events, store.Event{Name: store.EventContactCreated, Data: map[string]any{}})
+	}
+	emit(t, db, acct, events...)
+	emit(t, db, acct, store.Event{Name: store.EventContactUpdated, Data: map[string]any{}},
+		store.Event{Name: store.EventContactUpdated, Data: map[string]any{}})
+	now := time.Now()
+	for {
+		res, err := db.DispatchEvents(ctx, now, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Events == 0 {
+			break
+		}
+	}
+	if _, err := db.ExecContext(ctx, `ANALYZE webhook_deliveries`); err != nil {
+		t.Fatal(err)
+	}
+
+	// Without company, a claim reads a few rows per delivery it takes (the
+	// index, the row it locks, the row it updates), not its whole scan.
+	alone := store.ClaimOptions{Now: now, Lease: time.Minute, Limit: 10, PerWebhook: 100}
+	if read, err := db.ClaimRowsRead(ctx, alone, false); err != nil || read > 5*alone.Limit {
+		t.Errorf("a claim of %d read %d rows of deliveries (%v)", alone.Limit, read, err)
+	}
+
+	busy := store.ClaimOptions{Now: now, Lease: time.Minute, Limit: 10, PerWebhook: 4, Busy: map[int64]int{slow.ID: 4}}
+	if read, err := db.ClaimRowsRead(ctx, busy, false); err != nil || read > 500 {
+		t.Errorf("with the slow webhook at its share, the claim read %d rows of deliveries; its backlog is %d (%v)", read, backlog, err)
+	}
+	if read, err := db.ClaimRowsRead(ctx, busy, true); err != nil || read > 20 {
+		t.Errorf("the claim behind the slow webhook read %d rows of deliveries (%v)", read, err)
+	}
+	jobs, err := db.ClaimDeliveries(ctx, busy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 2 || jobs[0].WebhookID != fast.ID || jobs[1].WebhookID != fast.ID {
+		t.Fatalf("claimed %d deliveries, want the fast webhook's 2: %+v", len(jobs), jobs)
+	}
+	// Once the slow webhook has a free slot, its oldest delivery comes next.
+	busy.Busy[slow.ID] = 3
+	jobs, err = db.ClaimDeliveries(ctx, busy)
+	if err != nil || len(jobs) != 1 || jobs[0].WebhookID != slow.ID {
+		t.Fatalf("with a free slot: %d jobs %v", len(jobs), err)
+	}
+	var oldest int64
+	if err := db.GetContext(ctx, &oldest, `SELECT min(id) FROM webhook_deliveries WHERE webhook_id = $1`, slow.ID); err != nil || jobs[0].ID != oldest {
+		t.Errorf("claimed delivery %d, want the oldest %d (%v)", jobs[0].ID, oldest, err)
+	}
+}

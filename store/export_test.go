@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -67,4 +69,51 @@ func (cb *combiner[K, C]) waitingIn(key K) (running, waiting int) {
 		return g.running, len(g.waiting)
 	}
 	return -1, -1
+}
+
+// ClaimRowsRead runs a claim statement as ClaimDeliveries would for o, the
+// first one or (perHook) the one that looks behind webhooks at their share,
+// under EXPLAIN ANALYZE in a transaction it rolls back, and returns how many
+// rows of webhook_deliveries its scans read (returned or filtered out).
+func (db *DB) ClaimRowsRead(ctx context.Context, o ClaimOptions, perHook bool) (int, error) {
+	query, args := claimDeliveries, claimArgs(o, o.Limit, claimScan(o.Limit))
+	if perHook {
+		query, args = claimDeliveriesPerHook, claimArgs(o, o.Limit, 0)
+	}
+	tx, err := db.BeginTxx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	var out []byte
+	if err := tx.QueryRowContext(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+query, args...).Scan(&out); err != nil {
+		return 0, err
+	}
+	var plans []struct{ Plan planNode }
+	if err := json.Unmarshal(out, &plans); err != nil || len(plans) != 1 {
+		return 0, fmt.Errorf("explain: %v: %s", err, out)
+	}
+	return plans[0].Plan.rowsRead("webhook_deliveries"), nil
+}
+
+// planNode is a node of a plan as EXPLAIN (FORMAT JSON) writes it.
+type planNode struct {
+	Relation         string     `json:"Relation Name"`
+	Rows             float64    `json:"Actual Rows"`
+	Loops            float64    `json:"Actual Loops"`
+	RemovedByFilter  float64    `json:"Rows Removed by Filter"`
+	RemovedByRecheck float64    `json:"Rows Removed by Index Recheck"`
+	Plans            []planNode `json:"Plans"`
+}
+
+// rowsRead is how many rows the scans of relation below n read.
+func (n planNode) rowsRead(relation string) int {
+	total := 0
+	if n.Relation == relation {
+		total += int((n.Rows + n.RemovedByFilter + n.RemovedByRecheck) * n.Loops)
+	}
+	for _, c := range n.Plans {
+		total += c.rowsRead(relation)
+	}
+	return total
 }
