@@ -234,14 +234,26 @@ d.attempts, w.url, w.status AS webhook_status, w.secret_sealed, w.previous_secre
 // attempts counts the attempt now, locked_until keeps other processes off until
 // the lease ends (a crashed process's rows come back then). The candidates come
 // straight off the due index in its order (joining webhooks there lets the
-// planner sort the whole backlog instead), each locked as it is read, and the
-// claim stops when it has its limit. It reads at most $8 due deliveries that
-// no attempt holds: the deliveries of webhooks at their share ($3) are passed
-// over, and a backlog of theirs at the head of the index would otherwise be
-// walked by every claim (claimDeliveriesPerHook finds what lies behind it).
-// A paused webhook has no due deliveries (see selectActiveWebhooksOf and
-// pauseWebhookTx), and the update checks once more.
+// planner sort the whole backlog instead); a paused webhook has no due
+// deliveries (see selectActiveWebhooksOf and pauseWebhookTx), and the update
+// checks once more. It is the claim while no webhook is at its share ($3 is
+// empty then): with one at its share, claimDeliveriesPastBusy.
 const claimDeliveries = `WITH cand AS (
+  SELECT d.id, d.webhook_id, d.next_attempt_at
+  FROM webhook_deliveries d
+  WHERE d.next_attempt_at <= $1 AND (d.locked_until IS NULL OR d.locked_until <= $1) AND NOT (d.webhook_id = ANY($3))
+  ORDER BY d.next_attempt_at, d.id
+  LIMIT $2
+  FOR UPDATE SKIP LOCKED
+)` + claimPick
+
+// claimDeliveriesPastBusy is claimDeliveries for when webhooks are at their
+// share ($3). Their deliveries are passed over, and a backlog of theirs at the
+// head of the due index would be walked by every claim, so this one reads at
+// most $8 due deliveries that no attempt holds, locking each candidate as it
+// takes it (by id: the extra look-up is why claimDeliveries stays the claim
+// without busy webhooks). claimDeliveriesPerHook finds what lies behind.
+const claimDeliveriesPastBusy = `WITH cand AS (
   SELECT d.id, d.webhook_id, d.next_attempt_at
   FROM (
     SELECT id FROM webhook_deliveries WHERE next_attempt_at <= $1 AND (locked_until IS NULL OR locked_until <= $1)
@@ -254,7 +266,10 @@ const claimDeliveries = `WITH cand AS (
     FOR UPDATE SKIP LOCKED
   ) d
   LIMIT $2
-), pick AS (
+)` + claimPick
+
+// claimPick leases the candidates (cand) within each webhook's free slots.
+const claimPick = `, pick AS (
   SELECT c.id FROM (
     SELECT id, webhook_id, row_number() OVER (PARTITION BY webhook_id ORDER BY next_attempt_at, id) AS n FROM cand
   ) c LEFT JOIN unnest($4::bigint[], $5::int[]) AS b(webhook_id, busy) ON b.webhook_id = c.webhook_id
@@ -296,50 +311,58 @@ FROM cand, webhooks w
 WHERE d.id = cand.id AND w.id = d.webhook_id AND w.status = 'active'
 RETURNING ` + jobReturning
 
-// claimScan is how many due deliveries claimDeliveries reads at most for a
-// claim of limit: enough to pass over the in-flight share of a few busy
+// claimScan is how many due deliveries claimDeliveriesPastBusy reads at most
+// for a claim of limit: enough to pass over the in-flight share of a few busy
 // webhooks, few enough that a backlog behind them costs little.
 func claimScan(limit int) int {
 	return 4*limit + 64
 }
 
 // ClaimDeliveries leases due deliveries for attempts (see claimDeliveries). Each
-// claimed delivery must be finished with RecordAttempts. When the claim finds
-// nothing while webhooks are at their share, a second one looks behind their
-// backlogs (claimDeliveriesPerHook). A claim that finds something costs one
-// statement only; a delivery behind a backlog then waits until the webhooks
-// whose deliveries the claims found are at their share too, or have nothing
-// due.
+// claimed delivery must be finished with RecordAttempts. With webhooks at their
+// share the claim reads a bounded head of the due index
+// (claimDeliveriesPastBusy), and when that finds nothing, a second claim looks
+// behind their backlogs (claimDeliveriesPerHook). A claim that finds something
+// costs one statement only; a delivery behind a backlog then waits until the
+// webhooks whose deliveries the claims found are at their share too, or have
+// nothing due.
 func (db *DB) ClaimDeliveries(ctx context.Context, o ClaimOptions) ([]DeliveryJob, error) {
 	if o.Limit <= 0 {
 		return nil, nil
 	}
-	jobs, err := db.claimDeliveries(ctx, claimDeliveries, o, o.Limit, claimScan(o.Limit))
+	if !o.anyAtShare() {
+		return db.claimDeliveries(ctx, claimDeliveries, o, 0)
+	}
+	jobs, err := db.claimDeliveries(ctx, claimDeliveriesPastBusy, o, claimScan(o.Limit))
 	if err != nil || len(jobs) > 0 {
 		return jobs, err
 	}
-	for _, n := range o.Busy {
-		if n >= o.PerWebhook {
-			return db.claimDeliveries(ctx, claimDeliveriesPerHook, o, o.Limit, 0)
-		}
-	}
-	// No webhook is at its share: nothing is due, or other processes hold it.
-	return nil, nil
+	return db.claimDeliveries(ctx, claimDeliveriesPerHook, o, 0)
 }
 
-// claimDeliveries runs one of the claim statements for up to limit deliveries
-// (scan: claimDeliveries' $8).
-func (db *DB) claimDeliveries(ctx context.Context, query string, o ClaimOptions, limit, scan int) ([]DeliveryJob, error) {
+// anyAtShare reports whether a webhook has PerWebhook deliveries in flight.
+func (o ClaimOptions) anyAtShare() bool {
+	for _, n := range o.Busy {
+		if n >= o.PerWebhook {
+			return true
+		}
+	}
+	return false
+}
+
+// claimDeliveries runs one of the claim statements for up to o.Limit
+// deliveries (scan: claimDeliveriesPastBusy's $8).
+func (db *DB) claimDeliveries(ctx context.Context, query string, o ClaimOptions, scan int) ([]DeliveryJob, error) {
 	var jobs []DeliveryJob
-	if err := db.SelectContext(ctx, &jobs, query, claimArgs(o, limit, scan)...); err != nil {
+	if err := db.SelectContext(ctx, &jobs, query, claimArgs(o, scan)...); err != nil {
 		return nil, fmt.Errorf("store: claim deliveries: %w", err)
 	}
 	return jobs, nil
 }
 
-// claimArgs are the claim statements' parameters (claimDeliveries' $8 only
-// when scan is positive).
-func claimArgs(o ClaimOptions, limit, scan int) []any {
+// claimArgs are the claim statements' parameters (claimDeliveriesPastBusy's $8
+// only when scan is positive).
+func claimArgs(o ClaimOptions, scan int) []any {
 	saturated := []int64{}
 	var busyIDs, busyN []int64
 	for id, n := range o.Busy {
@@ -348,7 +371,7 @@ func claimArgs(o ClaimOptions, limit, scan int) []any {
 			saturated = append(saturated, id)
 		}
 	}
-	args := []any{o.Now, limit, pq.Int64Array(saturated), pq.Int64Array(nonNilIDs(busyIDs)), pq.Int64Array(nonNilIDs(busyN)),
+	args := []any{o.Now, o.Limit, pq.Int64Array(saturated), pq.Int64Array(nonNilIDs(busyIDs)), pq.Int64Array(nonNilIDs(busyN)),
 		o.PerWebhook, o.Now.Add(o.Lease)}
 	if scan > 0 {
 		args = append(args, scan)

@@ -72,13 +72,17 @@ func (cb *combiner[K, C]) waitingIn(key K) (running, waiting int) {
 }
 
 // ClaimRowsRead runs a claim statement as ClaimDeliveries would for o, the
-// first one or (perHook) the one that looks behind webhooks at their share,
-// under EXPLAIN ANALYZE in a transaction it rolls back, and returns how many
-// rows of webhook_deliveries its scans read (returned or filtered out).
+// first one (the bounded one when a webhook is at its share) or (perHook) the
+// one that looks behind webhooks at their share, under EXPLAIN ANALYZE in a
+// transaction it rolls back, and returns how many rows of webhook_deliveries
+// its scans read (returned or filtered out).
 func (db *DB) ClaimRowsRead(ctx context.Context, o ClaimOptions, perHook bool) (int, error) {
-	query, args := claimDeliveries, claimArgs(o, o.Limit, claimScan(o.Limit))
+	query, args := claimDeliveries, claimArgs(o, 0)
+	if o.anyAtShare() {
+		query, args = claimDeliveriesPastBusy, claimArgs(o, claimScan(o.Limit))
+	}
 	if perHook {
-		query, args = claimDeliveriesPerHook, claimArgs(o, o.Limit, 0)
+		query, args = claimDeliveriesPerHook, claimArgs(o, 0)
 	}
 	tx, err := db.BeginTxx(ctx, nil)
 	if err != nil {
