@@ -331,13 +331,13 @@ func (db *DB) ClaimDeliveries(ctx context.Context, o ClaimOptions) ([]DeliveryJo
 		return nil, nil
 	}
 	if !o.anyAtShare() {
-		return db.claimDeliveries(ctx, claimDeliveries, o, 0)
+		return db.runClaim(ctx, claimDeliveries, o, 0)
 	}
-	jobs, err := db.claimDeliveries(ctx, claimDeliveriesPastBusy, o, claimScan(o.Limit))
+	jobs, err := db.runClaim(ctx, claimDeliveriesPastBusy, o, claimScan(o.Limit))
 	if err != nil || len(jobs) > 0 {
 		return jobs, err
 	}
-	return db.claimDeliveries(ctx, claimDeliveriesPerHook, o, 0)
+	return db.runClaim(ctx, claimDeliveriesPerHook, o, 0)
 }
 
 // anyAtShare reports whether a webhook has PerWebhook deliveries in flight.
@@ -350,9 +350,9 @@ func (o ClaimOptions) anyAtShare() bool {
 	return false
 }
 
-// claimDeliveries runs one of the claim statements for up to o.Limit
+// runClaim runs one of the claim statements for up to o.Limit
 // deliveries (scan: claimDeliveriesPastBusy's $8).
-func (db *DB) claimDeliveries(ctx context.Context, query string, o ClaimOptions, scan int) ([]DeliveryJob, error) {
+func (db *DB) runClaim(ctx context.Context, query string, o ClaimOptions, scan int) ([]DeliveryJob, error) {
 	var jobs []DeliveryJob
 	if err := db.SelectContext(ctx, &jobs, query, claimArgs(o, scan)...); err != nil {
 		return nil, fmt.Errorf("store: claim deliveries: %w", err)
