@@ -32,12 +32,23 @@ func (e *env) sender() (stop func()) {
 	return func() { cancel(); wg.Wait() }
 }
 
-// waitMessages waits until the SMTP server holds n messages (and a moment
-// longer, so that a message too many would show).
+// waitMessages waits until the SMTP server holds n messages and the send
+// worker has recorded their outcomes (no recipient of the account is still
+// being sent: a lane hands its outcomes over up to 250 ms after the messages
+// went out, and a fixed pause here let a busy machine read the counts before
+// them), and a moment longer, so that a message too many would show.
 func (e *env) waitMessages(n int) {
 	e.t.Helper()
 	deadline := time.Now().Add(time.Minute)
-	for e.srv.Count() < n && time.Now().Before(deadline) {
+	sending := func() int {
+		var k int
+		if err := e.db.GetContext(context.Background(), &k,
+			`SELECT count(*) FROM campaign_recipients WHERE account_id = $1 AND status = 'sending'`, e.acct); err != nil {
+			e.t.Fatal(err)
+		}
+		return k
+	}
+	for (e.srv.Count() < n || sending() > 0) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	time.Sleep(150 * time.Millisecond)
