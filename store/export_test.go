@@ -75,7 +75,7 @@ func (cb *combiner[K, C]) waitingIn(key K) (running, waiting int) {
 // first one (the bounded one when a webhook is at its share) or (perHook) the
 // one that looks behind webhooks at their share, under EXPLAIN ANALYZE in a
 // transaction it rolls back, and returns how many rows of webhook_deliveries
-// its scans read (returned or filtered out).
+// its plan's nodes handled: scanned (returned or filtered out) or updated.
 func (db *DB) ClaimRowsRead(ctx context.Context, o ClaimOptions, perHook bool) (int, error) {
 	query, args := claimDeliveries, claimArgs(o, 0)
 	if o.anyAtShare() {
@@ -110,7 +110,7 @@ type planNode struct {
 	Plans            []planNode `json:"Plans"`
 }
 
-// rowsRead is how many rows the scans of relation below n read.
+// rowsRead is how many rows of relation the nodes from n down handled.
 func (n planNode) rowsRead(relation string) int {
 	total := 0
 	if n.Relation == relation {

@@ -42,10 +42,7 @@ func (e *env) waitMessages(n int) {
 	deadline := time.Now().Add(time.Minute)
 	sending := func() int {
 		var k int
-		if err := e.db.GetContext(context.Background(), &k,
-			`SELECT count(*) FROM campaign_recipients WHERE account_id = $1 AND status = 'sending'`, e.acct); err != nil {
-			e.t.Fatal(err)
-		}
+		e.scalar(&k, `SELECT count(*) FROM campaign_recipients WHERE account_id = $1 AND status = 'sending'`, e.acct)
 		return k
 	}
 	for (e.srv.Count() < n || sending() > 0) && time.Now().Before(deadline) {
