@@ -145,7 +145,9 @@ const selectEventsAfter = `SELECT id, account_id, public_id, name, payload, crea
 FROM events WHERE account_id = $1 AND id > $2 ORDER BY id LIMIT $3`
 
 // EventsAfter returns up to limit of an account's events with an id above afterID,
-// oldest first.
+// oldest first. It is for tests: no index orders events by id (the outbox
+// reads them in its own order, the key), so it sorts all of the account's
+// events after afterID.
 func (db *DB) EventsAfter(ctx context.Context, accountID, afterID int64, limit int) ([]StoredEvent, error) {
 	var out []StoredEvent
 	if err := db.SelectContext(ctx, &out, selectEventsAfter, accountID, afterID, limit); err != nil {
@@ -169,7 +171,8 @@ const OutboxConsumerWebhooks = "webhooks"
 // outboxLag counts, per registered consumer, the events past its cursors
 // (an account without a cursor yet: all of its events), stopping at the cap,
 // and the age of the oldest of the accounts' first unhandled events. Each
-// account costs an index probe or two on events_outbox_idx per consumer.
+// account costs an index probe or two on the events' key (account_id, xid,
+// id) per consumer.
 const outboxLag = `SELECT c.name AS consumer,
   (SELECT count(*) FROM (
      SELECT 1 FROM accounts a

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -58,5 +59,24 @@ WHERE indrelid IN ('activity_log'::regclass, 'api_log'::regclass) ORDER BY 1`); 
 	}
 	if want := "[activity_log_object_idx activity_log_pkey api_log_created_idx api_log_pkey]"; fmt.Sprint(indexes) != want {
 		t.Errorf("the logs' indexes: %v; want %s", indexes, want)
+	}
+}
+
+// An event is written for every mail sent and every contact written. Every
+// read of the outbox walks the consumers' order (account_id, xid, id), which
+// is the primary key, so that an event pays for one unique index, not two
+// (migration 00046); retention finds old events by the BRIN index.
+func TestEventsAreKeyedByTheOutboxOrder(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	var indexes []string
+	if err := db.SelectContext(ctx, &indexes, `SELECT indexrelid::regclass::text || CASE WHEN indisprimary THEN ' (primary) ' ELSE ' ' END ||
+  substring(pg_get_indexdef(indexrelid) FROM 'USING .*$')
+FROM pg_index WHERE indrelid = 'events'::regclass ORDER BY 1`); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"events_created_brin USING brin (created_at)", "events_pkey (primary) USING btree (account_id, xid, id)"}
+	if !slices.Equal(indexes, want) {
+		t.Errorf("the events' indexes: %q; want %q", indexes, want)
 	}
 }
