@@ -6,7 +6,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/rundbrief/rundbrief/store"
 	"github.com/rundbrief/rundbrief/store/dbtest"
 )
 
@@ -51,13 +53,14 @@ SELECT $1, 'r' || g, 'GET', '/v1/contacts', 200, 100, now() FROM generate_series
 		}
 	}
 	// What each row is indexed by: the key, the activities' object (a
-	// contact's timeline), the API log's age (retention).
+	// contact's timeline), the API log's age (retention), summarised per
+	// range of pages (migration 00047): a B-tree cost every API call an entry.
 	var indexes []string
 	if err := db.SelectContext(ctx, &indexes, `SELECT indexrelid::regclass::text FROM pg_index
 WHERE indrelid IN ('activity_log'::regclass, 'api_log'::regclass) ORDER BY 1`); err != nil {
 		t.Fatal(err)
 	}
-	if want := "[activity_log_object_idx activity_log_pkey api_log_created_idx api_log_pkey]"; fmt.Sprint(indexes) != want {
+	if want := "[activity_log_object_idx activity_log_pkey api_log_created_brin api_log_pkey]"; fmt.Sprint(indexes) != want {
 		t.Errorf("the logs' indexes: %v; want %s", indexes, want)
 	}
 }
@@ -78,5 +81,49 @@ FROM pg_index WHERE indrelid = 'events'::regclass ORDER BY 1`); err != nil {
 	want := []string{"events_created_brin USING brin (created_at)", "events_pkey (primary) USING btree (account_id, xid, id)"}
 	if !slices.Equal(indexes, want) {
 		t.Errorf("the events' indexes: %q; want %q", indexes, want)
+	}
+}
+
+// Retention deletes the API log's rows older than APILogRetention, found
+// through the BRIN index on created_at (migration 00047), and keeps the rest.
+func TestAPILogRetentionFindsOldRowsByAge(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	acct := newAccount(t, db, "business")
+	now := time.Now().Truncate(time.Second)
+	if _, err := db.ExecContext(ctx, `INSERT INTO api_log (account_id, request_id, method, path, status, duration_us, created_at)
+SELECT $1, 'r' || g, 'GET', '/v1/contacts', 200, 100, $2::timestamptz + g * interval '1 hour' FROM generate_series(0, 199) g`,
+		acct, now.Add(-store.APILogRetention-100*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.BeginTxx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	if err := tx.SelectContext(ctx, &lines, `EXPLAIN (COSTS OFF) DELETE FROM api_log WHERE created_at < $1`, now); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(lines, "\n"), "api_log_created_brin") {
+		t.Errorf("retention's delete does not use the BRIN index:\n%s", strings.Join(lines, "\n"))
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Purge(ctx, now); err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	var oldest time.Time
+	if err := db.QueryRowxContext(ctx, `SELECT count(*), min(created_at) FROM api_log WHERE account_id = $1`, acct).Scan(&left, &oldest); err != nil {
+		t.Fatal(err)
+	}
+	// Rows 0 … 99 are more than 90 days old, 100 … 199 younger.
+	if left != 100 || oldest.Before(now.Add(-store.APILogRetention)) {
+		t.Errorf("after retention: %d rows, the oldest from %v; want the 100 younger than %v", left, oldest, now.Add(-store.APILogRetention))
 	}
 }
