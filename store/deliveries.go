@@ -330,14 +330,22 @@ func (db *DB) ClaimDeliveries(ctx context.Context, o ClaimOptions) ([]DeliveryJo
 	if o.Limit <= 0 {
 		return nil, nil
 	}
-	if !o.anyAtShare() {
-		return db.runClaim(ctx, claimDeliveries, o, 0)
-	}
-	jobs, err := db.runClaim(ctx, claimDeliveriesPastBusy, o, claimScan(o.Limit))
-	if err != nil || len(jobs) > 0 {
+	query, scan := firstClaim(o)
+	jobs, err := db.runClaim(ctx, query, o, scan)
+	if err != nil || len(jobs) > 0 || scan == 0 {
 		return jobs, err
 	}
 	return db.runClaim(ctx, claimDeliveriesPerHook, o, 0)
+}
+
+// firstClaim is the claim statement ClaimDeliveries runs first for o, and
+// its scan bound (claimDeliveriesPastBusy's $8; 0: the statement has none,
+// and no webhook is at its share).
+func firstClaim(o ClaimOptions) (query string, scan int) {
+	if !o.anyAtShare() {
+		return claimDeliveries, 0
+	}
+	return claimDeliveriesPastBusy, claimScan(o.Limit)
 }
 
 // anyAtShare reports whether a webhook has PerWebhook deliveries in flight.

@@ -29,6 +29,15 @@ func emit(t *testing.T, db *store.DB, acct int64, events ...store.Event) []strin
 	return ids
 }
 
+// eventsNamed is n events of one name without data, as the claim tests emit.
+func eventsNamed(name string, n int) []store.Event {
+	events := make([]store.Event, n)
+	for i := range events {
+		events[i] = store.Event{Name: name, Data: map[string]any{}}
+	}
+	return events
+}
+
 func newHook(t *testing.T, db *store.DB, acct int64, url string, events ...string) store.Webhook {
 	t.Helper()
 	w, _, err := db.CreateWebhook(context.Background(), webhookBox(t), acct, hookActor, store.WebhookSettings{URL: url, Events: events})
@@ -217,14 +226,7 @@ func TestClaimKeepsPerWebhookShare(t *testing.T) {
 	acct := newAccount(t, db, "business")
 	slow := newHook(t, db, acct, "https://slow.example.com", store.EventContactCreated)
 	fast := newHook(t, db, acct, "https://fast.example.com", store.EventContactUpdated)
-	var events []store.Event
-	for range 20 {
-		events = append(events, store.Event{Name: store.EventContactCreated, Data: map[string]any{}})
-	}
-	for range 5 {
-		events = append(events, store.Event{Name: store.EventContactUpdated, Data: map[string]any{}})
-	}
-	emit(t, db, acct, events...)
+	emit(t, db, acct, append(eventsNamed(store.EventContactCreated, 20), eventsNamed(store.EventContactUpdated, 5)...)...)
 	now := time.Now()
 	if _, err := db.DispatchEvents(ctx, now, 100); err != nil {
 		t.Fatal(err)
@@ -256,10 +258,7 @@ func TestRecordAttemptsCountsFailuresInARow(t *testing.T) {
 	db := dbtest.NewDB(t)
 	acct := newAccount(t, db, "business")
 	w := newHook(t, db, acct, "https://a.example.com", "*")
-	var events []store.Event
-	for range 45 {
-		events = append(events, store.Event{Name: store.EventContactCreated, Data: map[string]any{}})
-	}
+	events := eventsNamed(store.EventContactCreated, 45)
 	emit(t, db, acct, events...)
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	if _, err := db.DispatchEvents(ctx, now, 100); err != nil {
@@ -408,13 +407,8 @@ func TestClaimPassesOverABusyWebhooksBacklog(t *testing.T) {
 	slow := newHook(t, db, acct, "https://slow.example.com", store.EventContactCreated)
 	fast := newHook(t, db, acct, "https://fast.example.com", store.EventContactUpdated)
 	const backlog = 3000
-	var events []store.Event
-	for range backlog {
-		events = append(events, store.Event{Name: store.EventContactCreated, Data: map[string]any{}})
-	}
-	emit(t, db, acct, events...)
-	emit(t, db, acct, store.Event{Name: store.EventContactUpdated, Data: map[string]any{}},
-		store.Event{Name: store.EventContactUpdated, Data: map[string]any{}})
+	emit(t, db, acct, eventsNamed(store.EventContactCreated, backlog)...)
+	emit(t, db, acct, eventsNamed(store.EventContactUpdated, 2)...)
 	now := time.Now()
 	for {
 		res, err := db.DispatchEvents(ctx, now, 1000)

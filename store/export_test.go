@@ -77,13 +77,11 @@ func (cb *combiner[K, C]) waitingIn(key K) (running, waiting int) {
 // transaction it rolls back, and returns how many rows of webhook_deliveries
 // its plan's nodes handled: scanned (returned or filtered out) or updated.
 func (db *DB) ClaimRowsRead(ctx context.Context, o ClaimOptions, perHook bool) (int, error) {
-	query, args := claimDeliveries, claimArgs(o, 0)
-	if o.anyAtShare() {
-		query, args = claimDeliveriesPastBusy, claimArgs(o, claimScan(o.Limit))
-	}
+	query, scan := firstClaim(o)
 	if perHook {
-		query, args = claimDeliveriesPerHook, claimArgs(o, 0)
+		query, scan = claimDeliveriesPerHook, 0
 	}
+	args := claimArgs(o, scan)
 	tx, err := db.BeginTxx(ctx, nil)
 	if err != nil {
 		return 0, err
